@@ -1,1 +1,7 @@
-//! placeholder
+//! Sans-IO QUIC v1 (RFC 9000, RFC 9001, RFC 9002) with a hook for loss-recovery policies.
+//!
+//! No sockets, no clock reads, no threads: every entry point takes `now`.
+
+pub mod error;
+
+pub use error::{DecodeError, Error, TransportError, TransportErrorCode};

@@ -3,5 +3,7 @@
 //! No sockets, no clock reads, no threads: every entry point takes `now`.
 
 pub mod error;
+mod lineage;
+pub mod qlog;
 
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};

@@ -493,7 +493,6 @@ fn open_packet<'a>(
     let (header, payload) = packet.split_at_mut(header_len);
     packet_key
         .decrypt_in_place(pn, header, payload)
-        .map(|plain| &*plain)
         .map_err(|_| Error::Decrypt)
 }
 

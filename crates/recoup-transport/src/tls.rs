@@ -32,8 +32,8 @@ pub enum ServerVerification {
 pub enum NewKeys {
     /// Handshake-level keys.
     Handshake(Keys),
-    /// 1-RTT keys, key phase 0.
-    OneRtt(OneRttKeys),
+    /// 1-RTT keys, key phase 0 (boxed: they carry the secrets for later key updates).
+    OneRtt(Box<OneRttKeys>),
 }
 
 fn provider() -> Arc<CryptoProvider> {
@@ -262,7 +262,7 @@ impl TlsSession {
         self.conn.write_hs(out).map(|change| match change {
             rustls::quic::KeyChange::Handshake { keys } => NewKeys::Handshake(keys.into()),
             rustls::quic::KeyChange::OneRtt { keys, next } => {
-                NewKeys::OneRtt(OneRttKeys::new(keys, next))
+                NewKeys::OneRtt(Box::new(OneRttKeys::new(keys, next)))
             }
         })
     }
@@ -310,7 +310,7 @@ mod tests {
         tls: TlsSession,
         level: usize,
         handshake: Option<Keys>,
-        one_rtt: Option<OneRttKeys>,
+        one_rtt: Option<Box<OneRttKeys>>,
         sent: [usize; 3],
         outbox: Vec<(usize, Vec<u8>)>,
     }
@@ -469,7 +469,7 @@ mod tests {
         );
     }
 
-    fn one_rtt_pair() -> (OneRttKeys, OneRttKeys) {
+    fn one_rtt_pair() -> (Box<OneRttKeys>, Box<OneRttKeys>) {
         let (server, _) = server_session(b"s");
         let client = client_session(ServerVerification::Insecure, b"c");
         let (c, s) = handshake(client, server).unwrap();

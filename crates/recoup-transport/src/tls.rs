@@ -178,9 +178,12 @@ impl ServerCertVerifier for AcceptAnyCertificate {
 ///
 /// - [`Self::read_handshake`] with the in-order CRYPTO data of one level (never mixing levels in a
 ///   call);
-/// - then [`Self::write_handshake`] in a loop: bytes it appends belong to the current send level;
-///   when it returns [`NewKeys`], install them, send further output at the new level, and call it
-///   again until it returns `None` having appended nothing.
+/// - then, after every such call, [`Self::write_handshake`] in a loop: bytes it appends belong to
+///   the current send level; when it returns [`NewKeys`], install them, send further output at
+///   the new level, and call it again until it returns `None` having appended nothing. Do not
+///   defer this loop: the keys needed to read the peer's next level come out of it (a client gets
+///   Handshake keys right after the ServerHello), and rustls only separates output by level
+///   correctly when drained after each read.
 pub struct TlsSession {
     conn: rustls::quic::Connection,
     side: Side,

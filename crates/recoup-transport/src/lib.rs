@@ -2,6 +2,11 @@
 //!
 //! No sockets, no clock reads, no threads: every entry point takes `now`.
 
+pub mod cc;
+pub mod delivery_rate;
 pub mod error;
+pub mod loss;
+pub mod pacing;
+pub mod rtt;
 
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};

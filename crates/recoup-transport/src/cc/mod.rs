@@ -6,6 +6,7 @@
 //! packets acknowledged together with a loss do not grow the window. Built-ins are dispatched
 //! through the [`Controller`] enum; user controllers go in [`Controller::Custom`].
 
+pub mod bbr;
 pub mod cubic;
 pub mod newreno;
 
@@ -19,6 +20,7 @@ use crate::error::DecodeError;
 use crate::loss::SentPacket;
 use crate::rtt::RttEstimator;
 
+pub use bbr::Bbr;
 pub use cubic::Cubic;
 pub use newreno::NewReno;
 
@@ -145,17 +147,20 @@ pub enum CcAlgorithm {
     /// RFC 9438.
     #[default]
     Cubic,
+    /// BBRv1 (draft-cardwell-iccrg-bbr-congestion-control-00).
+    Bbr,
 }
 
 impl CcAlgorithm {
     /// Accepted names, in the order of the error message.
-    pub const NAMES: [&'static str; 2] = ["newreno", "cubic"];
+    pub const NAMES: [&'static str; 3] = ["newreno", "cubic", "bbr"];
 
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             CcAlgorithm::NewReno => "newreno",
             CcAlgorithm::Cubic => "cubic",
+            CcAlgorithm::Bbr => "bbr",
         }
     }
 }
@@ -173,6 +178,7 @@ impl FromStr for CcAlgorithm {
         match s.trim().to_ascii_lowercase().as_str() {
             "newreno" | "reno" => Ok(CcAlgorithm::NewReno),
             "cubic" => Ok(CcAlgorithm::Cubic),
+            "bbr" | "bbr1" | "bbrv1" => Ok(CcAlgorithm::Bbr),
             _ => Err(DecodeError::invalid(
                 "congestion controller",
                 format!(
@@ -189,16 +195,18 @@ impl FromStr for CcAlgorithm {
 pub enum Controller {
     NewReno(NewReno),
     Cubic(Cubic),
+    Bbr(Box<Bbr>),
     Custom(Box<dyn CongestionController>),
 }
 
 impl Controller {
     /// A built-in controller.
     #[must_use]
-    pub fn new(algorithm: CcAlgorithm, config: &CcConfig, _now: Instant) -> Self {
+    pub fn new(algorithm: CcAlgorithm, config: &CcConfig, now: Instant) -> Self {
         match algorithm {
             CcAlgorithm::NewReno => Controller::NewReno(NewReno::new(config)),
             CcAlgorithm::Cubic => Controller::Cubic(Cubic::new(config)),
+            CcAlgorithm::Bbr => Controller::Bbr(Box::new(Bbr::new(config, now))),
         }
     }
 }
@@ -208,6 +216,7 @@ macro_rules! dispatch {
         match $self {
             Controller::NewReno($c) => $e,
             Controller::Cubic($c) => $e,
+            Controller::Bbr($c) => $e,
             Controller::Custom($c) => $e,
         }
     };
@@ -295,14 +304,11 @@ mod tests {
             assert_eq!(c.name(), name);
             assert_eq!(c.window(), 12_000);
         }
-        assert_eq!(
-            " CUBIC ".parse::<CcAlgorithm>().ok(),
-            Some(CcAlgorithm::Cubic)
-        );
+        assert_eq!(" BBR ".parse::<CcAlgorithm>().ok(), Some(CcAlgorithm::Bbr));
         let err = "copa".parse::<CcAlgorithm>().expect_err("unknown");
         assert_eq!(
             err.to_string(),
-            "invalid congestion controller: unknown name \"copa\"; accepted: newreno, cubic"
+            "invalid congestion controller: unknown name \"copa\"; accepted: newreno, cubic, bbr"
         );
     }
 

@@ -1098,6 +1098,16 @@ mod tests {
             .on_ack_received(SpaceId::Data, &[0..=(1 << 40)], ms(0), at(10))
             .expect("valid");
         assert_eq!(pns(&out.acked), [1 << 40]);
+        // Inverted ranges acknowledge nothing (and do not panic).
+        #[expect(
+            clippy::reversed_empty_ranges,
+            reason = "the malformed input under test"
+        )]
+        let inverted = [5..=3];
+        let out = ld
+            .on_ack_received(SpaceId::Data, &inverted, ms(0), at(10))
+            .expect("empty");
+        assert!(out.acked.is_empty());
         let err = ld.on_ack_received(SpaceId::Data, &[0..=u64::MAX], ms(0), at(11));
         assert!(err.is_err());
     }

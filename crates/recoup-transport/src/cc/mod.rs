@@ -44,6 +44,16 @@ impl AckedPacket {
             rate: p.rate,
         }
     }
+
+    /// The in-flight packets of `acked` (what controllers count), in order.
+    #[must_use]
+    pub fn in_flight_of<T>(acked: &[SentPacket<T>]) -> Vec<Self> {
+        acked
+            .iter()
+            .filter(|p| p.in_flight)
+            .map(Self::from_sent)
+            .collect()
+    }
 }
 
 /// Everything a controller learns from one ACK frame.
@@ -272,6 +282,18 @@ impl CongestionController for Controller {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_in_flight_packets_reach_controllers() {
+        let t = Instant::from_nanos(7);
+        let sent = [
+            SentPacket::new(1, t, 1200, true, true, ()),
+            SentPacket::new(2, t, 40, false, false, ()),
+        ];
+        let acked = AckedPacket::in_flight_of(&sent);
+        assert_eq!(acked.len(), 1);
+        assert_eq!((acked[0].time_sent, acked[0].bytes), (t, 1200));
+    }
 
     #[test]
     fn windows_from_rfc_9002() {

@@ -2,10 +2,15 @@
 //!
 //! No sockets, no clock reads, no threads: every entry point takes `now`.
 
+pub mod cc;
 pub mod crypto;
+pub mod delivery_rate;
 pub mod error;
 mod lineage;
+pub mod loss;
+pub mod pacing;
 pub mod qlog;
+pub mod rtt;
 pub mod tls;
 
 pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side};

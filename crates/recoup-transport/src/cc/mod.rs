@@ -1,0 +1,375 @@
+//! Congestion control: the controller trait, the built-in controllers and their configuration.
+//!
+//! The connection drives a controller from what [`crate::loss::LossDetection`] reports. For one
+//! ACK it calls [`CongestionController::on_congestion_event`] first (if the ACK declared in-flight
+//! packets lost) and then [`CongestionController::on_ack`], the order of RFC 9002 Appendix A.7, so
+//! packets acknowledged together with a loss do not grow the window. Built-ins are dispatched
+//! through the [`Controller`] enum; user controllers go in [`Controller::Custom`].
+
+pub mod bbr;
+pub mod cubic;
+pub mod newreno;
+
+use std::fmt;
+use std::str::FromStr;
+
+use recoup_time::Instant;
+
+use crate::delivery_rate::{RateSample, RateSnapshot};
+use crate::error::DecodeError;
+use crate::loss::SentPacket;
+use crate::rtt::RttEstimator;
+
+pub use bbr::Bbr;
+pub use cubic::Cubic;
+pub use newreno::NewReno;
+
+/// RFC 9000 §14: the smallest maximum datagram size every path supports.
+pub const DEFAULT_MAX_DATAGRAM_SIZE: u64 = 1200;
+
+/// An acknowledged in-flight packet as a controller sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckedPacket {
+    pub time_sent: Instant,
+    pub bytes: u64,
+    pub rate: RateSnapshot,
+}
+
+impl AckedPacket {
+    #[must_use]
+    pub fn from_sent<T>(p: &SentPacket<T>) -> Self {
+        Self {
+            time_sent: p.time_sent,
+            bytes: p.size as u64,
+            rate: p.rate,
+        }
+    }
+
+    /// The in-flight packets of `acked` (what controllers count), in order.
+    #[must_use]
+    pub fn in_flight_of<T>(acked: &[SentPacket<T>]) -> Vec<Self> {
+        acked
+            .iter()
+            .filter(|p| p.in_flight)
+            .map(Self::from_sent)
+            .collect()
+    }
+}
+
+/// Everything a controller learns from one ACK frame.
+#[derive(Clone, Copy, Debug)]
+pub struct AckEvent<'a> {
+    pub now: Instant,
+    /// Newly acknowledged in-flight packets, ascending packet numbers.
+    pub acked: &'a [AckedPacket],
+    pub rate_sample: Option<&'a RateSample>,
+    /// The RTT estimate after this ACK's sample.
+    pub rtt: &'a RttEstimator,
+    /// Bytes in flight before the ACK was processed.
+    pub prior_in_flight: u64,
+    /// Bytes in flight after it (acknowledged and lost packets removed).
+    pub in_flight: u64,
+    /// The sender was application-limited: it had nothing more to send while below the window,
+    /// so the window was not the limit and must not grow (RFC 9002 §7.8).
+    pub app_limited: bool,
+}
+
+/// Controller settings shared by the built-ins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CcConfig {
+    /// The path's maximum datagram size (RFC 9002 §7.2).
+    pub max_datagram_size: u64,
+    /// Overrides RFC 9002 §7.2's initial window.
+    pub initial_window: Option<u64>,
+    /// Seeds the controller's randomness (BBR's starting ProbeBW phase).
+    pub seed: u64,
+}
+
+impl Default for CcConfig {
+    fn default() -> Self {
+        Self {
+            max_datagram_size: DEFAULT_MAX_DATAGRAM_SIZE,
+            initial_window: None,
+            seed: 0,
+        }
+    }
+}
+
+impl CcConfig {
+    /// RFC 9002 §7.2: min(10·mds, max(14720, 2·mds)) unless overridden.
+    #[must_use]
+    pub fn initial_window(&self) -> u64 {
+        let mds = self.max_datagram_size;
+        self.initial_window.unwrap_or_else(|| {
+            mds.saturating_mul(10)
+                .min(14_720.max(mds.saturating_mul(2)))
+        })
+    }
+
+    /// RFC 9002 §7.2 kMinimumWindow: 2·mds.
+    #[must_use]
+    pub fn minimum_window(&self) -> u64 {
+        self.max_datagram_size.saturating_mul(2)
+    }
+}
+
+/// A congestion controller.
+pub trait CongestionController: fmt::Debug + Send {
+    /// An in-flight packet of `bytes` left; `bytes_in_flight` is before it.
+    fn on_packet_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64);
+
+    /// Packets were acknowledged.
+    fn on_ack(&mut self, ack: &AckEvent<'_>);
+
+    /// In-flight packets were declared lost by one ACK or one timer expiry; the newest was sent at
+    /// `largest_lost_sent_time` (RFC 9002 §7.3.2: a new reduction only if it was sent after the
+    /// current recovery period began).
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        largest_lost_sent_time: Instant,
+        lost_bytes: u64,
+        persistent_congestion: bool,
+        rtt: &RttEstimator,
+    );
+
+    /// The congestion window in bytes.
+    fn window(&self) -> u64;
+
+    /// The rate the controller wants packets paced at, bytes per second, if it has one.
+    fn pacing_rate(&self) -> Option<u64>;
+
+    /// The estimated bottleneck bandwidth in bytes per second, if the controller measures it.
+    fn bandwidth_estimate(&self) -> Option<u64>;
+
+    /// The algorithm's name, as [`CcAlgorithm`] parses it.
+    fn name(&self) -> &'static str;
+
+    /// The controller's current state, for qlog's `congestion_state_updated`.
+    fn state(&self) -> &'static str;
+}
+
+/// The built-in algorithms, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum CcAlgorithm {
+    /// RFC 9002 §7.
+    NewReno,
+    /// RFC 9438.
+    #[default]
+    Cubic,
+    /// BBRv1 (draft-cardwell-iccrg-bbr-congestion-control-00).
+    Bbr,
+}
+
+impl CcAlgorithm {
+    /// Accepted names, in the order of the error message.
+    pub const NAMES: [&'static str; 3] = ["newreno", "cubic", "bbr"];
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            CcAlgorithm::NewReno => "newreno",
+            CcAlgorithm::Cubic => "cubic",
+            CcAlgorithm::Bbr => "bbr",
+        }
+    }
+}
+
+impl fmt::Display for CcAlgorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CcAlgorithm {
+    type Err = DecodeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "newreno" | "reno" => Ok(CcAlgorithm::NewReno),
+            "cubic" => Ok(CcAlgorithm::Cubic),
+            "bbr" | "bbr1" | "bbrv1" => Ok(CcAlgorithm::Bbr),
+            _ => Err(DecodeError::invalid(
+                "congestion controller",
+                format!(
+                    "unknown name {s:?}; accepted: {}",
+                    CcAlgorithm::NAMES.join(", ")
+                ),
+            )),
+        }
+    }
+}
+
+/// A controller: a built-in (enum dispatch) or a user's.
+#[derive(Debug)]
+pub enum Controller {
+    NewReno(NewReno),
+    Cubic(Cubic),
+    Bbr(Box<Bbr>),
+    Custom(Box<dyn CongestionController>),
+}
+
+impl Controller {
+    /// A built-in controller.
+    #[must_use]
+    pub fn new(algorithm: CcAlgorithm, config: &CcConfig, now: Instant) -> Self {
+        match algorithm {
+            CcAlgorithm::NewReno => Controller::NewReno(NewReno::new(config)),
+            CcAlgorithm::Cubic => Controller::Cubic(Cubic::new(config)),
+            CcAlgorithm::Bbr => Controller::Bbr(Box::new(Bbr::new(config, now))),
+        }
+    }
+}
+
+macro_rules! dispatch {
+    ($self:ident, $c:ident => $e:expr) => {
+        match $self {
+            Controller::NewReno($c) => $e,
+            Controller::Cubic($c) => $e,
+            Controller::Bbr($c) => $e,
+            Controller::Custom($c) => $e,
+        }
+    };
+}
+
+impl CongestionController for Controller {
+    fn on_packet_sent(&mut self, now: Instant, bytes: u64, bytes_in_flight: u64) {
+        dispatch!(self, c => c.on_packet_sent(now, bytes, bytes_in_flight));
+    }
+
+    fn on_ack(&mut self, ack: &AckEvent<'_>) {
+        dispatch!(self, c => c.on_ack(ack));
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        largest_lost_sent_time: Instant,
+        lost_bytes: u64,
+        persistent_congestion: bool,
+        rtt: &RttEstimator,
+    ) {
+        dispatch!(self, c => c.on_congestion_event(
+            now,
+            largest_lost_sent_time,
+            lost_bytes,
+            persistent_congestion,
+            rtt,
+        ));
+    }
+
+    fn window(&self) -> u64 {
+        dispatch!(self, c => c.window())
+    }
+
+    fn pacing_rate(&self) -> Option<u64> {
+        dispatch!(self, c => c.pacing_rate())
+    }
+
+    fn bandwidth_estimate(&self) -> Option<u64> {
+        dispatch!(self, c => c.bandwidth_estimate())
+    }
+
+    fn name(&self) -> &'static str {
+        dispatch!(self, c => c.name())
+    }
+
+    fn state(&self) -> &'static str {
+        dispatch!(self, c => c.state())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_in_flight_packets_reach_controllers() {
+        let t = Instant::from_nanos(7);
+        let sent = [
+            SentPacket::new(1, t, 1200, true, true, ()),
+            SentPacket::new(2, t, 40, false, false, ()),
+        ];
+        let acked = AckedPacket::in_flight_of(&sent);
+        assert_eq!(acked.len(), 1);
+        assert_eq!((acked[0].time_sent, acked[0].bytes), (t, 1200));
+    }
+
+    #[test]
+    fn windows_from_rfc_9002() {
+        let c = CcConfig::default();
+        assert_eq!(c.initial_window(), 12_000);
+        assert_eq!(c.minimum_window(), 2400);
+        let big = CcConfig {
+            max_datagram_size: 1500,
+            ..CcConfig::default()
+        };
+        assert_eq!(big.initial_window(), 14_720);
+        let jumbo = CcConfig {
+            max_datagram_size: 9000,
+            ..CcConfig::default()
+        };
+        assert_eq!(jumbo.initial_window(), 18_000);
+        let fixed = CcConfig {
+            initial_window: Some(4000),
+            ..CcConfig::default()
+        };
+        assert_eq!(fixed.initial_window(), 4000);
+    }
+
+    #[test]
+    fn algorithm_names_parse_and_errors_list_them() {
+        for name in CcAlgorithm::NAMES {
+            let a: CcAlgorithm = name.parse().expect("accepted");
+            assert_eq!(a.to_string(), name);
+            let c = Controller::new(a, &CcConfig::default(), Instant::ZERO);
+            assert_eq!(c.name(), name);
+            assert_eq!(c.window(), 12_000);
+        }
+        assert_eq!(" BBR ".parse::<CcAlgorithm>().ok(), Some(CcAlgorithm::Bbr));
+        let err = "copa".parse::<CcAlgorithm>().expect_err("unknown");
+        assert_eq!(
+            err.to_string(),
+            "invalid congestion controller: unknown name \"copa\"; accepted: newreno, cubic, bbr"
+        );
+    }
+
+    #[test]
+    fn custom_controllers_dispatch() {
+        #[derive(Debug)]
+        struct Fixed;
+        impl CongestionController for Fixed {
+            fn on_packet_sent(&mut self, _: Instant, _: u64, _: u64) {}
+            fn on_ack(&mut self, _: &AckEvent<'_>) {}
+            fn on_congestion_event(
+                &mut self,
+                _: Instant,
+                _: Instant,
+                _: u64,
+                _: bool,
+                _: &RttEstimator,
+            ) {
+            }
+            fn window(&self) -> u64 {
+                42
+            }
+            fn pacing_rate(&self) -> Option<u64> {
+                Some(7)
+            }
+            fn bandwidth_estimate(&self) -> Option<u64> {
+                None
+            }
+            fn name(&self) -> &'static str {
+                "fixed"
+            }
+            fn state(&self) -> &'static str {
+                "fixed"
+            }
+        }
+        let c = Controller::Custom(Box::new(Fixed));
+        assert_eq!(
+            (c.window(), c.pacing_rate(), c.name()),
+            (42, Some(7), "fixed")
+        );
+    }
+}

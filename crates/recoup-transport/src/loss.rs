@@ -1,0 +1,1114 @@
+//! Loss detection (RFC 9002 §6 and its Appendix A pseudocode).
+//!
+//! [`LossDetection`] keeps the sent-but-unacknowledged packets of the three packet number spaces,
+//! turns ACK frames into acknowledged and lost packets, estimates the RTT and runs the loss
+//! detection timer (time-threshold losses and probe timeouts). It knows nothing of frames: each
+//! packet carries the connection's payload `T`, handed back when the packet is acknowledged, lost
+//! or discarded. Lost packets are removed at once, so state is bounded by what is in flight.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::{Index, IndexMut, RangeInclusive};
+use std::time::Duration;
+
+use recoup_recovery::LossTrigger;
+use recoup_time::Instant;
+
+use crate::delivery_rate::{DeliveryRateEstimator, RateSample, RateSnapshot};
+use crate::error::{transport_err, TransportError};
+use crate::rtt::{mul_ratio, RttEstimator, DEFAULT_INITIAL_RTT, GRANULARITY};
+
+/// A packet number space (RFC 9000 §12.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SpaceId {
+    Initial,
+    Handshake,
+    /// 0-RTT and 1-RTT packets.
+    Data,
+}
+
+impl SpaceId {
+    /// All spaces, in the order RFC 9002 Appendix A iterates them.
+    pub const ALL: [SpaceId; 3] = [SpaceId::Initial, SpaceId::Handshake, SpaceId::Data];
+
+    /// Position in [`SpaceId::ALL`], for per-space arrays.
+    #[must_use]
+    pub const fn index(self) -> usize {
+        match self {
+            SpaceId::Initial => 0,
+            SpaceId::Handshake => 1,
+            SpaceId::Data => 2,
+        }
+    }
+}
+
+/// One value per packet number space, indexed by [`SpaceId`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PerSpace<V>(pub [V; 3]);
+
+impl<V> Index<SpaceId> for PerSpace<V> {
+    type Output = V;
+    fn index(&self, space: SpaceId) -> &V {
+        &self.0[space.index()]
+    }
+}
+
+impl<V> IndexMut<SpaceId> for PerSpace<V> {
+    fn index_mut(&mut self, space: SpaceId) -> &mut V {
+        &mut self.0[space.index()]
+    }
+}
+
+/// A sent packet as loss detection tracks it (RFC 9002 Appendix A.1.1).
+#[derive(Clone, Debug)]
+pub struct SentPacket<T> {
+    pub pn: u64,
+    pub time_sent: Instant,
+    /// Bytes of the UDP payload this packet occupies (counts toward bytes in flight).
+    pub size: usize,
+    pub ack_eliciting: bool,
+    /// Counts toward bytes in flight and congestion control (RFC 9002 §2: ack-eliciting or
+    /// PADDING-carrying packets).
+    pub in_flight: bool,
+    /// Delivery-rate snapshot; filled by [`LossDetection::on_packet_sent`].
+    pub rate: RateSnapshot,
+    /// The connection's record of what the packet carried.
+    pub data: T,
+}
+
+impl<T> SentPacket<T> {
+    /// A packet about to be handed to [`LossDetection::on_packet_sent`].
+    #[must_use]
+    pub fn new(
+        pn: u64,
+        time_sent: Instant,
+        size: usize,
+        ack_eliciting: bool,
+        in_flight: bool,
+        data: T,
+    ) -> Self {
+        Self {
+            pn,
+            time_sent,
+            size,
+            ack_eliciting,
+            in_flight,
+            rate: RateSnapshot::default(),
+            data,
+        }
+    }
+}
+
+/// A packet declared lost, and why.
+#[derive(Clone, Debug)]
+pub struct LostPacket<T> {
+    pub packet: SentPacket<T>,
+    pub trigger: LossTrigger,
+}
+
+/// Losses declared by one ACK or one timer expiry, all in one space.
+#[derive(Clone, Debug)]
+pub struct LossReport<T> {
+    /// Ascending packet numbers.
+    pub lost: Vec<LostPacket<T>>,
+    /// RFC 9002 §7.6.2: the lost packets establish persistent congestion.
+    pub persistent_congestion: bool,
+}
+
+impl<T> Default for LossReport<T> {
+    fn default() -> Self {
+        Self {
+            lost: Vec::new(),
+            persistent_congestion: false,
+        }
+    }
+}
+
+impl<T> LossReport<T> {
+    /// What the congestion controller needs (RFC 9002 Appendix B.8): the send time of the newest
+    /// in-flight lost packet and the in-flight bytes lost. `None` if no in-flight packet was lost.
+    #[must_use]
+    pub fn congestion_signal(&self) -> Option<(Instant, u64)> {
+        let mut newest = None;
+        let mut bytes = 0u64;
+        for l in self.lost.iter().filter(|l| l.packet.in_flight) {
+            bytes = bytes.saturating_add(l.packet.size as u64);
+            newest = newest.max(Some(l.packet.time_sent));
+        }
+        newest.map(|t| (t, bytes))
+    }
+}
+
+/// What one ACK frame did.
+#[derive(Clone, Debug)]
+pub struct AckOutcome<T> {
+    /// Newly acknowledged packets, ascending packet numbers.
+    pub acked: Vec<SentPacket<T>>,
+    /// Packets declared lost while processing the ACK.
+    pub losses: LossReport<T>,
+    /// The largest acknowledged packet was newly acknowledged and an ack-eliciting packet was
+    /// among the newly acknowledged: the RTT estimate was updated (RFC 9002 §5.1).
+    pub rtt_updated: bool,
+    /// Acknowledgements of packets this detector had already declared lost (spurious losses).
+    /// Counted only for recent losses (the last few hundred per space).
+    pub spurious: u64,
+    /// Delivery-rate sample, if in-flight packets were acknowledged.
+    pub rate_sample: Option<RateSample>,
+    /// Bytes in flight before this ACK was processed.
+    pub prior_bytes_in_flight: u64,
+}
+
+impl<T> AckOutcome<T> {
+    fn empty(prior_bytes_in_flight: u64) -> Self {
+        Self {
+            acked: Vec::new(),
+            losses: LossReport::default(),
+            rtt_updated: false,
+            spurious: 0,
+            rate_sample: None,
+            prior_bytes_in_flight,
+        }
+    }
+}
+
+/// What the loss detection timer did when it fired (RFC 9002 Appendix A.9).
+#[derive(Clone, Debug)]
+pub enum TimeoutOutcome<T> {
+    /// The timer is not armed or not yet due.
+    NotDue,
+    /// Packets of `space` were declared lost by the time threshold.
+    Lost {
+        space: SpaceId,
+        losses: LossReport<T>,
+    },
+    /// A probe timeout: the connection must send `count` ack-eliciting packets in `space` (new
+    /// data if it has some, else retransmitted data, else PING; RFC 9002 §6.2.4). For the client's
+    /// anti-deadlock probe (nothing in flight, RFC 9002 §6.2.2.1) `count` is 1 and the Initial
+    /// probe must be padded to 1200 bytes.
+    Probe { space: SpaceId, count: u8 },
+}
+
+/// Loss detection settings. Defaults are RFC 9002's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LossConfig {
+    /// Whether this endpoint is the server (a server always considers its peer's address
+    /// validated, RFC 9002 Appendix A.6 "PeerCompletedAddressValidation").
+    pub server: bool,
+    /// RFC 9002 §6.1.1 kPacketThreshold.
+    pub packet_threshold: u64,
+    /// RFC 9002 §6.1.2 kTimeThreshold as `(numerator, denominator)`; 9/8.
+    pub time_threshold: (u32, u32),
+    /// RFC 9002 §6.2.2 kInitialRtt.
+    pub initial_rtt: Duration,
+    /// The peer's max_ack_delay (RFC 9000 §18.2); replace with
+    /// [`LossDetection::set_max_ack_delay`] once transport parameters arrive.
+    pub max_ack_delay: Duration,
+}
+
+impl Default for LossConfig {
+    fn default() -> Self {
+        Self {
+            server: false,
+            packet_threshold: 3,
+            time_threshold: (9, 8),
+            initial_rtt: DEFAULT_INITIAL_RTT,
+            max_ack_delay: Duration::from_millis(25),
+        }
+    }
+}
+
+/// RFC 9002 §7.6.1 kPersistentCongestionThreshold.
+const PERSISTENT_CONGESTION_THRESHOLD: u32 = 3;
+
+/// How many recently lost packet numbers a space remembers to recognise spurious losses.
+const SPURIOUS_MEMORY: usize = 256;
+
+/// A cap on the PTO backoff exponent; beyond it the timer is already years away.
+const MAX_BACKOFF_EXPONENT: u32 = 30;
+
+#[derive(Debug)]
+struct Space<T> {
+    sent: BTreeMap<u64, SentPacket<T>>,
+    largest_sent: Option<u64>,
+    largest_acked: Option<u64>,
+    loss_time: Option<Instant>,
+    time_of_last_ack_eliciting: Option<Instant>,
+    ack_eliciting_in_flight: u64,
+    recently_lost: VecDeque<u64>,
+    discarded: bool,
+}
+
+impl<T> Space<T> {
+    fn new() -> Self {
+        Self {
+            sent: BTreeMap::new(),
+            largest_sent: None,
+            largest_acked: None,
+            loss_time: None,
+            time_of_last_ack_eliciting: None,
+            ack_eliciting_in_flight: 0,
+            recently_lost: VecDeque::new(),
+            discarded: false,
+        }
+    }
+}
+
+/// Loss detection for one connection (RFC 9002 §6, Appendix A).
+#[derive(Debug)]
+pub struct LossDetection<T> {
+    config: LossConfig,
+    spaces: [Space<T>; 3],
+    rtt: RttEstimator,
+    rate: DeliveryRateEstimator,
+    bytes_in_flight: u64,
+    pto_count: u32,
+    handshake_confirmed: bool,
+    handshake_ack_received: bool,
+    amplification_blocked: bool,
+    timer: Option<Instant>,
+}
+
+impl<T> LossDetection<T> {
+    #[must_use]
+    pub fn new(config: LossConfig) -> Self {
+        Self {
+            config,
+            spaces: [Space::new(), Space::new(), Space::new()],
+            rtt: RttEstimator::new(config.initial_rtt),
+            rate: DeliveryRateEstimator::new(),
+            bytes_in_flight: 0,
+            pto_count: 0,
+            handshake_confirmed: false,
+            handshake_ack_received: false,
+            amplification_blocked: false,
+            timer: None,
+        }
+    }
+
+    fn space(&self, id: SpaceId) -> &Space<T> {
+        &self.spaces[id.index()]
+    }
+
+    fn space_mut(&mut self, id: SpaceId) -> &mut Space<T> {
+        &mut self.spaces[id.index()]
+    }
+
+    /// RFC 9002 Appendix A.5 OnPacketSent. Fills `packet.rate`. Packets of a discarded space are
+    /// dropped (the keys are gone; nothing can acknowledge them). Returns the packet back if the
+    /// space was discarded or `packet.pn` does not increase, so the caller can release it.
+    pub fn on_packet_sent(
+        &mut self,
+        space: SpaceId,
+        mut packet: SentPacket<T>,
+        now: Instant,
+    ) -> Option<SentPacket<T>> {
+        let bytes_in_flight = self.bytes_in_flight;
+        let s = self.space_mut(space);
+        if s.discarded || s.largest_sent.is_some_and(|l| packet.pn <= l) {
+            return Some(packet);
+        }
+        s.largest_sent = Some(packet.pn);
+        if packet.in_flight {
+            if packet.ack_eliciting {
+                s.time_of_last_ack_eliciting = Some(packet.time_sent);
+                s.ack_eliciting_in_flight += 1;
+            }
+            packet.rate = self.rate.on_packet_sent(packet.time_sent, bytes_in_flight);
+            self.bytes_in_flight = self.bytes_in_flight.saturating_add(packet.size as u64);
+        }
+        self.space_mut(space).sent.insert(packet.pn, packet);
+        self.set_timer(now);
+        None
+    }
+
+    /// RFC 9002 Appendix A.7 OnAckReceived. `ranges` are the acknowledged packet numbers, in any
+    /// order; `ack_delay` is the decoded ACK Delay field.
+    ///
+    /// # Errors
+    /// PROTOCOL_VIOLATION if a range acknowledges a packet number never sent (RFC 9000 §13.1).
+    pub fn on_ack_received(
+        &mut self,
+        space: SpaceId,
+        ranges: &[RangeInclusive<u64>],
+        ack_delay: Duration,
+        now: Instant,
+    ) -> Result<AckOutcome<T>, TransportError> {
+        let mut outcome = AckOutcome::empty(self.bytes_in_flight);
+        let s = self.space(space);
+        if s.discarded {
+            return Ok(outcome);
+        }
+        let Some(largest) = ranges
+            .iter()
+            .filter(|r| !r.is_empty())
+            .map(|r| *r.end())
+            .max()
+        else {
+            return Ok(outcome);
+        };
+        if s.largest_sent.is_none_or(|l| largest > l) {
+            return Err(transport_err!(
+                PROTOCOL_VIOLATION,
+                "ACK of unsent packet {largest} in {space:?} space"
+            ));
+        }
+        if space == SpaceId::Handshake {
+            self.handshake_ack_received = true;
+        }
+        let s = self.space_mut(space);
+        s.largest_acked = Some(s.largest_acked.map_or(largest, |l| l.max(largest)));
+
+        // DetectAndRemoveAckedPackets.
+        let mut sampler = DeliveryRateEstimator::sampler();
+        // BTreeMap::range panics on an inverted range; those acknowledge nothing.
+        for r in ranges.iter().filter(|r| !r.is_empty()) {
+            let s = &mut self.spaces[space.index()];
+            let pns: Vec<u64> = s.sent.range(r.clone()).map(|(&pn, _)| pn).collect();
+            for pn in pns {
+                let Some(p) = s.sent.remove(&pn) else {
+                    continue;
+                };
+                if p.in_flight {
+                    self.bytes_in_flight = self.bytes_in_flight.saturating_sub(p.size as u64);
+                    if p.ack_eliciting {
+                        s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
+                    }
+                    self.rate.on_packet_acked(
+                        &mut sampler,
+                        now,
+                        p.size as u64,
+                        p.time_sent,
+                        &p.rate,
+                    );
+                }
+                outcome.acked.push(p);
+            }
+            let before = s.recently_lost.len();
+            s.recently_lost.retain(|pn| !r.contains(pn));
+            outcome.spurious += (before - s.recently_lost.len()) as u64;
+        }
+        if outcome.acked.is_empty() {
+            return Ok(outcome);
+        }
+        outcome.acked.sort_unstable_by_key(|p| p.pn);
+        outcome.rate_sample = self.rate.finish(sampler, now, self.rtt.min());
+
+        // RFC 9002 §5.1: sample only if the largest acknowledged is new and ack-eliciting
+        // packets were acknowledged.
+        let newest = outcome.acked.last().filter(|p| p.pn == largest);
+        if let Some(newest) = newest {
+            if outcome.acked.iter().any(|p| p.ack_eliciting) {
+                // RFC 9002 §5.3 allows ignoring the delay for Initial packets, and RFC 9000
+                // §13.2.1 has Initial and Handshake packets acknowledged without delay.
+                let ack_delay = if space == SpaceId::Data {
+                    ack_delay
+                } else {
+                    Duration::ZERO
+                };
+                let latest = now.saturating_duration_since(newest.time_sent);
+                self.rtt.update(
+                    now,
+                    latest,
+                    ack_delay,
+                    self.config.max_ack_delay,
+                    self.handshake_confirmed,
+                );
+                outcome.rtt_updated = true;
+            }
+        }
+
+        outcome.losses = self.detect_and_remove_lost(space, now);
+
+        // RFC 9002 §6.2.1 / Appendix A.7: a client unsure that the server validated its address
+        // keeps backing off.
+        if self.peer_completed_address_validation() {
+            self.pto_count = 0;
+        }
+        self.set_timer(now);
+        Ok(outcome)
+    }
+
+    /// RFC 9002 Appendix A.10 DetectAndRemoveLostPackets, plus the persistent congestion check of
+    /// Appendix B.8.
+    fn detect_and_remove_lost(&mut self, space: SpaceId, now: Instant) -> LossReport<T> {
+        let (num, den) = self.config.time_threshold;
+        // RFC 9002 §6.1.2: kTimeThreshold · max(smoothed_rtt, latest_rtt), at least kGranularity.
+        let loss_delay = mul_ratio(
+            self.rtt.latest().max(self.rtt.smoothed()),
+            u64::from(num),
+            u64::from(den),
+        )
+        .max(GRANULARITY);
+        let lost_send_time = now.checked_sub(loss_delay);
+        let packet_threshold = self.config.packet_threshold;
+        // A loss found only because a probe was acknowledged is the probe timeout's doing.
+        let after_pto = self.pto_count > 0;
+        let s = &mut self.spaces[space.index()];
+        s.loss_time = None;
+        let Some(largest_acked) = s.largest_acked else {
+            return LossReport::default();
+        };
+        let mut lost_pns = Vec::new();
+        for (&pn, p) in s.sent.range(..largest_acked) {
+            // RFC 9002 §6.1.1 (assumes no sender-induced gaps in packet numbers).
+            let by_count = largest_acked - pn >= packet_threshold;
+            let by_time = lost_send_time.is_some_and(|t| p.time_sent <= t);
+            if by_count || by_time {
+                let trigger = if after_pto {
+                    LossTrigger::Pto
+                } else if by_count {
+                    LossTrigger::PacketThreshold
+                } else {
+                    LossTrigger::TimeThreshold
+                };
+                lost_pns.push((pn, trigger));
+            } else {
+                let t = p.time_sent.saturating_add(loss_delay);
+                s.loss_time = Some(s.loss_time.map_or(t, |l| l.min(t)));
+            }
+        }
+        let mut lost = Vec::with_capacity(lost_pns.len());
+        for (pn, trigger) in lost_pns {
+            let Some(packet) = s.sent.remove(&pn) else {
+                continue;
+            };
+            if packet.in_flight {
+                self.bytes_in_flight = self.bytes_in_flight.saturating_sub(packet.size as u64);
+                if packet.ack_eliciting {
+                    s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
+                }
+            }
+            if s.recently_lost.len() == SPURIOUS_MEMORY {
+                s.recently_lost.pop_front();
+            }
+            s.recently_lost.push_back(pn);
+            lost.push(LostPacket { packet, trigger });
+        }
+        let persistent_congestion = self.persistent_congestion(&lost);
+        LossReport {
+            lost,
+            persistent_congestion,
+        }
+    }
+
+    /// RFC 9002 §7.6: the persistent congestion duration.
+    fn persistent_congestion_duration(&self) -> Duration {
+        self.rtt
+            .pto_base()
+            .saturating_add(self.config.max_ack_delay)
+            .saturating_mul(PERSISTENT_CONGESTION_THRESHOLD)
+    }
+
+    /// RFC 9002 §7.6.2: two ack-eliciting packets, sent after the first RTT sample, lost with
+    /// nothing acknowledged between them, sent more than the persistent congestion duration
+    /// apart. Packets between them must all be in this loss (consecutive packet numbers), which
+    /// conservatively ignores runs spanning earlier losses or other spaces.
+    fn persistent_congestion(&self, lost: &[LostPacket<T>]) -> bool {
+        let Some(first_sample) = self.rtt.first_sample_time() else {
+            return false;
+        };
+        let duration = self.persistent_congestion_duration();
+        let mut run_start: Option<Instant> = None;
+        let mut prev_pn: Option<u64> = None;
+        for l in lost {
+            let p = &l.packet;
+            if prev_pn.is_some_and(|prev| prev.checked_add(1) != Some(p.pn)) {
+                run_start = None;
+            }
+            prev_pn = Some(p.pn);
+            if !p.ack_eliciting || p.time_sent <= first_sample {
+                continue;
+            }
+            match run_start {
+                None => run_start = Some(p.time_sent),
+                Some(start) => {
+                    if p.time_sent.saturating_duration_since(start) > duration {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// RFC 9002 Appendix A.6 PeerCompletedAddressValidation.
+    fn peer_completed_address_validation(&self) -> bool {
+        self.config.server || self.handshake_ack_received || self.handshake_confirmed
+    }
+
+    fn pto_backoff(&self) -> u32 {
+        1u32 << self.pto_count.min(MAX_BACKOFF_EXPONENT)
+    }
+
+    /// RFC 9002 Appendix A.8 GetPtoTimeAndSpace.
+    fn pto_time_and_space(&self, now: Instant) -> Option<(Instant, SpaceId)> {
+        let backoff = self.pto_backoff();
+        let duration = self.rtt.pto_base().saturating_mul(backoff);
+        if self.spaces.iter().all(|s| s.ack_eliciting_in_flight == 0) {
+            // Anti-deadlock probe, timed from now (RFC 9002 §6.2.2.1). RFC 9001 §4.9.1: a client
+            // discards Initial keys when it first sends a Handshake packet, so it has Handshake
+            // keys exactly when Initial is gone or a Handshake packet was sent.
+            let hs = self.space(SpaceId::Handshake);
+            let space = if self.space(SpaceId::Initial).discarded || hs.largest_sent.is_some() {
+                SpaceId::Handshake
+            } else {
+                SpaceId::Initial
+            };
+            return Some((now.saturating_add(duration), space));
+        }
+        let mut best: Option<(Instant, SpaceId)> = None;
+        for id in SpaceId::ALL {
+            let s = self.space(id);
+            if s.ack_eliciting_in_flight == 0 {
+                continue;
+            }
+            let mut d = duration;
+            if id == SpaceId::Data {
+                // RFC 9002 §6.2.1: no Application Data PTO before handshake confirmation.
+                if !self.handshake_confirmed {
+                    return best;
+                }
+                d = d.saturating_add(self.config.max_ack_delay.saturating_mul(backoff));
+            }
+            let Some(last) = s.time_of_last_ack_eliciting else {
+                continue;
+            };
+            let t = last.saturating_add(d);
+            if best.is_none_or(|(b, _)| t < b) {
+                best = Some((t, id));
+            }
+        }
+        best
+    }
+
+    fn earliest_loss_time(&self) -> Option<(Instant, SpaceId)> {
+        SpaceId::ALL
+            .into_iter()
+            .filter_map(|id| self.space(id).loss_time.map(|t| (t, id)))
+            .min()
+    }
+
+    /// RFC 9002 Appendix A.8 SetLossDetectionTimer.
+    fn set_timer(&mut self, now: Instant) {
+        if let Some((t, _)) = self.earliest_loss_time() {
+            self.timer = Some(t);
+            return;
+        }
+        // RFC 9002 §6.2.2.1: an amplification-limited server could not send a probe anyway.
+        if self.config.server && self.amplification_blocked {
+            self.timer = None;
+            return;
+        }
+        let nothing_in_flight = self.spaces.iter().all(|s| s.ack_eliciting_in_flight == 0);
+        if nothing_in_flight && self.peer_completed_address_validation() {
+            self.timer = None;
+            return;
+        }
+        self.timer = self.pto_time_and_space(now).map(|(t, _)| t);
+    }
+
+    /// When [`LossDetection::on_timeout`] must be called next, if at all (RFC 9002 Appendix A.8).
+    #[must_use]
+    pub fn timeout(&self) -> Option<Instant> {
+        self.timer
+    }
+
+    /// RFC 9002 Appendix A.9 OnLossDetectionTimeout. Does nothing before [`Self::timeout`].
+    pub fn on_timeout(&mut self, now: Instant) -> TimeoutOutcome<T> {
+        if self.timer.is_none_or(|t| now < t) {
+            return TimeoutOutcome::NotDue;
+        }
+        if let Some((_, space)) = self.earliest_loss_time() {
+            let losses = self.detect_and_remove_lost(space, now);
+            self.set_timer(now);
+            return TimeoutOutcome::Lost { space, losses };
+        }
+        let outcome = if self.spaces.iter().all(|s| s.ack_eliciting_in_flight == 0) {
+            // Client anti-deadlock probe (RFC 9002 §6.2.2.1).
+            let space = self
+                .pto_time_and_space(now)
+                .map_or(SpaceId::Initial, |(_, s)| s);
+            TimeoutOutcome::Probe { space, count: 1 }
+        } else {
+            match self.pto_time_and_space(now) {
+                // RFC 9002 §6.2.4: up to two probes.
+                Some((_, space)) => TimeoutOutcome::Probe { space, count: 2 },
+                None => {
+                    self.set_timer(now);
+                    return TimeoutOutcome::NotDue;
+                }
+            }
+        };
+        self.pto_count = self.pto_count.saturating_add(1);
+        self.set_timer(now);
+        outcome
+    }
+
+    /// RFC 9002 §6.4 / Appendix A.11: keys for `space` are gone. Its packets leave bytes in flight
+    /// and are returned, ascending, for the caller to release.
+    pub fn discard_space(&mut self, space: SpaceId, now: Instant) -> Vec<SentPacket<T>> {
+        let s = self.space_mut(space);
+        if s.discarded {
+            return Vec::new();
+        }
+        let sent = std::mem::take(&mut s.sent);
+        s.discarded = true;
+        s.loss_time = None;
+        s.time_of_last_ack_eliciting = None;
+        s.ack_eliciting_in_flight = 0;
+        s.recently_lost.clear();
+        let in_flight: u64 = sent
+            .values()
+            .filter(|p| p.in_flight)
+            .map(|p| p.size as u64)
+            .sum();
+        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(in_flight);
+        self.pto_count = 0;
+        self.set_timer(now);
+        sent.into_values().collect()
+    }
+
+    /// RFC 9001 §4.1.2: the handshake is confirmed (enables Application Data PTO and the
+    /// max_ack_delay cap on RTT samples).
+    pub fn set_handshake_confirmed(&mut self, now: Instant) {
+        self.handshake_confirmed = true;
+        self.set_timer(now);
+    }
+
+    /// RFC 9000 §8.1: whether a server is blocked by the anti-amplification limit. Unblocking may
+    /// arm a timer that is already due (RFC 9002 §6.2.2.1: then it fires at once).
+    pub fn set_amplification_blocked(&mut self, blocked: bool, now: Instant) {
+        self.amplification_blocked = blocked;
+        self.set_timer(now);
+    }
+
+    /// The peer's max_ack_delay transport parameter (RFC 9000 §18.2).
+    pub fn set_max_ack_delay(&mut self, max_ack_delay: Duration, now: Instant) {
+        self.config.max_ack_delay = max_ack_delay;
+        self.set_timer(now);
+    }
+
+    /// The sender is application-limited (draft-cheng-iccrg-delivery-rate-estimation §3.4).
+    pub fn on_app_limited(&mut self) {
+        self.rate.on_app_limited(self.bytes_in_flight);
+    }
+
+    /// Bytes of in-flight packets not yet acknowledged, lost or discarded.
+    #[must_use]
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.bytes_in_flight
+    }
+
+    /// Whether any ack-eliciting packet is in flight in any space.
+    #[must_use]
+    pub fn ack_eliciting_in_flight(&self) -> bool {
+        self.spaces.iter().any(|s| s.ack_eliciting_in_flight > 0)
+    }
+
+    #[must_use]
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    #[must_use]
+    pub fn delivery_rate(&self) -> &DeliveryRateEstimator {
+        &self.rate
+    }
+
+    /// Consecutive probe timeouts without progress (RFC 9002 §6.2.1).
+    #[must_use]
+    pub fn pto_count(&self) -> u32 {
+        self.pto_count
+    }
+
+    /// The current probe timeout period for Application Data without backoff, for the closing,
+    /// draining and idle timeouts (RFC 9000 §10.1, §10.2: "three times the current PTO").
+    #[must_use]
+    pub fn pto_period(&self) -> Duration {
+        self.rtt
+            .pto_base()
+            .saturating_add(self.config.max_ack_delay)
+    }
+
+    #[must_use]
+    pub fn largest_acked(&self, space: SpaceId) -> Option<u64> {
+        self.space(space).largest_acked
+    }
+
+    #[must_use]
+    pub fn largest_sent(&self, space: SpaceId) -> Option<u64> {
+        self.space(space).largest_sent
+    }
+
+    /// When a packet of `space` will cross the time threshold, if one is waiting to.
+    #[must_use]
+    pub fn loss_time(&self, space: SpaceId) -> Option<Instant> {
+        self.space(space).loss_time
+    }
+
+    /// Unacknowledged packets of `space`, ascending: where probes find data to resend.
+    pub fn unacked(&self, space: SpaceId) -> impl Iterator<Item = &SentPacket<T>> {
+        self.space(space).sent.values()
+    }
+
+    /// Unacknowledged packets of `space`, ascending, for the caller to update its payload records
+    /// (for instance after retransmitting their frames in a probe).
+    pub fn unacked_mut(&mut self, space: SpaceId) -> impl Iterator<Item = &mut SentPacket<T>> {
+        self.space_mut(space).sent.values_mut()
+    }
+
+    #[must_use]
+    pub fn config(&self) -> &LossConfig {
+        &self.config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::TransportErrorCode;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn at(n: u64) -> Instant {
+        Instant::from_nanos(n * 1_000_000)
+    }
+
+    fn send(ld: &mut LossDetection<u64>, space: SpaceId, pn: u64, t: Instant) {
+        let p = SentPacket::new(pn, t, 1000, true, true, pn);
+        assert!(ld.on_packet_sent(space, p, t).is_none());
+    }
+
+    fn confirmed(server: bool) -> LossDetection<u64> {
+        let mut ld = LossDetection::new(LossConfig {
+            server,
+            ..LossConfig::default()
+        });
+        ld.set_handshake_confirmed(Instant::ZERO);
+        ld
+    }
+
+    fn pns(acked: &[SentPacket<u64>]) -> Vec<u64> {
+        acked.iter().map(|p| p.pn).collect()
+    }
+
+    fn lost_pns(l: &LossReport<u64>) -> Vec<(u64, LossTrigger)> {
+        l.lost.iter().map(|l| (l.packet.pn, l.trigger)).collect()
+    }
+
+    #[test]
+    fn space_helpers() {
+        let mut a = PerSpace([0u8; 3]);
+        a[SpaceId::Handshake] = 7;
+        assert_eq!(a.0, [0, 7, 0]);
+        assert_eq!(SpaceId::ALL.map(SpaceId::index), [0, 1, 2]);
+    }
+
+    #[test]
+    fn acking_an_unsent_packet_is_a_protocol_violation() {
+        let mut ld = confirmed(true);
+        let err = ld
+            .on_ack_received(SpaceId::Data, &[0..=0], ms(0), at(1))
+            .expect_err("nothing sent");
+        assert_eq!(err.code, TransportErrorCode::PROTOCOL_VIOLATION);
+        send(&mut ld, SpaceId::Data, 0, at(0));
+        send(&mut ld, SpaceId::Data, 1, at(0));
+        let err = ld
+            .on_ack_received(SpaceId::Data, &[5..=9, 0..=1], ms(0), at(1))
+            .expect_err("5..=9 never sent");
+        assert_eq!(err.code, TransportErrorCode::PROTOCOL_VIOLATION);
+        // Nothing was changed by the rejected ACK.
+        assert_eq!(ld.bytes_in_flight(), 2000);
+        // Another space's numbers are independent.
+        assert!(ld
+            .on_ack_received(SpaceId::Handshake, &[0..=0], ms(0), at(1))
+            .is_err());
+        let ok = ld
+            .on_ack_received(SpaceId::Data, &[0..=1], ms(0), at(1))
+            .expect("valid");
+        assert_eq!(pns(&ok.acked), [0, 1]);
+        assert_eq!(ld.bytes_in_flight(), 0);
+    }
+
+    #[test]
+    fn packet_threshold_loss_and_rtt_sample() {
+        let mut ld = confirmed(true);
+        for pn in 0..6 {
+            send(&mut ld, SpaceId::Data, pn, at(pn));
+        }
+        // Ack 4 and 5 (descending ranges): 0, 1 and 2 are >= 3 behind 5; 3 is not.
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[4..=5], ms(0), at(105))
+            .expect("valid");
+        assert_eq!(pns(&out.acked), [4, 5]);
+        assert!(out.rtt_updated);
+        assert_eq!(ld.rtt().latest(), ms(100));
+        assert_eq!(
+            lost_pns(&out.losses),
+            [
+                (0, LossTrigger::PacketThreshold),
+                (1, LossTrigger::PacketThreshold),
+                (2, LossTrigger::PacketThreshold)
+            ]
+        );
+        assert_eq!(out.losses.congestion_signal(), Some((at(2), 3000)));
+        assert!(!out.losses.persistent_congestion);
+        assert_eq!(ld.bytes_in_flight(), 1000);
+        // 3 waits for the time threshold: sent at 3 ms + 9/8 * 100 ms.
+        assert_eq!(
+            ld.loss_time(SpaceId::Data),
+            Some(at(3) + ms(112) + Duration::from_micros(500))
+        );
+        assert_eq!(ld.timeout(), ld.loss_time(SpaceId::Data));
+        assert_eq!(ld.largest_acked(SpaceId::Data), Some(5));
+        assert_eq!(
+            pns(&ld.unacked(SpaceId::Data).cloned().collect::<Vec<_>>()),
+            [3]
+        );
+        // A late ACK of a lost packet counts as spurious and acknowledges nothing.
+        let late = ld
+            .on_ack_received(SpaceId::Data, &[0..=1], ms(0), at(106))
+            .expect("valid");
+        assert!(late.acked.is_empty());
+        assert_eq!(late.spurious, 2);
+        assert!(!late.rtt_updated);
+    }
+
+    #[test]
+    fn time_threshold_loss_on_timeout() {
+        let mut ld = confirmed(true);
+        send(&mut ld, SpaceId::Data, 0, at(0));
+        send(&mut ld, SpaceId::Data, 1, at(10));
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[1..=1], ms(0), at(110))
+            .expect("valid");
+        assert!(out.losses.lost.is_empty());
+        // loss_delay = 9/8 * 100 = 112.5 ms after 0's send time.
+        let due = at(0) + Duration::from_micros(112_500);
+        assert_eq!(ld.timeout(), Some(due));
+        assert!(matches!(ld.on_timeout(at(112)), TimeoutOutcome::NotDue));
+        match ld.on_timeout(due) {
+            TimeoutOutcome::Lost { space, losses } => {
+                assert_eq!(space, SpaceId::Data);
+                assert_eq!(lost_pns(&losses), [(0, LossTrigger::TimeThreshold)]);
+            }
+            other => panic!("expected a loss, got {other:?}"),
+        }
+        assert_eq!(ld.bytes_in_flight(), 0);
+        assert_eq!(ld.pto_count(), 0);
+        // Server, nothing in flight: no timer.
+        assert_eq!(ld.timeout(), None);
+    }
+
+    #[test]
+    fn thresholds_are_configurable() {
+        let mut ld = LossDetection::new(LossConfig {
+            server: true,
+            packet_threshold: 5,
+            time_threshold: (2, 1),
+            ..LossConfig::default()
+        });
+        for pn in 0..5 {
+            send(&mut ld, SpaceId::Initial, pn, at(0));
+        }
+        let out = ld
+            .on_ack_received(SpaceId::Initial, &[4..=4], ms(0), at(100))
+            .expect("valid");
+        assert!(out.losses.lost.is_empty());
+        assert_eq!(ld.loss_time(SpaceId::Initial), Some(at(200)));
+    }
+
+    #[test]
+    fn pto_timer_values_and_backoff() {
+        let mut ld = confirmed(true);
+        send(&mut ld, SpaceId::Data, 0, at(0));
+        let _ = ld.on_ack_received(SpaceId::Data, &[0..=0], ms(0), at(100));
+        // srtt 100, rttvar 50: PTO = 100 + 200 + max_ack_delay 25 = 325 ms after the last send.
+        send(&mut ld, SpaceId::Data, 1, at(200));
+        assert_eq!(ld.timeout(), Some(at(525)));
+        assert!(matches!(ld.on_timeout(at(524)), TimeoutOutcome::NotDue));
+        match ld.on_timeout(at(525)) {
+            TimeoutOutcome::Probe { space, count } => {
+                assert_eq!((space, count), (SpaceId::Data, 2));
+            }
+            other => panic!("expected a probe, got {other:?}"),
+        }
+        assert_eq!(ld.pto_count(), 1);
+        // Backoff doubles the whole period, max_ack_delay included.
+        assert_eq!(ld.timeout(), Some(at(200 + 650)));
+        send(&mut ld, SpaceId::Data, 2, at(525));
+        send(&mut ld, SpaceId::Data, 3, at(525));
+        assert_eq!(ld.timeout(), Some(at(525 + 650)));
+        assert!(matches!(
+            ld.on_timeout(at(1175)),
+            TimeoutOutcome::Probe { count: 2, .. }
+        ));
+        assert_eq!(ld.pto_count(), 2);
+        assert_eq!(ld.timeout(), Some(at(525 + 1300)));
+        // An ACK of a probe resets the backoff; the packets before it are lost, attributed to
+        // the probe timeout.
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[3..=3], ms(0), at(1200))
+            .expect("valid");
+        assert_eq!(ld.pto_count(), 0);
+        assert_eq!(
+            lost_pns(&out.losses),
+            [(1, LossTrigger::Pto)],
+            "1 is old enough by time; 2 is within both thresholds"
+        );
+        assert!(ld.loss_time(SpaceId::Data).is_some());
+    }
+
+    #[test]
+    fn no_application_pto_before_confirmation() {
+        let mut ld = LossDetection::<u64>::new(LossConfig::default());
+        send(&mut ld, SpaceId::Data, 0, at(0));
+        // Client, unconfirmed, only 0-RTT/1-RTT in flight: nothing to probe with Data, and the
+        // anti-deadlock rule does not apply because something is in flight.
+        assert_eq!(ld.timeout(), None);
+        send(&mut ld, SpaceId::Handshake, 0, at(5));
+        // Initial RTT 333: PTO = 333 + 4 * 166.5 = 999 ms, no max_ack_delay for Handshake.
+        assert_eq!(ld.timeout(), Some(at(5 + 999)));
+        ld.set_handshake_confirmed(at(6));
+        // The Data packet's PTO (0 + 999 + 25) is later than the Handshake one.
+        assert_eq!(ld.timeout(), Some(at(1004)));
+        let _ = ld.discard_space(SpaceId::Handshake, at(7));
+        assert_eq!(ld.timeout(), Some(at(1024)));
+        assert_eq!(ld.bytes_in_flight(), 1000);
+    }
+
+    #[test]
+    fn client_anti_deadlock_and_amplification_limit() {
+        let mut ld = LossDetection::<u64>::new(LossConfig::default());
+        send(&mut ld, SpaceId::Initial, 0, at(0));
+        let out = ld
+            .on_ack_received(SpaceId::Initial, &[0..=0], ms(0), at(50))
+            .expect("valid");
+        assert!(out.rtt_updated);
+        // Nothing in flight but the client does not know its address is validated: a PTO armed
+        // from now (50 + 50 + 100 = 200), and the Initial ACK did not reset the backoff.
+        assert_eq!(ld.timeout(), Some(at(200)));
+        match ld.on_timeout(at(200)) {
+            TimeoutOutcome::Probe { space, count } => {
+                assert_eq!((space, count), (SpaceId::Initial, 1));
+            }
+            other => panic!("expected an anti-deadlock probe, got {other:?}"),
+        }
+        assert_eq!(ld.pto_count(), 1);
+        assert_eq!(ld.timeout(), Some(at(200 + 300)));
+        // A Handshake ACK validates the address: no more timer once nothing is in flight.
+        let _ = ld.discard_space(SpaceId::Initial, at(210));
+        send(&mut ld, SpaceId::Handshake, 0, at(210));
+        let _ = ld.on_ack_received(SpaceId::Handshake, &[0..=0], ms(0), at(260));
+        assert_eq!(ld.timeout(), None);
+
+        // A server blocked by the amplification limit arms nothing.
+        let mut srv = LossDetection::<u64>::new(LossConfig {
+            server: true,
+            ..LossConfig::default()
+        });
+        srv.set_amplification_blocked(true, at(0));
+        send(&mut srv, SpaceId::Initial, 0, at(0));
+        assert_eq!(srv.timeout(), None);
+        srv.set_amplification_blocked(false, at(2000));
+        // Unblocked after the PTO would have fired: due at once.
+        assert_eq!(srv.timeout(), Some(at(999)));
+        assert!(matches!(
+            srv.on_timeout(at(2000)),
+            TimeoutOutcome::Probe {
+                space: SpaceId::Initial,
+                count: 2
+            }
+        ));
+    }
+
+    #[test]
+    fn persistent_congestion_positive_and_negative() {
+        fn run(ack_middle: bool) -> bool {
+            let mut ld = confirmed(true);
+            send(&mut ld, SpaceId::Data, 0, at(0));
+            let _ = ld.on_ack_received(SpaceId::Data, &[0..=0], ms(0), at(100));
+            // After the second sample (97 ms) the duration is (99.6 + 153 + 25) * 3 ≈ 833 ms.
+            for (pn, t) in [
+                (1, 200),
+                (2, 700),
+                (3, 1300),
+                (4, 1301),
+                (5, 1302),
+                (6, 1303),
+            ] {
+                send(&mut ld, SpaceId::Data, pn, at(t));
+            }
+            let ranges: Vec<RangeInclusive<u64>> = if ack_middle {
+                vec![6..=6, 2..=2]
+            } else {
+                vec![6..=6]
+            };
+            let out = ld
+                .on_ack_received(SpaceId::Data, &ranges, ms(0), at(1400))
+                .expect("valid");
+            out.losses.persistent_congestion
+        }
+        // 1..=3 lost, 1100 ms apart > 833 ms, nothing acknowledged between.
+        assert!(run(false));
+        // Acknowledging 2 breaks the run: 1 alone, 3 alone.
+        assert!(!run(true));
+    }
+
+    #[test]
+    fn no_persistent_congestion_before_the_first_sample_or_within_duration() {
+        let mut ld = confirmed(true);
+        for (pn, t) in [(0, 0), (1, 2000), (2, 2001), (3, 2002), (4, 2003)] {
+            send(&mut ld, SpaceId::Data, pn, at(t));
+        }
+        // The ACK of 4 is the first sample; 0 was sent before it, so only 1..=1 could count.
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[4..=4], ms(0), at(2100))
+            .expect("valid");
+        assert_eq!(out.losses.lost.len(), 2, "0 and 1 by packet threshold");
+        assert!(!out.losses.persistent_congestion);
+    }
+
+    #[test]
+    fn discard_space_releases_packets() {
+        let mut ld = LossDetection::<u64>::new(LossConfig::default());
+        send(&mut ld, SpaceId::Initial, 0, at(0));
+        send(&mut ld, SpaceId::Initial, 1, at(1));
+        let p = SentPacket::new(2, at(2), 50, false, false, 2);
+        assert!(ld.on_packet_sent(SpaceId::Initial, p, at(2)).is_none());
+        assert_eq!(ld.bytes_in_flight(), 2000);
+        let gone = ld.discard_space(SpaceId::Initial, at(3));
+        assert_eq!(pns(&gone), [0, 1, 2]);
+        assert_eq!(ld.bytes_in_flight(), 0);
+        // Later sends and ACKs in the space are ignored.
+        let p = SentPacket::new(3, at(4), 1000, true, true, 3);
+        assert!(ld.on_packet_sent(SpaceId::Initial, p, at(4)).is_some());
+        let out = ld
+            .on_ack_received(SpaceId::Initial, &[0..=9], ms(0), at(5))
+            .expect("ignored");
+        assert!(out.acked.is_empty());
+    }
+
+    #[test]
+    fn huge_ranges_cost_only_what_is_in_flight() {
+        let mut ld = confirmed(true);
+        send(&mut ld, SpaceId::Data, 1 << 40, at(0));
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[0..=(1 << 40)], ms(0), at(10))
+            .expect("valid");
+        assert_eq!(pns(&out.acked), [1 << 40]);
+        // Inverted ranges acknowledge nothing (and do not panic).
+        #[expect(
+            clippy::reversed_empty_ranges,
+            reason = "the malformed input under test"
+        )]
+        let inverted = [5..=3];
+        let out = ld
+            .on_ack_received(SpaceId::Data, &inverted, ms(0), at(10))
+            .expect("empty");
+        assert!(out.acked.is_empty());
+        let err = ld.on_ack_received(SpaceId::Data, &[0..=u64::MAX], ms(0), at(11));
+        assert!(err.is_err());
+    }
+}

@@ -3,5 +3,6 @@
 //! No sockets, no clock reads, no threads: every entry point takes `now`.
 
 pub mod error;
+pub mod streams;
 
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};

@@ -993,6 +993,8 @@ impl Streams {
         self.sendable.remove(&id);
         if id.initiator() != self.side {
             let slot = id.dir().slot();
+            // Served without `accept` (found through `readable`): the queue must not keep it.
+            self.accept_queue[slot].retain(|&q| q != id);
             let initial = initial_streams(&self.local, slot);
             let c = &mut self.theirs[slot];
             c.closed += 1;

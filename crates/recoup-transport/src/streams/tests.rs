@@ -658,3 +658,105 @@ fn hundred_streams_round_trip_through_loss_and_copies() {
         assert_eq!(echo.len(), 100, "seed {seed}");
     }
 }
+
+/// Unidirectional streams under loss where the sender resets some and the receiver stops some:
+/// the others arrive intact, no frame is refused, and in the end both maps hold nothing.
+#[test]
+fn resets_and_stops_under_loss_leave_no_state() {
+    for seed in 0..3u64 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (c, s) = pair(limits(3000, 20_000, 0, 10), 2000);
+        let mut client = Endpoint {
+            s: c,
+            lost: Vec::new(),
+        };
+        let mut server = Endpoint {
+            s,
+            lost: Vec::new(),
+        };
+        let data: Vec<Vec<u8>> = (0..40)
+            .map(|_| (0..rng.gen_range(0..8000)).map(|_| rng.gen()).collect())
+            .collect();
+        let mut ids: Vec<StreamId> = Vec::new();
+        let mut written = [0usize; 40];
+        // Client: 0 writing, 1 finished or reset, 2 gave up (stopped by the peer).
+        let mut state = [0u8; 40];
+        let mut got: BTreeMap<StreamId, Vec<u8>> = BTreeMap::new();
+        let mut outcome: BTreeMap<StreamId, &str> = BTreeMap::new();
+        let mut rounds = 0;
+        while !(ids.len() == 40 && client.s.is_empty() && server.s.is_empty()) {
+            rounds += 1;
+            assert!(rounds < 5000, "seed {seed}: stuck");
+            while ids.len() < 40 {
+                match client.s.open(false) {
+                    Ok(id) => ids.push(id),
+                    Err(_) => break,
+                }
+            }
+            for (i, &id) in ids.iter().enumerate() {
+                if state[i] != 0 {
+                    continue;
+                }
+                if i % 5 == 1 && written[i] >= data[i].len() / 2 {
+                    assert!(client.s.reset(id, i as u64).is_ok(), "seed {seed}");
+                    state[i] = 1;
+                    continue;
+                }
+                // Streams to be reset get only their first half written.
+                let upto = if i % 5 == 1 {
+                    data[i].len() / 2
+                } else {
+                    data[i].len()
+                };
+                match client.s.write(id, &data[i][written[i]..upto]) {
+                    Ok(n) => written[i] += n,
+                    Err(Error::Blocked) => {}
+                    Err(_) => state[i] = 2,
+                }
+                if state[i] == 0 && written[i] == data[i].len() {
+                    assert!(client.s.finish(id).is_ok(), "seed {seed}");
+                    state[i] = 1;
+                }
+            }
+            while server.s.accept(false).is_some() {}
+            for id in server.s.readable() {
+                let (bytes, fin) = read_all(&mut server.s, id);
+                let g = got.entry(id).or_default();
+                g.extend(bytes);
+                if fin {
+                    outcome.insert(id, "fin");
+                }
+                if id.index() % 7 == 2 && !outcome.contains_key(&id) {
+                    assert!(server.s.stop_sending(id, 99).is_ok(), "seed {seed}");
+                    outcome.insert(id, "stopped");
+                }
+            }
+            transmit(&mut client, &mut server, &mut rng, seed);
+            transmit(&mut server, &mut client, &mut rng, seed);
+            while let Some(ev) = server.s.poll_event() {
+                let StreamEvent::Reset { id, code } = ev else {
+                    panic!("seed {seed}: {ev:?}");
+                };
+                let i = id.index();
+                assert!(
+                    (i % 5 == 1 && code == i) || (i % 7 == 2 && code == 99),
+                    "seed {seed}: stream {id} reset with {code}"
+                );
+                outcome.entry(id).or_insert("reset");
+            }
+        }
+        let count = |what: &str| outcome.values().filter(|&&v| v == what).count();
+        assert!(
+            count("reset") >= 7 && count("stopped") >= 1,
+            "seed {seed}: {outcome:?}"
+        );
+        for (i, &id) in ids.iter().enumerate() {
+            let g = got.get(&id).map_or(&[][..], Vec::as_slice);
+            assert_eq!(g, &data[i][..g.len()], "seed {seed}: stream {id} corrupted");
+            if i % 5 != 1 && id.index() % 7 != 2 {
+                assert_eq!(outcome.get(&id), Some(&"fin"), "seed {seed}: stream {id}");
+                assert_eq!(g.len(), data[i].len(), "seed {seed}: stream {id}");
+            }
+        }
+    }
+}

@@ -11,6 +11,7 @@ pub mod loss;
 pub mod pacing;
 pub mod qlog;
 pub mod rtt;
+pub mod streams;
 pub mod tls;
 
 pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side};

@@ -1,0 +1,415 @@
+//! The receiving part of a stream (RFC 9000 §3.2): reassembly and stream-level checks.
+//!
+//! Ranges may arrive out of order, duplicated and overlapping. Only bytes not held yet are
+//! stored, so each byte is delivered once, in order. Everything held lies below the credit we
+//! granted, so memory is bounded by the flow-control window.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::flow::RecvWindow;
+use crate::error::{transport_err, Error, TransportError};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RecvState {
+    /// Data goes to the application.
+    Open,
+    /// The application called `stop_sending`: arriving bytes are discarded as they become
+    /// contiguous, until the peer resets or all data arrived.
+    Stopped { code: u64 },
+    /// The peer reset the stream (§3.2 "Reset Recvd"); buffered data was discarded.
+    Reset { code: u64 },
+}
+
+#[derive(Debug)]
+pub(crate) struct RecvStream {
+    /// Offset of `ready[0]`: everything below was read (or discarded).
+    read: u64,
+    /// In-order bytes not yet read.
+    ready: VecDeque<u8>,
+    /// Out-of-order bytes: disjoint, each starting above `read + ready.len()`.
+    segments: BTreeMap<u64, Vec<u8>>,
+    /// Highest offset received (§4.5: what counts against connection credit).
+    highest: u64,
+    final_size: Option<u64>,
+    pub(crate) window: RecvWindow,
+    pub(crate) state: RecvState,
+}
+
+impl RecvStream {
+    pub(crate) fn new(window: u64) -> Self {
+        Self {
+            read: 0,
+            ready: VecDeque::new(),
+            segments: BTreeMap::new(),
+            highest: 0,
+            final_size: None,
+            window: RecvWindow::new(window),
+            state: RecvState::Open,
+        }
+    }
+
+    /// Bytes the application no longer needs credit for: read, or discarded by a reset.
+    #[must_use]
+    pub(crate) fn retired(&self) -> u64 {
+        match (self.state, self.final_size) {
+            (RecvState::Reset { .. }, Some(f)) => f,
+            _ => self.read,
+        }
+    }
+
+    #[must_use]
+    pub(crate) fn final_size(&self) -> Option<u64> {
+        self.final_size
+    }
+
+    /// Bytes held in memory (in order and out of order).
+    #[must_use]
+    pub(crate) fn buffered(&self) -> usize {
+        self.ready.len() + self.segments.values().map(Vec::len).sum::<usize>()
+    }
+
+    /// Whether `read` would return something now: bytes, the FIN, or the reset.
+    #[must_use]
+    pub(crate) fn is_readable(&self) -> bool {
+        match self.state {
+            RecvState::Open => !self.ready.is_empty() || self.final_size == Some(self.read),
+            RecvState::Stopped { .. } => false,
+            RecvState::Reset { .. } => true,
+        }
+    }
+
+    /// Every byte up to the final size has arrived (§3.2 "Data Recvd").
+    #[must_use]
+    pub(crate) fn all_received(&self) -> bool {
+        self.final_size == Some(self.read + self.ready.len() as u64)
+    }
+
+    /// Stopped and everything arrived: nothing more will come and nobody will read.
+    #[must_use]
+    pub(crate) fn stopped_and_drained(&self) -> bool {
+        matches!(self.state, RecvState::Stopped { .. }) && self.final_size == Some(self.read)
+    }
+
+    /// A STREAM frame's contents. `conn_room` is the connection credit left; returns by how much
+    /// the highest received offset grew (what the connection counts, §4.1).
+    pub(crate) fn on_data(
+        &mut self,
+        offset: u64,
+        data: &[u8],
+        fin: bool,
+        conn_room: u64,
+    ) -> Result<u64, TransportError> {
+        let end = offset
+            .checked_add(data.len() as u64)
+            .ok_or_else(|| transport_err!(FLOW_CONTROL_ERROR, "stream offset overflows"))?;
+        let growth = self.check_size(end, fin, conn_room)?;
+        self.highest = self.highest.max(end);
+        if fin {
+            self.final_size = Some(end);
+        }
+        if !matches!(self.state, RecvState::Reset { .. }) {
+            self.insert(offset, data);
+            if matches!(self.state, RecvState::Stopped { .. }) {
+                self.discard_ready();
+            }
+        }
+        Ok(growth)
+    }
+
+    /// RESET_STREAM. Returns the growth of the highest offset and whether the reset took effect
+    /// (it is ignored once all data has arrived, §3.2, or when repeated).
+    pub(crate) fn on_reset(
+        &mut self,
+        code: u64,
+        final_size: u64,
+        conn_room: u64,
+    ) -> Result<(u64, bool), TransportError> {
+        if final_size < self.highest {
+            return Err(transport_err!(
+                FINAL_SIZE_ERROR,
+                "final size {final_size} below received offset {}",
+                self.highest
+            ));
+        }
+        let growth = self.check_size(final_size, true, conn_room)?;
+        self.highest = final_size;
+        let applies = match self.state {
+            RecvState::Reset { .. } => false,
+            RecvState::Stopped { .. } => true,
+            RecvState::Open => !self.all_received(),
+        };
+        self.final_size = Some(final_size);
+        if applies {
+            self.state = RecvState::Reset { code };
+            self.ready = VecDeque::new();
+            self.segments.clear();
+        }
+        Ok((growth, applies))
+    }
+
+    /// The application stops reading (§3.5): what is held is discarded, later bytes too.
+    pub(crate) fn stop(&mut self, code: u64) {
+        if self.state == RecvState::Open {
+            self.state = RecvState::Stopped { code };
+            self.discard_ready();
+        }
+    }
+
+    /// In-order bytes into `buf`; the flag says the final size was reached.
+    pub(crate) fn read(&mut self, buf: &mut [u8]) -> Result<(usize, bool), Error> {
+        match self.state {
+            RecvState::Open => {}
+            RecvState::Stopped { .. } => return Err(Error::InvalidState("stream was stopped")),
+            RecvState::Reset { .. } => return Err(Error::InvalidState("stream reset by peer")),
+        }
+        let n = buf.len().min(self.ready.len());
+        if n == 0 && !buf.is_empty() && self.final_size != Some(self.read) {
+            return Err(Error::Blocked);
+        }
+        for (dst, src) in buf.iter_mut().zip(self.ready.drain(..n)) {
+            *dst = src;
+        }
+        self.read += n as u64;
+        if self.ready.is_empty() {
+            self.ready.shrink_to_fit();
+        }
+        Ok((n, self.final_size == Some(self.read)))
+    }
+
+    /// §4.5 final-size rules and §4.1 stream and connection credit, checked before any change.
+    fn check_size(&self, end: u64, fin: bool, conn_room: u64) -> Result<u64, TransportError> {
+        if let Some(f) = self.final_size {
+            if end > f || (fin && end != f) {
+                return Err(transport_err!(
+                    FINAL_SIZE_ERROR,
+                    "data to {end} (fin {fin}) contradicts final size {f}"
+                ));
+            }
+        }
+        if fin && end < self.highest {
+            return Err(transport_err!(
+                FINAL_SIZE_ERROR,
+                "final size {end} below received offset {}",
+                self.highest
+            ));
+        }
+        if end > self.window.max {
+            return Err(transport_err!(
+                FLOW_CONTROL_ERROR,
+                "data to {end} beyond stream credit {}",
+                self.window.max
+            ));
+        }
+        let growth = end.saturating_sub(self.highest);
+        if growth > conn_room {
+            return Err(transport_err!(
+                FLOW_CONTROL_ERROR,
+                "{growth} new bytes beyond connection credit ({conn_room} left)"
+            ));
+        }
+        Ok(growth)
+    }
+
+    /// Stores the parts of `[offset, offset + data.len())` not held yet.
+    fn insert(&mut self, offset: u64, data: &[u8]) {
+        let contiguous = self.read + self.ready.len() as u64;
+        let end = offset + data.len() as u64;
+        if end <= contiguous {
+            return;
+        }
+        let mut cursor = offset.max(contiguous);
+        if let Some((&s, seg)) = self.segments.range(..=cursor).next_back() {
+            cursor = cursor.max(s + seg.len() as u64);
+        }
+        let mut pieces = Vec::new();
+        while cursor < end {
+            match self.segments.range(cursor..end).next() {
+                Some((&s, seg)) => {
+                    if s > cursor {
+                        pieces.push((cursor, s));
+                    }
+                    cursor = s + seg.len() as u64;
+                }
+                None => {
+                    pieces.push((cursor, end));
+                    cursor = end;
+                }
+            }
+        }
+        for (a, b) in pieces {
+            // In range: `offset <= a < b <= end`.
+            let slice = &data[(a - offset) as usize..(b - offset) as usize];
+            if a == self.read + self.ready.len() as u64 {
+                self.ready.extend(slice);
+            } else {
+                self.segments.insert(a, slice.to_vec());
+            }
+        }
+        while let Some(entry) = self.segments.first_entry() {
+            if *entry.key() != self.read + self.ready.len() as u64 {
+                break;
+            }
+            self.ready.extend(entry.remove());
+        }
+    }
+
+    fn discard_ready(&mut self) {
+        self.read += self.ready.len() as u64;
+        self.ready = VecDeque::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::TransportErrorCode;
+    use rand::seq::SliceRandom;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn read_all(r: &mut RecvStream) -> (Vec<u8>, bool) {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 7];
+        loop {
+            match r.read(&mut buf) {
+                Ok((n, fin)) => {
+                    out.extend_from_slice(&buf[..n]);
+                    if fin {
+                        return (out, true);
+                    }
+                }
+                Err(_) => return (out, false),
+            }
+        }
+    }
+
+    #[test]
+    fn random_overlapping_duplicates_deliver_each_byte_once() {
+        for seed in 0..200u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let len = rng.gen_range(1..2000usize);
+            let data: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+            // Every byte covered at least three times by random overlapping ranges.
+            let mut chunks = Vec::new();
+            for _ in 0..3 {
+                let mut at = 0;
+                while at < len {
+                    let back = rng.gen_range(0..=at.min(50));
+                    let n = rng.gen_range(1..=200usize).min(len - (at - back));
+                    chunks.push((at - back, n));
+                    at = (at - back + n).max(at);
+                }
+            }
+            chunks.shuffle(&mut rng);
+            let mut r = RecvStream::new(len as u64);
+            let mut got = Vec::new();
+            for (i, &(off, n)) in chunks.iter().enumerate() {
+                let fin = off + n == len;
+                let res = r.on_data(off as u64, &data[off..off + n], fin, u64::MAX);
+                assert!(res.is_ok(), "seed {seed}: {res:?}");
+                assert!(r.buffered() <= len, "seed {seed}: over-buffered");
+                if i % 3 == 0 {
+                    got.extend(read_all(&mut r).0);
+                }
+            }
+            let (rest, fin) = read_all(&mut r);
+            got.extend(rest);
+            assert!(fin, "seed {seed}: fin not reached");
+            assert_eq!(got, data, "seed {seed}");
+            assert_eq!(r.buffered(), 0, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn connection_growth_counts_highest_offset_not_duplicates() {
+        let mut r = RecvStream::new(100);
+        assert_eq!(r.on_data(10, &[0; 10], false, 100).ok(), Some(20));
+        assert_eq!(r.on_data(0, &[0; 20], false, 100).ok(), Some(0));
+        assert_eq!(r.on_data(15, &[0; 10], false, 100).ok(), Some(5));
+        let e = r.on_data(25, &[0; 10], false, 4).err().map(|e| e.code);
+        assert_eq!(e, Some(TransportErrorCode::FLOW_CONTROL_ERROR));
+        let e = r.on_data(95, &[0; 10], false, 1000).err().map(|e| e.code);
+        assert_eq!(e, Some(TransportErrorCode::FLOW_CONTROL_ERROR));
+        let e = r
+            .on_data(u64::MAX, &[0; 10], false, 1000)
+            .err()
+            .map(|e| e.code);
+        assert_eq!(e, Some(TransportErrorCode::FLOW_CONTROL_ERROR));
+    }
+
+    #[test]
+    fn final_size_rules() {
+        let final_err = Some(TransportErrorCode::FINAL_SIZE_ERROR);
+        let mut r = RecvStream::new(100);
+        assert!(r.on_data(0, &[1; 30], false, 100).is_ok());
+        // A FIN below data already received.
+        assert_eq!(
+            r.on_data(0, &[1; 10], true, 100).err().map(|e| e.code),
+            final_err
+        );
+        assert!(r.on_data(30, &[1; 10], true, 100).is_ok());
+        // The same FIN again is fine; a different one or data beyond it is not.
+        assert!(r.on_data(30, &[1; 10], true, 100).is_ok());
+        assert_eq!(
+            r.on_data(30, &[1; 11], true, 100).err().map(|e| e.code),
+            final_err
+        );
+        assert_eq!(
+            r.on_data(40, &[1; 1], false, 100).err().map(|e| e.code),
+            final_err
+        );
+        assert_eq!(r.on_reset(0, 41, 100).err().map(|e| e.code), final_err);
+        assert_eq!(r.on_reset(0, 39, 100).err().map(|e| e.code), final_err);
+        // Everything arrived: a reset with the right size is ignored.
+        assert_eq!(r.on_reset(0, 40, 100).ok(), Some((0, false)));
+        assert_eq!(read_all(&mut r), (vec![1; 40], true));
+    }
+
+    #[test]
+    fn reset_discards_and_retires_final_size() {
+        let mut r = RecvStream::new(100);
+        assert!(r.on_data(50, &[1; 10], false, 100).is_ok());
+        assert_eq!(r.on_reset(7, 80, 100).ok(), Some((20, true)));
+        assert_eq!(r.buffered(), 0);
+        assert_eq!(r.retired(), 80);
+        assert!(r.is_readable());
+        assert!(matches!(r.read(&mut [0; 4]), Err(Error::InvalidState(_))));
+        // Late data within the final size is ignored; beyond it is an error.
+        assert!(r.on_data(0, &[1; 10], false, 0).is_ok());
+        assert!(r.on_data(75, &[1; 10], false, 100).is_err());
+        let e = RecvStream::new(10)
+            .on_reset(0, 11, 100)
+            .err()
+            .map(|e| e.code);
+        assert_eq!(e, Some(TransportErrorCode::FLOW_CONTROL_ERROR));
+    }
+
+    #[test]
+    fn stopped_stream_discards_and_finishes_when_all_arrived() {
+        let mut r = RecvStream::new(100);
+        assert!(r.on_data(0, &[1; 10], false, 100).is_ok());
+        r.stop(3);
+        assert_eq!(r.buffered(), 0);
+        assert_eq!(r.retired(), 10);
+        assert!(r.on_data(20, &[1; 5], true, 100).is_ok());
+        assert!(!r.stopped_and_drained());
+        assert!(r.on_data(10, &[1; 10], false, 100).is_ok());
+        assert!(r.stopped_and_drained());
+        assert_eq!(r.retired(), 25);
+    }
+
+    #[test]
+    fn read_reports_blocked_and_fin() {
+        let mut r = RecvStream::new(100);
+        assert!(matches!(r.read(&mut [0; 4]), Err(Error::Blocked)));
+        assert!(r.on_data(3, b"def", false, 100).is_ok());
+        assert!(!r.is_readable());
+        assert!(r.on_data(0, b"abc", false, 100).is_ok());
+        let mut buf = [0u8; 4];
+        assert_eq!(r.read(&mut buf).ok(), Some((4, false)));
+        assert_eq!(&buf, b"abcd");
+        assert!(r.on_data(6, b"", true, 100).is_ok());
+        assert_eq!(r.read(&mut buf).ok(), Some((2, true)));
+        assert_eq!(&buf[..2], b"ef");
+    }
+}

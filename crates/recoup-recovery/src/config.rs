@@ -225,7 +225,7 @@ impl Default for LadrConfig {
 }
 
 /// A built-in policy with its parameters. Parse with [`str::parse`] or
-/// [`PolicySpec::from_name_params`]; build with [`PolicySpec::build`](crate::Policy).
+/// [`PolicySpec::from_name_params`]; build a [`Policy`](crate::Policy) with `PolicySpec::build`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PolicySpec {
     Arq,

@@ -1,15 +1,43 @@
 //! Loss-recovery policies for recoup: pure logic over transport-neutral events.
 //!
 //! The contract with the transport is in [`api`]; DESIGN.md "Policies" lists each policy's
-//! formulas and defaults.
+//! formulas and defaults. Policies are named by a [`PolicySpec`] (`"autorec:alpha=30ms"`) and
+//! built into a [`Policy`].
 
 pub mod api;
 mod arq;
+mod art;
+mod autorec;
+mod bandit;
+mod burst;
+mod config;
+mod error;
 mod fixed;
+mod interval;
+mod ladr;
+mod or3;
+mod policy;
+pub mod redundancy;
+mod reinjection;
+#[cfg(test)]
+mod testutil;
+mod too;
 
 pub use api::{
     CopyRequest, DataRange, LossId, LossTrigger, LostData, PacketInfo, RecoveryPolicy, RttSample,
     SendContext, SendKind, SendState, SentRange,
 };
 pub use arq::Arq;
+pub use art::{adapt as art_adapt, Art, OutcomeWindow};
+pub use autorec::AutoRec;
+pub use config::{
+    ArtConfig, ArtMabConfig, AutoRecConfig, BanditAlgo, LadrConfig, Or3Variant, PolicySpec,
+    SchedulerConfig, TooConfig, POLICY_NAMES,
+};
+pub use error::Error;
 pub use fixed::Fixed;
+pub use ladr::LadrRrl;
+pub use or3::Or3;
+pub use policy::Policy;
+pub use reinjection::{QueueEntry, ReinjectionQueue};
+pub use too::{e_waiting, Too};

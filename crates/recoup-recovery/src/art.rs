@@ -1,0 +1,644 @@
+//! `art` and `art-mab` (ART §6, §8): a Redundancy Adapter chooses R, the number of replicas of a
+//! lost range in a retransmission round, and a Replica Scheduler spreads them over an escape space.
+//!
+//! R counts every send of the round, the transport's ARQ retransmission included (ART Fig. 9,
+//! R_1 = 3 for replicas k = 1, 2, 3; "traditional QUIC" has escape space 1), so the policy asks
+//! for R - 1 copies.
+//!
+//! *Test-and-verification adapter* (§6.1): a bitmap of the last L_queue replica outcomes (every
+//! retransmission or copy packet; 1 = lost), p_r = ones / L_queue, E = R (1 - p_r); on each loss
+//! the round's R steps +1 if E < 1 and -1 if E >= 2, within 1..=r_max. R is kept per round number
+//! (rounds past [`TRACKED_ROUNDS`] share the last level); the bitmap is shared by all rounds.
+//!
+//! *Bandit adapter* (§8): R is an arm of [`Bandit`], pulled once per round.
+//!
+//! *Replica Scheduler* (§6.2): escape_space = min(BDP, a B_max) packets, B_max the largest loss
+//! burst in the last `burst_rtts` RTTs. The copies of a round are placed at distinct random packet
+//! positions among the `max(escape_space - 1, R - 1)` packets after the retransmission, counted by
+//! `SendContext::packets_sent`; `poll_copy` answers when the count reaches a position. ART's own
+//! scheduler is a timer (one position = one packet at the pacing rate), so a position also falls
+//! due after `offset x SRTT / BDP`: in off-mode the count would otherwise stand still. Without the
+//! scheduler (ablation) the copies go back to back.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use rand::seq::index;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use recoup_time::Instant;
+
+use crate::api::{
+    CopyRequest, LossId, LossTrigger, LostData, PacketInfo, RecoveryPolicy, RttSample, SendContext,
+    SendKind, SendState,
+};
+use crate::bandit::Bandit;
+use crate::burst::BurstTracker;
+use crate::config::{ArtConfig, ArtMabConfig, SchedulerConfig};
+
+/// Rounds with their own redundancy level; later rounds share the last one.
+pub const TRACKED_ROUNDS: usize = 16;
+
+/// Packet size assumed until a packet has been seen (a typical QUIC datagram).
+const DEFAULT_PACKET: u64 = 1200;
+
+/// Before an RTT estimate exists, one scheduler position falls due after this long.
+const FALLBACK_CYCLE: Duration = Duration::from_millis(1);
+
+/// The last L_queue replica outcomes (ART Fig. 13).
+#[derive(Clone, Debug)]
+pub struct OutcomeWindow {
+    bits: VecDeque<bool>,
+    len: usize,
+    ones: usize,
+}
+
+impl OutcomeWindow {
+    #[must_use]
+    pub fn new(len: usize) -> Self {
+        let len = len.max(1);
+        Self {
+            bits: VecDeque::with_capacity(len),
+            len,
+            ones: 0,
+        }
+    }
+
+    /// Append an outcome (`true` = the replica was lost), sliding the oldest out.
+    pub fn push(&mut self, lost: bool) {
+        if self.bits.len() == self.len && self.bits.pop_front() == Some(true) {
+            self.ones -= 1;
+        }
+        self.bits.push_back(lost);
+        if lost {
+            self.ones += 1;
+        }
+    }
+
+    /// p_r = ones / L_queue (ART §6.1; a window not yet full counts its empty slots as 0).
+    #[must_use]
+    pub fn p_r(&self) -> f64 {
+        self.ones as f64 / self.len as f64
+    }
+}
+
+/// One test-and-verification step (ART Fig. 14): the new R from the current R and p_r.
+#[must_use]
+pub fn adapt(r: u32, p_r: f64, r_max: u32) -> u32 {
+    let e = f64::from(r) * (1.0 - p_r);
+    if e < 1.0 {
+        r.saturating_add(1).min(r_max.max(1))
+    } else if e >= 2.0 {
+        r.saturating_sub(1).max(1)
+    } else {
+        r
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Adapter {
+    Verify {
+        window: OutcomeWindow,
+        levels: Vec<u32>,
+        r_max: u32,
+    },
+    Bandit {
+        bandit: Bandit,
+        /// The arm each unresolved lineage's current round was played with.
+        playing: BTreeMap<LossId, u32>,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Scheduled {
+    id: LossId,
+    /// Due when `packets_sent` reaches this...
+    position: u64,
+    /// ...or at this time, whichever comes first.
+    at: Instant,
+}
+
+/// ART's sender (both adapters).
+#[derive(Debug, Clone)]
+pub struct Art {
+    name: &'static str,
+    adapter: Adapter,
+    scheduler: SchedulerConfig,
+    rng: ChaCha8Rng,
+    bursts: BurstTracker,
+    srtt: Option<Duration>,
+    largest_packet: u64,
+    /// Copies decided but not yet placed: placing needs the packet count of the next poll.
+    unplaced: Vec<(LossId, u32)>,
+    scheduled: Vec<Scheduled>,
+}
+
+impl Art {
+    /// `art`: the test-and-verification adapter.
+    #[must_use]
+    pub fn new(cfg: &ArtConfig, seed: u64) -> Self {
+        let r_max = cfg.r_max.max(1);
+        Self::with_adapter(
+            "art",
+            Adapter::Verify {
+                window: OutcomeWindow::new(cfg.l_queue),
+                levels: vec![1; TRACKED_ROUNDS],
+                r_max,
+            },
+            cfg.scheduler,
+            seed,
+        )
+    }
+
+    /// `art-mab`: the bandit adapter.
+    #[must_use]
+    pub fn new_mab(cfg: &ArtMabConfig, seed: u64) -> Self {
+        Self::with_adapter(
+            "art-mab",
+            Adapter::Bandit {
+                bandit: Bandit::new(cfg.algo, cfg.r_max, cfg.epsilon, cfg.ucb_c, cfg.eta),
+                playing: BTreeMap::new(),
+            },
+            cfg.scheduler,
+            seed,
+        )
+    }
+
+    fn with_adapter(
+        name: &'static str,
+        adapter: Adapter,
+        scheduler: SchedulerConfig,
+        seed: u64,
+    ) -> Self {
+        Self {
+            name,
+            adapter,
+            scheduler,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            bursts: BurstTracker::default(),
+            srtt: None,
+            largest_packet: DEFAULT_PACKET,
+            unplaced: Vec::new(),
+            scheduled: Vec::new(),
+        }
+    }
+
+    /// The test-and-verification adapter's current R for `round` (`None` for `art-mab`).
+    #[must_use]
+    pub fn redundancy(&self, round: u32) -> Option<u32> {
+        match &self.adapter {
+            Adapter::Verify { levels, .. } => levels.get(round_index(round)).copied(),
+            Adapter::Bandit { .. } => None,
+        }
+    }
+
+    /// The replica loss rate p_r (`None` for `art-mab`).
+    #[must_use]
+    pub fn p_r(&self) -> Option<f64> {
+        match &self.adapter {
+            Adapter::Verify { window, .. } => Some(window.p_r()),
+            Adapter::Bandit { .. } => None,
+        }
+    }
+
+    /// `art-mab`: the mean reward of arm R (`None` for `art`).
+    #[must_use]
+    pub fn arm_mean(&self, r: u32) -> Option<f64> {
+        match &self.adapter {
+            Adapter::Verify { .. } => None,
+            Adapter::Bandit { bandit, .. } => bandit.mean(r),
+        }
+    }
+
+    /// Copies owed or scheduled, and lineages the bandit still waits on: all forgotten once the
+    /// data is acknowledged.
+    #[must_use]
+    pub fn tracked(&self) -> usize {
+        let playing = match &self.adapter {
+            Adapter::Verify { .. } => 0,
+            Adapter::Bandit { playing, .. } => playing.len(),
+        };
+        self.unplaced.len() + self.scheduled.len() + playing
+    }
+
+    fn record_replica(&mut self, packet: &PacketInfo<'_>, lost: bool) {
+        if packet.kind == SendKind::New {
+            return;
+        }
+        if let Adapter::Verify { window, .. } = &mut self.adapter {
+            window.push(lost);
+        }
+    }
+
+    fn escape_space(&mut self, now: Instant, ctx: &SendContext) -> u64 {
+        let window = self.srtt.map_or(Duration::MAX, |s| {
+            s.saturating_mul(self.scheduler.burst_rtts)
+        });
+        let b_max = self.bursts.max_within(now, window).max(1);
+        let bdp = ctx
+            .bdp_packets
+            .unwrap_or(ctx.cwnd / self.largest_packet.max(1))
+            .max(1);
+        // a >= 1 and b_max is a packet count, so the product is finite and positive.
+        let scaled = (self.scheduler.a * b_max as f64).ceil();
+        let scaled = if scaled >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            scaled as u64
+        };
+        bdp.min(scaled).max(1)
+    }
+
+    fn place(&mut self, now: Instant, ctx: &SendContext) {
+        if self.unplaced.is_empty() {
+            return;
+        }
+        let space = self.escape_space(now, ctx);
+        let bdp = ctx.bdp_packets.unwrap_or(space).max(1);
+        let cycle = self.srtt.map_or(FALLBACK_CYCLE, |s| {
+            s / u32::try_from(bdp).unwrap_or(u32::MAX)
+        });
+        let base = ctx.packets_sent;
+        for (id, copies) in std::mem::take(&mut self.unplaced) {
+            if !self.scheduler.enabled {
+                self.scheduled.extend((0..copies).map(|_| Scheduled {
+                    id,
+                    position: base,
+                    at: now,
+                }));
+                continue;
+            }
+            let positions = space.saturating_sub(1).max(u64::from(copies));
+            let positions = usize::try_from(positions).unwrap_or(usize::MAX);
+            let mut offsets: Vec<usize> =
+                index::sample(&mut self.rng, positions, copies as usize).into_vec();
+            offsets.sort_unstable();
+            for offset in offsets {
+                let offset = offset as u64;
+                self.scheduled.push(Scheduled {
+                    id,
+                    position: base.saturating_add(offset),
+                    at: now + cycle.saturating_mul(u32::try_from(offset).unwrap_or(u32::MAX)),
+                });
+            }
+        }
+    }
+
+    fn forget_copies(&mut self, id: LossId) {
+        self.unplaced.retain(|&(owed, _)| owed != id);
+        self.scheduled.retain(|s| s.id != id);
+    }
+}
+
+fn round_index(round: u32) -> usize {
+    (round.max(1) as usize - 1).min(TRACKED_ROUNDS - 1)
+}
+
+impl RecoveryPolicy for Art {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn on_packet_sent(&mut self, _: Instant, packet: &PacketInfo<'_>) {
+        self.largest_packet = self.largest_packet.max(packet.bytes as u64);
+    }
+
+    fn on_packet_acked(&mut self, _: Instant, packet: &PacketInfo<'_>) {
+        self.record_replica(packet, false);
+    }
+
+    fn on_packet_lost(&mut self, now: Instant, packet: &PacketInfo<'_>, _: LossTrigger) {
+        self.bursts.on_lost(now, packet.pn);
+        self.record_replica(packet, true);
+    }
+
+    fn on_data_lost(&mut self, _: Instant, lost: &LostData) {
+        // Copies still waiting from the previous round are obsolete.
+        self.forget_copies(lost.id);
+        let r = match &mut self.adapter {
+            Adapter::Verify {
+                window,
+                levels,
+                r_max,
+            } => {
+                let p_r = window.p_r();
+                match levels.get_mut(round_index(lost.round)) {
+                    Some(level) => {
+                        *level = adapt(*level, p_r, *r_max);
+                        *level
+                    }
+                    None => 1,
+                }
+            }
+            Adapter::Bandit { bandit, playing } => {
+                if let Some(previous) = playing.remove(&lost.id) {
+                    bandit.reward(previous, false);
+                }
+                let r = bandit.select(&mut self.rng);
+                playing.insert(lost.id, r);
+                r
+            }
+        };
+        if r > 1 {
+            self.unplaced.push((lost.id, r - 1));
+        }
+    }
+
+    fn on_data_acked(&mut self, _: Instant, id: LossId) {
+        self.forget_copies(id);
+        if let Adapter::Bandit { bandit, playing } = &mut self.adapter {
+            if let Some(r) = playing.remove(&id) {
+                bandit.reward(r, true);
+            }
+        }
+    }
+
+    fn on_rtt_update(&mut self, _: Instant, rtt: &RttSample) {
+        self.srtt = Some(rtt.smoothed);
+    }
+
+    fn on_send_state(&mut self, _: Instant, _: SendState) {}
+
+    fn poll_copy(&mut self, now: Instant, ctx: &SendContext) -> Option<CopyRequest> {
+        self.place(now, ctx);
+        let (i, _) = self
+            .scheduled
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.position <= ctx.packets_sent || s.at <= now)
+            .min_by_key(|(_, s)| (s.position, s.at))?;
+        let copy = self.scheduled.remove(i);
+        let budget = u64::from(self.scheduler.opportunism).saturating_mul(self.largest_packet);
+        Some(CopyRequest {
+            id: copy.id,
+            beyond_cwnd: budget > 0 && ctx.bytes_in_flight < ctx.cwnd.saturating_add(budget),
+        })
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.scheduled.iter().map(|s| s.at).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::SentRange;
+    use crate::config::BanditAlgo;
+    use crate::testutil::{ctx, lost_round, ms, packet, ranges, rtt};
+
+    #[test]
+    fn adapter_moves() {
+        // E = R (1 - p_r).
+        assert_eq!(adapt(1, 0.5, 10), 2); // E = 0.5 < 1: up
+        assert_eq!(adapt(2, 0.5, 10), 2); // E = 1: stay
+        assert_eq!(adapt(3, 0.5, 10), 3); // E = 1.5: stay
+        assert_eq!(adapt(4, 0.5, 10), 3); // E = 2 >= 2: down
+        assert_eq!(adapt(3, 0.0, 10), 2); // E = 3: down
+        assert_eq!(adapt(1, 0.0, 10), 1); // E = 1: stay
+        assert_eq!(adapt(10, 0.95, 10), 10); // capped at r_max
+        assert_eq!(adapt(1, 1.0, 1), 1);
+    }
+
+    #[test]
+    fn bitmap_slides_over_the_last_l_queue_outcomes() {
+        let mut w = OutcomeWindow::new(10);
+        for _ in 0..3 {
+            w.push(true);
+        }
+        // Not full: empty slots count as 0.
+        assert!((w.p_r() - 0.3).abs() < 1e-12);
+        for _ in 0..7 {
+            w.push(false);
+        }
+        assert!((w.p_r() - 0.3).abs() < 1e-12);
+        // The three 1s slide out one by one.
+        w.push(false);
+        assert!((w.p_r() - 0.2).abs() < 1e-12);
+        w.push(false);
+        w.push(false);
+        assert_eq!(w.p_r(), 0.0);
+        w.push(true);
+        assert!((w.p_r() - 0.1).abs() < 1e-12);
+    }
+
+    fn replica_outcomes(p: &mut Art, lost: usize, acked: usize) {
+        let r: [SentRange; 1] = ranges(Some(999));
+        for i in 0..(lost + acked) {
+            // Every other packet number, so replica losses do not form a burst.
+            let info = packet(10_000 + 2 * i as u64, ms(0), SendKind::Copy, &r);
+            p.on_packet_sent(ms(0), &info);
+            if i < lost {
+                p.on_packet_lost(ms(1), &info, LossTrigger::PacketThreshold);
+            } else {
+                p.on_packet_acked(ms(1), &info);
+            }
+        }
+    }
+
+    /// Poll once per packet from `base` until `horizon` packets; record where copies went.
+    fn positions(p: &mut Art, base: u64, horizon: u64, now: Instant) -> Vec<u64> {
+        let mut at = Vec::new();
+        for sent in base..base + horizon {
+            if p.poll_copy(now, &ctx(sent)).is_some() {
+                at.push(sent);
+            }
+        }
+        at
+    }
+
+    #[test]
+    fn redundancy_level_follows_replica_losses_per_round() {
+        let mut p = Art::new(&ArtConfig::default(), 1);
+        // Fresh: R = 1, no copies at all.
+        p.on_data_lost(ms(0), &lost_round(1, 1));
+        assert_eq!(p.poll_copy(ms(0), &ctx(0)), None);
+        assert_eq!(p.redundancy(1), Some(1));
+        // p_r = 0.7: E = 0.3 R, so R climbs 2, 3, 4 and stays (E(4) = 1.2).
+        replica_outcomes(&mut p, 7, 3);
+        for (id, want) in [(2, 2), (3, 3), (4, 4), (5, 4)] {
+            p.on_data_lost(ms(2), &lost_round(id, 1));
+            assert_eq!(p.redundancy(1), Some(want));
+        }
+        // Round 2 has its own level, still at 1 before its first step.
+        assert_eq!(p.redundancy(2), Some(1));
+        p.on_data_lost(ms(2), &lost_round(5, 2));
+        assert_eq!(p.redundancy(2), Some(2));
+        assert_eq!(p.redundancy(1), Some(4));
+    }
+
+    #[test]
+    fn copies_spread_within_the_escape_space() {
+        let mut spread_seen = false;
+        for seed in 0..50 {
+            let mut p = Art::new(&ArtConfig::default(), seed);
+            p.on_rtt_update(ms(0), &rtt(50));
+            // A burst of 6 consecutive losses: B_max = 6, BDP = 100, escape space = 6.
+            let new = ranges(None);
+            for pn in 100..106 {
+                p.on_packet_lost(
+                    ms(10),
+                    &packet(pn, ms(0), SendKind::New, &new),
+                    LossTrigger::PacketThreshold,
+                );
+            }
+            replica_outcomes(&mut p, 7, 3);
+            for id in 1..=3 {
+                p.on_data_lost(ms(10), &lost_round(id, 1));
+                p.on_data_acked(ms(10), id);
+            }
+            // R = 4: three copies at distinct positions among the 5 packets after the
+            // retransmission; nothing falls due by time at 10 ms.
+            p.on_data_lost(ms(10), &lost_round(4, 1));
+            assert_eq!(p.redundancy(1), Some(4));
+            let at = positions(&mut p, 500, 50, ms(10));
+            assert_eq!(at.len(), 3, "seed {seed}: {at:?}");
+            assert!(
+                at.iter().all(|&x| (500..505).contains(&x)),
+                "seed {seed}: {at:?}"
+            );
+            spread_seen |= at != [500, 501, 502];
+            assert_eq!(p.tracked(), 0);
+        }
+        assert!(spread_seen, "50 seeds never spread the copies");
+    }
+
+    #[test]
+    fn escape_space_is_capped_by_the_bdp() {
+        let mut p = Art::new(&ArtConfig::default(), 3);
+        p.on_rtt_update(ms(0), &rtt(50));
+        let new = ranges(None);
+        for pn in 0..40 {
+            p.on_packet_lost(
+                ms(10),
+                &packet(pn, ms(0), SendKind::New, &new),
+                LossTrigger::Pto,
+            );
+        }
+        replica_outcomes(&mut p, 7, 3);
+        for id in 1..=4 {
+            p.on_data_lost(ms(10), &lost_round(id, 1));
+            if id < 4 {
+                p.on_data_acked(ms(10), id);
+            }
+        }
+        let mut c = ctx(0);
+        c.bdp_packets = Some(8);
+        let mut at = Vec::new();
+        for sent in 0..40 {
+            c.packets_sent = sent;
+            if p.poll_copy(ms(10), &c).is_some() {
+                at.push(sent);
+            }
+        }
+        assert_eq!(at.len(), 3);
+        assert!(at.iter().all(|&x| x < 7), "{at:?}");
+    }
+
+    #[test]
+    fn ablation_sends_back_to_back() {
+        let cfg = ArtConfig {
+            scheduler: SchedulerConfig {
+                enabled: false,
+                ..SchedulerConfig::default()
+            },
+            ..ArtConfig::default()
+        };
+        let mut p = Art::new(&cfg, 1);
+        replica_outcomes(&mut p, 7, 3);
+        for id in 1..=3 {
+            p.on_data_lost(ms(0), &lost_round(id, 1));
+        }
+        // R = 2, 3, 4: 1 + 2 + 3 copies, all due at once.
+        let ids: Vec<_> =
+            std::iter::from_fn(|| p.poll_copy(ms(0), &ctx(7)).map(|c| c.id)).collect();
+        assert_eq!(ids, vec![1, 2, 2, 3, 3, 3]);
+        assert_eq!(p.tracked(), 0);
+    }
+
+    #[test]
+    fn off_mode_copies_fall_due_by_time() {
+        for seed in 0..20 {
+            let mut p = Art::new(&ArtConfig::default(), seed);
+            p.on_rtt_update(ms(0), &rtt(100));
+            let new = ranges(None);
+            for pn in 0..10 {
+                let info = packet(pn, ms(0), SendKind::New, &new);
+                p.on_packet_lost(ms(0), &info, LossTrigger::Pto);
+            }
+            replica_outcomes(&mut p, 7, 3);
+            p.on_data_lost(ms(0), &lost_round(1, 1));
+            // R = 2: one copy at one of 9 positions; one position = 100 ms / 100 packets = 1 ms.
+            if p.poll_copy(ms(0), &ctx(0)).is_some() {
+                continue; // position 0: nothing to wait for with this seed
+            }
+            let Some(due) = p.poll_timeout() else {
+                panic!("seed {seed}: a placed copy must ask for a timer")
+            };
+            assert!(due > ms(0) && due <= ms(8), "{due:?}");
+            // The packet count never moves (off-mode), but time does.
+            let just_before = Instant::from_nanos(due.as_nanos() - 1);
+            assert_eq!(p.poll_copy(just_before, &ctx(0)), None);
+            assert_eq!(p.poll_copy(due, &ctx(0)).map(|c| c.id), Some(1));
+            assert_eq!(p.poll_timeout(), None);
+            assert_eq!(p.tracked(), 0);
+            return;
+        }
+        panic!("20 seeds all placed the copy at position 0");
+    }
+
+    #[test]
+    fn opportunism_stays_within_its_budget() {
+        let cfg = ArtConfig {
+            scheduler: SchedulerConfig {
+                enabled: false,
+                opportunism: 2,
+                ..SchedulerConfig::default()
+            },
+            ..ArtConfig::default()
+        };
+        let mut p = Art::new(&cfg, 1);
+        replica_outcomes(&mut p, 7, 3);
+        p.on_data_lost(ms(0), &lost_round(1, 1));
+        p.on_data_lost(ms(0), &lost_round(2, 1));
+        let mut c = ctx(0);
+        c.cwnd = 12_000;
+        c.bytes_in_flight = 12_000 + 2400 - 1;
+        assert_eq!(p.poll_copy(ms(0), &c).map(|x| x.beyond_cwnd), Some(true));
+        c.bytes_in_flight = 12_000 + 2400;
+        assert_eq!(p.poll_copy(ms(0), &c).map(|x| x.beyond_cwnd), Some(false));
+    }
+
+    #[test]
+    fn bandit_rounds_are_rewarded_and_forgotten() {
+        let cfg = ArtMabConfig {
+            algo: BanditAlgo::Ucb,
+            scheduler: SchedulerConfig {
+                enabled: false,
+                ..SchedulerConfig::default()
+            },
+            ..ArtMabConfig::default()
+        };
+        let mut p = Art::new_mab(&cfg, 5);
+        assert_eq!(p.name(), "art-mab");
+        // UCB plays every arm once first: R = 1, 2, 3 -> 0, 1, 2 copies.
+        for id in 1..=3 {
+            p.on_data_lost(ms(0), &lost_round(id, 1));
+        }
+        let copies: Vec<_> =
+            std::iter::from_fn(|| p.poll_copy(ms(0), &ctx(0)).map(|c| c.id)).collect();
+        assert_eq!(copies, vec![2, 3, 3]);
+        // Lineage 1 loses its round: rewarded 0, and a new arm (R = 4) is played.
+        p.on_data_lost(ms(1), &lost_round(1, 2));
+        // Owed: lineage 1's three copies (one entry); the bandit waits on 3 lineages.
+        assert_eq!(p.tracked(), 1 + 3);
+        for id in 1..=3 {
+            p.on_data_acked(ms(2), id);
+        }
+        assert_eq!(p.tracked(), 0);
+        let mean = |r| p.arm_mean(r).unwrap_or(f64::NAN);
+        assert_eq!(mean(1), 0.0);
+        assert!((mean(2) - 1.0 / 1.01).abs() < 1e-12);
+        assert!((mean(4) - 1.0 / 1.01f64.powi(3)).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,380 @@
+//! `autorec` (AutoRec §V): a Redundancy Adapter that picks K_theta reinjections per lost range
+//! every decision interval, and a Reinjection Controller that spends them on off-mode and, after
+//! T_thres of silence, opportunistically in on-mode.
+//!
+//! Measurements per decision interval D = `d` smoothed RTTs: the loss rate R (lost over decided
+//! packets) and T_unit, the mean loss detection time of the packets lost in the interval (time from
+//! a packet's send to its loss declaration, when the transport queues its retransmission; AutoRec
+//! §III-C). An interval without a lost packet keeps the previous T_unit.
+//!
+//! Queue rules (AutoRec §V-B, Fig. 10): an ARQ retransmission inserts its range at the tail with
+//! A_i = 0 (a new round restarts the count, because the queue holds "retransmitted but
+//! unacknowledged" data and the new retransmission is the one now checked for loss); a reinjection
+//! moves it to the tail; it leaves on acknowledgement or when A_i reaches K_theta (Fig. 11: K = 2
+//! allows two reinjections after the retransmission). Off-mode reinjects from the head, each entry
+//! once per off-mode period so that a period does not burn all K copies of one range back to back.
+
+use std::time::Duration;
+
+use recoup_time::Instant;
+
+use crate::api::{
+    CopyRequest, LossId, LossTrigger, LostData, PacketInfo, RecoveryPolicy, RttSample, SendContext,
+    SendKind, SendState,
+};
+use crate::config::AutoRecConfig;
+use crate::interval::IntervalStats;
+use crate::redundancy::{self, Tolerances};
+use crate::reinjection::ReinjectionQueue;
+
+/// AutoRec's sender.
+#[derive(Debug, Clone)]
+pub struct AutoRec {
+    cfg: AutoRecConfig,
+    tolerances: Tolerances,
+    queue: ReinjectionQueue,
+    stats: IntervalStats,
+    srtt: Option<Duration>,
+    next_decision: Option<Instant>,
+    k_theta: u32,
+    loss_rate: f64,
+    t_unit: Option<Duration>,
+    state: SendState,
+    /// While in off-mode: entries last sent before the period began have `seq` below this.
+    off_mode_before: Option<u64>,
+}
+
+impl AutoRec {
+    #[must_use]
+    pub fn new(cfg: AutoRecConfig) -> Self {
+        Self {
+            tolerances: Tolerances {
+                alpha: cfg.alpha.as_secs_f64(),
+                beta: cfg.beta,
+                gamma: cfg.gamma,
+            },
+            cfg,
+            queue: ReinjectionQueue::new(),
+            stats: IntervalStats::default(),
+            srtt: None,
+            next_decision: None,
+            k_theta: cfg.fixed_k.unwrap_or(0),
+            loss_rate: 0.0,
+            t_unit: None,
+            state: SendState::OnMode,
+            off_mode_before: None,
+        }
+    }
+
+    /// The redundancy level in force.
+    #[must_use]
+    pub fn k_theta(&self) -> u32 {
+        self.k_theta
+    }
+
+    /// Loss rate R measured over the last decision interval.
+    #[must_use]
+    pub fn loss_rate(&self) -> f64 {
+        self.loss_rate
+    }
+
+    /// Mean loss detection time, once a loss has been seen.
+    #[must_use]
+    pub fn t_unit(&self) -> Option<Duration> {
+        self.t_unit
+    }
+
+    /// Silence after which an entry is reinjected even in on-mode, Eq. (5).
+    #[must_use]
+    pub fn t_thres(&self) -> Option<Duration> {
+        self.t_unit.map(|t| redundancy::t_thres(t, self.k_theta))
+    }
+
+    /// Entries in the reinjection queue.
+    #[must_use]
+    pub fn queue_len(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn maybe_decide(&mut self, now: Instant) {
+        let (Some(due), Some(srtt)) = (self.next_decision, self.srtt) else {
+            return;
+        };
+        if now < due {
+            return;
+        }
+        self.loss_rate = self.stats.loss_rate();
+        if let Some(t) = self.stats.mean_detection() {
+            self.t_unit = Some(t);
+        }
+        self.k_theta = match self.cfg.fixed_k {
+            Some(k) => k,
+            None => redundancy::k_theta(
+                self.loss_rate,
+                self.t_unit.unwrap_or_default().as_secs_f64(),
+                &self.tolerances,
+                self.cfg.k_max,
+            ),
+        };
+        self.queue.drop_reinjected_at_limit(self.k_theta);
+        self.stats.reset();
+        self.next_decision = Some(now + decision_interval(srtt, self.cfg.d_rtts));
+    }
+
+    fn enter_state(&mut self, state: SendState) {
+        if state == SendState::OffMode && self.state != SendState::OffMode {
+            self.off_mode_before = Some(self.queue.next_seq());
+        } else if state != SendState::OffMode {
+            self.off_mode_before = None;
+        }
+        self.state = state;
+    }
+}
+
+fn decision_interval(srtt: Duration, rtts: u32) -> Duration {
+    // A zero RTT estimate would make every event a decision; a microsecond floor avoids that.
+    srtt.max(Duration::from_micros(1)).saturating_mul(rtts)
+}
+
+impl RecoveryPolicy for AutoRec {
+    fn name(&self) -> &'static str {
+        "autorec"
+    }
+
+    fn on_packet_sent(&mut self, now: Instant, packet: &PacketInfo<'_>) {
+        self.maybe_decide(now);
+        if packet.kind == SendKind::Retransmission {
+            for id in packet.ranges.iter().filter_map(|r| r.loss) {
+                self.queue.on_retransmitted(id, now);
+            }
+        }
+    }
+
+    fn on_packet_acked(&mut self, now: Instant, _: &PacketInfo<'_>) {
+        self.stats.on_acked();
+        self.maybe_decide(now);
+    }
+
+    fn on_packet_lost(&mut self, now: Instant, packet: &PacketInfo<'_>, _: LossTrigger) {
+        self.stats
+            .on_lost(now.saturating_duration_since(packet.sent));
+        self.maybe_decide(now);
+    }
+
+    fn on_data_lost(&mut self, now: Instant, _: &LostData) {
+        self.maybe_decide(now);
+    }
+
+    fn on_data_acked(&mut self, _: Instant, id: LossId) {
+        self.queue.remove(id);
+    }
+
+    fn on_rtt_update(&mut self, now: Instant, rtt: &RttSample) {
+        self.srtt = Some(rtt.smoothed);
+        if self.next_decision.is_none() {
+            self.next_decision = Some(now + decision_interval(rtt.smoothed, self.cfg.d_rtts));
+        }
+        self.maybe_decide(now);
+    }
+
+    fn on_send_state(&mut self, _: Instant, state: SendState) {
+        self.enter_state(state);
+    }
+
+    fn poll_copy(&mut self, now: Instant, ctx: &SendContext) -> Option<CopyRequest> {
+        self.maybe_decide(now);
+        if ctx.state != self.state {
+            self.enter_state(ctx.state);
+        }
+        if self.k_theta == 0 {
+            return None;
+        }
+        let head = self.queue.head()?;
+        let off_mode = self
+            .off_mode_before
+            .is_some_and(|before| ctx.state == SendState::OffMode && head.seq < before);
+        let silent_too_long = self.cfg.opportunistic
+            && self
+                .t_thres()
+                .is_some_and(|thres| now.saturating_duration_since(head.last_sent) > thres);
+        if !(off_mode || silent_too_long) {
+            return None;
+        }
+        self.queue
+            .reinject_head(now, self.k_theta)
+            .map(|id| CopyRequest {
+                id,
+                beyond_cwnd: false,
+            })
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.next_decision
+    }
+
+    fn on_timeout(&mut self, now: Instant) {
+        self.maybe_decide(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::SentRange;
+    use crate::testutil::{ctx_in, lost_round, ms, packet, ranges, rtt};
+
+    /// Drive one decision interval (D = 5 x 20 ms = 100 ms) with `lost` of 100 packets lost,
+    /// each detected 60 ms after its send.
+    fn warmed_up(cfg: AutoRecConfig, lost: u64) -> AutoRec {
+        let mut p = AutoRec::new(cfg);
+        p.on_rtt_update(ms(0), &rtt(20));
+        let new = ranges(None);
+        for pn in 0..100 {
+            let info = packet(pn, ms(0), SendKind::New, &new);
+            p.on_packet_sent(ms(0), &info);
+            if pn < lost {
+                p.on_packet_lost(ms(60), &info, LossTrigger::TimeThreshold);
+            } else {
+                p.on_packet_acked(ms(60), &info);
+            }
+        }
+        p.on_timeout(ms(100));
+        p
+    }
+
+    fn retransmit(p: &mut AutoRec, id: LossId, pn: u64, at: Instant) {
+        p.on_data_lost(at, &lost_round(id, 1));
+        let r: [SentRange; 1] = ranges(Some(id));
+        p.on_packet_sent(at, &packet(pn, at, SendKind::Retransmission, &r));
+    }
+
+    fn poll(p: &mut AutoRec, at: Instant, state: SendState) -> Option<LossId> {
+        p.poll_copy(at, &ctx_in(state, 0)).map(|c| c.id)
+    }
+
+    #[test]
+    fn decision_interval_sets_k_theta_from_measurements() {
+        // R = 5 %, T_unit = 60 ms: K_theta = 2 (see redundancy::tests::k_theta_by_hand).
+        let p = warmed_up(AutoRecConfig::testbed(), 5);
+        assert!((p.loss_rate() - 0.05).abs() < 1e-12);
+        assert_eq!(p.t_unit(), Some(Duration::from_millis(60)));
+        assert_eq!(p.k_theta(), 2);
+        assert_eq!(p.t_thres(), Some(Duration::from_millis(20)));
+        assert_eq!(p.poll_timeout(), Some(ms(200)));
+    }
+
+    #[test]
+    fn no_loss_means_k_zero_and_no_copies() {
+        let mut p = warmed_up(AutoRecConfig::testbed(), 0);
+        assert_eq!(p.k_theta(), 0);
+        retransmit(&mut p, 1, 200, ms(100));
+        p.on_send_state(ms(101), SendState::OffMode);
+        assert_eq!(poll(&mut p, ms(101), SendState::OffMode), None);
+        assert_eq!(poll(&mut p, ms(1000), SendState::OffMode), None);
+    }
+
+    #[test]
+    fn off_mode_reinjects_from_the_head_once_per_period() {
+        let mut p = warmed_up(AutoRecConfig::testbed(), 5);
+        retransmit(&mut p, 1, 200, ms(100));
+        retransmit(&mut p, 2, 201, ms(101));
+        // On-mode, not yet silent for T_thres = 20 ms: nothing.
+        assert_eq!(poll(&mut p, ms(105), SendState::OnMode), None);
+        p.on_send_state(ms(106), SendState::OffMode);
+        assert_eq!(poll(&mut p, ms(106), SendState::OffMode), Some(1));
+        assert_eq!(poll(&mut p, ms(106), SendState::OffMode), Some(2));
+        // Both were sent in this period: no back-to-back repeat.
+        assert_eq!(poll(&mut p, ms(106), SendState::OffMode), None);
+        // A new off-mode period reinjects again; the second reinjection reaches K = 2.
+        p.on_send_state(ms(107), SendState::OnMode);
+        p.on_send_state(ms(108), SendState::OffMode);
+        assert_eq!(poll(&mut p, ms(108), SendState::OffMode), Some(1));
+        assert_eq!(poll(&mut p, ms(108), SendState::OffMode), Some(2));
+        assert_eq!(p.queue_len(), 0);
+        assert_eq!(poll(&mut p, ms(500), SendState::OffMode), None);
+    }
+
+    #[test]
+    fn off_mode_seen_through_the_send_context() {
+        let mut p = warmed_up(AutoRecConfig::testbed(), 5);
+        retransmit(&mut p, 1, 200, ms(100));
+        // No on_send_state call: the context alone reports off-mode.
+        assert_eq!(poll(&mut p, ms(101), SendState::OffMode), Some(1));
+        assert_eq!(poll(&mut p, ms(101), SendState::OffMode), None);
+    }
+
+    #[test]
+    fn opportunistic_only_after_t_thres() {
+        let mut p = warmed_up(AutoRecConfig::testbed(), 5);
+        retransmit(&mut p, 1, 200, ms(100));
+        // T_thres = 20 ms: silent for exactly 20 ms is not "longer than".
+        assert_eq!(poll(&mut p, ms(110), SendState::OnMode), None);
+        assert_eq!(poll(&mut p, ms(120), SendState::OnMode), None);
+        assert_eq!(poll(&mut p, ms(121), SendState::CwndLimited), Some(1));
+        // Moved to the tail with T_stmp = 121 ms: silent again only after 141 ms.
+        assert_eq!(poll(&mut p, ms(141), SendState::OnMode), None);
+        assert_eq!(poll(&mut p, ms(142), SendState::OnMode), Some(1));
+        // K = 2 reached: deleted.
+        assert_eq!(p.queue_len(), 0);
+    }
+
+    #[test]
+    fn ablation_without_opportunistic_reinjection() {
+        let cfg = AutoRecConfig {
+            opportunistic: false,
+            ..AutoRecConfig::testbed()
+        };
+        let mut p = warmed_up(cfg, 5);
+        retransmit(&mut p, 1, 200, ms(100));
+        assert_eq!(poll(&mut p, ms(190), SendState::OnMode), None);
+        assert_eq!(poll(&mut p, ms(191), SendState::OffMode), Some(1));
+    }
+
+    #[test]
+    fn fixed_k_ignores_the_adapter() {
+        let cfg = AutoRecConfig {
+            fixed_k: Some(3),
+            ..AutoRecConfig::testbed()
+        };
+        let mut p = warmed_up(cfg, 0);
+        assert_eq!(p.k_theta(), 3);
+        retransmit(&mut p, 1, 200, ms(100));
+        for period in 0..3 {
+            let at = ms(110 + 2 * period);
+            p.on_send_state(at, SendState::OffMode);
+            assert_eq!(
+                poll(&mut p, at, SendState::OffMode),
+                Some(1),
+                "period {period}"
+            );
+            p.on_send_state(at, SendState::OnMode);
+        }
+        assert_eq!(p.queue_len(), 0);
+
+        let zero = AutoRecConfig {
+            fixed_k: Some(0),
+            ..AutoRecConfig::testbed()
+        };
+        let mut p = warmed_up(zero, 50);
+        retransmit(&mut p, 1, 200, ms(100));
+        assert_eq!(poll(&mut p, ms(101), SendState::OffMode), None);
+        assert_eq!(poll(&mut p, ms(900), SendState::OnMode), None);
+    }
+
+    #[test]
+    fn acknowledgements_empty_the_queue_and_new_rounds_restart() {
+        let mut p = warmed_up(AutoRecConfig::testbed(), 5);
+        retransmit(&mut p, 1, 200, ms(100));
+        retransmit(&mut p, 2, 201, ms(100));
+        assert_eq!(poll(&mut p, ms(121), SendState::OnMode), Some(1));
+        // Round 2 of lineage 1: its count restarts.
+        p.on_data_lost(ms(130), &lost_round(1, 2));
+        let r = ranges(Some(1));
+        p.on_packet_sent(ms(130), &packet(300, ms(130), SendKind::Retransmission, &r));
+        assert_eq!(p.queue_len(), 2);
+        p.on_data_acked(ms(140), 1);
+        p.on_data_acked(ms(140), 2);
+        assert_eq!(p.queue_len(), 0);
+        assert_eq!(poll(&mut p, ms(400), SendState::OffMode), None);
+    }
+}

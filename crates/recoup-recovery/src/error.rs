@@ -1,0 +1,48 @@
+//! The crate's one error type: what can go wrong turning a policy string into a policy.
+
+/// A policy specification that cannot be parsed. Every message lists what would be accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("empty policy specification; accepted policies: {accepted}")]
+    Empty { accepted: &'static str },
+
+    #[error("unknown policy `{name}`; accepted policies: {accepted}")]
+    UnknownPolicy {
+        name: String,
+        accepted: &'static str,
+    },
+
+    #[error("unknown parameter `{key}` for policy `{policy}`; accepted parameters: {accepted}")]
+    UnknownParameter {
+        policy: &'static str,
+        key: String,
+        accepted: &'static str,
+    },
+
+    #[error("bad value `{value}` for `{policy}` parameter `{key}`: expected {expected}")]
+    BadValue {
+        policy: &'static str,
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
+
+    #[error("parameter `{key}` given twice for policy `{policy}`")]
+    Duplicate { policy: &'static str, key: String },
+
+    #[error(
+        "malformed parameter `{item}` for policy `{policy}`: expected `key=value` \
+         (accepted parameters: {accepted})"
+    )]
+    Malformed {
+        policy: &'static str,
+        item: String,
+        accepted: &'static str,
+    },
+
+    #[error("inconsistent parameters for policy `{policy}`: {detail}")]
+    Inconsistent {
+        policy: &'static str,
+        detail: &'static str,
+    },
+}

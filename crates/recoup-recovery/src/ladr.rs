@@ -1,0 +1,263 @@
+//! `ladr-rrl`: LADR's reactive rate limit (LADR §3.3), the sender-side loss-recovery part that
+//! fits the policy contract. It never asks for copies; it caps the pacing rate at the ACK rate
+//! through [`RecoveryPolicy::rate_limit`] while a severe loss event is being recovered.
+//!
+//! - Applicable only once a retransmitted packet (retransmission or copy) has been lost in the
+//!   session; until then the congestion controller is trusted.
+//! - On when n_rec, the data still to be recovered, reaches n_high. n_rec counts lost ranges
+//!   (lineages) not yet acknowledged; a QUIC packet normally carries one stream range, so this is
+//!   LADR's packet count.
+//! - Everything unsent at that moment is "governed". The policy cannot see the send buffer, so it
+//!   treats the governed data as sent when the sender next becomes application-limited (off-mode):
+//!   at that point everything that was buffered has gone out. Off when n_rec < n_low and the
+//!   governed data is sent.
+//! - The ACK rate is the bytes acknowledged over the last smoothed RTT. LADR estimates it per video
+//!   frame, which a transport-level policy cannot see. The limit never goes below two of the
+//!   largest packets per SRTT, so a limit on an idle path still lets recovery proceed.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::time::Duration;
+
+use recoup_time::Instant;
+
+use crate::api::{
+    CopyRequest, LossId, LossTrigger, LostData, PacketInfo, RecoveryPolicy, RttSample, SendContext,
+    SendKind, SendState,
+};
+use crate::config::LadrConfig;
+
+/// ACK samples kept at most (one per acknowledged packet in the last SRTT).
+const MAX_ACK_SAMPLES: usize = 8192;
+
+/// The ACK-rate window before an RTT estimate exists (RFC 9002 §6.2.2 kInitialRtt).
+const INITIAL_RTT: Duration = Duration::from_millis(333);
+
+#[derive(Debug, Clone)]
+pub struct LadrRrl {
+    cfg: LadrConfig,
+    applicable: bool,
+    enabled: bool,
+    governed_unsent: bool,
+    to_recover: BTreeSet<LossId>,
+    acks: VecDeque<(Instant, u64)>,
+    acked_bytes: u64,
+    srtt: Option<Duration>,
+    largest_packet: u64,
+    ack_rate: u64,
+}
+
+impl LadrRrl {
+    #[must_use]
+    pub fn new(cfg: LadrConfig) -> Self {
+        Self {
+            cfg,
+            applicable: false,
+            enabled: false,
+            governed_unsent: false,
+            to_recover: BTreeSet::new(),
+            acks: VecDeque::new(),
+            acked_bytes: 0,
+            srtt: None,
+            largest_packet: 1200,
+            ack_rate: 0,
+        }
+    }
+
+    /// Whether the rate limit is in force.
+    #[must_use]
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// n_rec: lost ranges not yet acknowledged.
+    #[must_use]
+    pub fn to_recover(&self) -> usize {
+        self.to_recover.len()
+    }
+
+    fn window(&self) -> Duration {
+        self.srtt
+            .unwrap_or(INITIAL_RTT)
+            .max(Duration::from_millis(1))
+    }
+
+    fn refresh_rate(&mut self, now: Instant) {
+        let horizon = now.checked_sub(self.window()).unwrap_or(Instant::ZERO);
+        while let Some(&(at, bytes)) = self.acks.front() {
+            if at > horizon {
+                break;
+            }
+            self.acked_bytes -= bytes;
+            self.acks.pop_front();
+        }
+        let per_second = self.acked_bytes as f64 / self.window().as_secs_f64();
+        self.ack_rate = if per_second >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            per_second as u64
+        };
+    }
+
+    fn update(&mut self) {
+        let n = self.to_recover.len();
+        if !self.enabled && self.applicable && n >= self.cfg.n_high as usize {
+            self.enabled = true;
+            self.governed_unsent = true;
+        } else if self.enabled && n < self.cfg.n_low as usize && !self.governed_unsent {
+            self.enabled = false;
+        }
+    }
+}
+
+impl RecoveryPolicy for LadrRrl {
+    fn name(&self) -> &'static str {
+        "ladr-rrl"
+    }
+
+    fn on_packet_sent(&mut self, _: Instant, packet: &PacketInfo<'_>) {
+        self.largest_packet = self.largest_packet.max(packet.bytes as u64);
+    }
+
+    fn on_packet_acked(&mut self, now: Instant, packet: &PacketInfo<'_>) {
+        if self.acks.len() == MAX_ACK_SAMPLES {
+            if let Some((_, bytes)) = self.acks.pop_front() {
+                self.acked_bytes -= bytes;
+            }
+        }
+        let bytes = packet.bytes as u64;
+        self.acks.push_back((now, bytes));
+        self.acked_bytes = self.acked_bytes.saturating_add(bytes);
+        self.refresh_rate(now);
+    }
+
+    fn on_packet_lost(&mut self, now: Instant, packet: &PacketInfo<'_>, _: LossTrigger) {
+        if packet.kind != SendKind::New {
+            self.applicable = true;
+        }
+        self.refresh_rate(now);
+        self.update();
+    }
+
+    fn on_data_lost(&mut self, _: Instant, lost: &LostData) {
+        self.to_recover.insert(lost.id);
+        self.update();
+    }
+
+    fn on_data_acked(&mut self, _: Instant, id: LossId) {
+        self.to_recover.remove(&id);
+        self.update();
+    }
+
+    fn on_rtt_update(&mut self, now: Instant, rtt: &RttSample) {
+        self.srtt = Some(rtt.smoothed);
+        self.refresh_rate(now);
+    }
+
+    fn on_send_state(&mut self, _: Instant, state: SendState) {
+        if state == SendState::OffMode {
+            self.governed_unsent = false;
+            self.update();
+        }
+    }
+
+    fn poll_copy(&mut self, now: Instant, ctx: &SendContext) -> Option<CopyRequest> {
+        if ctx.state == SendState::OffMode && self.governed_unsent {
+            self.governed_unsent = false;
+            self.update();
+        }
+        self.refresh_rate(now);
+        None
+    }
+
+    fn rate_limit(&self) -> Option<u64> {
+        if !self.enabled {
+            return None;
+        }
+        let floor = (2 * self.largest_packet) as f64 / self.window().as_secs_f64();
+        Some(self.ack_rate.max(floor as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{ctx, ctx_in, lost_round, ms, packet, ranges, rtt};
+
+    fn lose_retransmission(p: &mut LadrRrl) {
+        let r = ranges(Some(77));
+        let info = packet(1, ms(0), SendKind::Retransmission, &r);
+        p.on_packet_lost(ms(1), &info, LossTrigger::PacketThreshold);
+    }
+
+    #[test]
+    fn stays_off_until_a_retransmission_is_lost() {
+        let mut p = LadrRrl::new(LadrConfig::default());
+        for id in 0..10 {
+            p.on_data_lost(ms(0), &lost_round(id, 1));
+        }
+        assert!(!p.enabled());
+        assert_eq!(p.rate_limit(), None);
+        lose_retransmission(&mut p);
+        assert!(p.enabled());
+    }
+
+    #[test]
+    fn hysteresis_between_n_high_and_n_low_and_governed_data() {
+        let mut p = LadrRrl::new(LadrConfig::default());
+        lose_retransmission(&mut p);
+        for id in 0..3 {
+            p.on_data_lost(ms(0), &lost_round(id, 1));
+        }
+        assert!(!p.enabled(), "3 < n_high");
+        p.on_data_lost(ms(0), &lost_round(3, 1));
+        assert!(p.enabled(), "4 >= n_high");
+        p.on_data_acked(ms(5), 0);
+        p.on_data_acked(ms(5), 1);
+        p.on_data_acked(ms(5), 2);
+        assert!(
+            p.enabled(),
+            "n_rec = 1 < n_low but the governed data is not sent yet"
+        );
+        assert_eq!(p.poll_copy(ms(6), &ctx(0)), None);
+        assert!(p.enabled());
+        p.on_send_state(ms(7), SendState::OffMode);
+        assert!(!p.enabled(), "governed data sent and n_rec < n_low");
+
+        p.on_data_acked(ms(7), 3);
+        // Governed data sent first, then recovery drains below n_low.
+        for id in 10..14 {
+            p.on_data_lost(ms(8), &lost_round(id, 1));
+        }
+        assert!(p.enabled());
+        assert_eq!(p.poll_copy(ms(9), &ctx_in(SendState::OffMode, 0)), None);
+        assert!(p.enabled(), "n_rec = 4");
+        p.on_data_acked(ms(10), 10);
+        p.on_data_acked(ms(10), 11);
+        assert!(p.enabled(), "n_rec = 2 is not below n_low");
+        p.on_data_acked(ms(10), 12);
+        assert!(!p.enabled());
+        p.on_data_acked(ms(10), 13);
+        assert_eq!(p.to_recover(), 0);
+    }
+
+    #[test]
+    fn limit_is_the_ack_rate_over_one_srtt() {
+        let mut p = LadrRrl::new(LadrConfig::default());
+        p.on_rtt_update(ms(0), &rtt(100));
+        let new = ranges(None);
+        // 50 packets of 1200 bytes acked over the last 100 ms: 600 kB/s.
+        for i in 0..50 {
+            p.on_packet_acked(ms(1000 + 2 * i), &packet(i, ms(900), SendKind::New, &new));
+        }
+        lose_retransmission(&mut p);
+        for id in 0..4 {
+            p.on_data_lost(ms(1099), &lost_round(id, 1));
+        }
+        assert!(p.enabled());
+        p.poll_copy(ms(1099), &ctx(0));
+        assert_eq!(p.rate_limit(), Some(600_000));
+        // Long silence: the rate decays to the floor of two packets per SRTT.
+        p.poll_copy(ms(5000), &ctx(0));
+        assert_eq!(p.rate_limit(), Some(24_000));
+    }
+}

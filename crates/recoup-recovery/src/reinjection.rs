@@ -1,0 +1,235 @@
+//! The sender-side reinjection queue shared by AutoRec (§V-B, Fig. 10) and TOO (§2.2).
+//!
+//! It holds data that was retransmitted but is not yet acknowledged, ordered by the time of its
+//! last (re)send: insert at the tail after a retransmission, move to the tail after a reinjection,
+//! delete on acknowledgement. Every operation keeps that order without sorting, because the only
+//! writes are "append the newest send" and "delete".
+
+use std::collections::VecDeque;
+
+use recoup_time::Instant;
+
+use crate::api::LossId;
+
+/// One row of AutoRec's status table (Fig. 10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueEntry {
+    /// `Data_ID`: the lineage the transport assigned to the lost range.
+    pub id: LossId,
+    /// `A_i`: reinjections done since the last ARQ retransmission.
+    pub reinjections: u32,
+    /// `T_stmp`: time of the last retransmission or reinjection.
+    pub last_sent: Instant,
+    /// Position in send order; strictly increasing from head to tail. Off-mode passes use it to
+    /// visit each entry once even when many sends share one `now`.
+    pub seq: u64,
+}
+
+/// Retransmitted-but-unacknowledged data, oldest last send at the head.
+#[derive(Clone, Debug, Default)]
+pub struct ReinjectionQueue {
+    entries: VecDeque<QueueEntry>,
+    next_seq: u64,
+}
+
+impl ReinjectionQueue {
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entry silent for longest.
+    #[must_use]
+    pub fn head(&self) -> Option<&QueueEntry> {
+        self.entries.front()
+    }
+
+    /// Entries from head to tail.
+    pub fn iter(&self) -> impl Iterator<Item = &QueueEntry> {
+        self.entries.iter()
+    }
+
+    /// The sequence number the next send will get: entries with a smaller one were last sent
+    /// before this moment.
+    #[must_use]
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    fn take_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
+
+    /// An ARQ retransmission of `id` went out: append it with `A_i = 0`, or move it to the tail
+    /// and restart its count if a new round retransmitted it again.
+    pub fn on_retransmitted(&mut self, id: LossId, now: Instant) {
+        self.remove(id);
+        let seq = self.take_seq();
+        self.entries.push_back(QueueEntry {
+            id,
+            reinjections: 0,
+            last_sent: now,
+            seq,
+        });
+    }
+
+    /// Reinject the head: count it, and move it to the tail unless it has now been reinjected
+    /// `limit` times (AutoRec deletes it then; TOO passes `u32::MAX`).
+    pub fn reinject_head(&mut self, now: Instant, limit: u32) -> Option<LossId> {
+        let mut entry = self.entries.pop_front()?;
+        entry.reinjections = entry.reinjections.saturating_add(1);
+        entry.last_sent = now;
+        entry.seq = self.take_seq();
+        if entry.reinjections < limit {
+            self.entries.push_back(entry);
+        }
+        Some(entry.id)
+    }
+
+    /// Delete `id` (acknowledged, or a new round is starting). O(n), as AutoRec §VIII-A notes.
+    pub fn remove(&mut self, id: LossId) -> bool {
+        match self.entries.iter().position(|e| e.id == id) {
+            Some(i) => {
+                self.entries.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Delete every entry that has already been reinjected and reached `limit` (after the limit
+    /// was lowered). Entries not yet reinjected stay: a later, higher limit may use them.
+    pub fn drop_reinjected_at_limit(&mut self, limit: u32) {
+        self.entries
+            .retain(|e| e.reinjections == 0 || e.reinjections < limit);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn ordered(q: &ReinjectionQueue) -> bool {
+        let v: Vec<_> = q.iter().collect();
+        v.windows(2)
+            .all(|w| w[0].last_sent <= w[1].last_sent && w[0].seq < w[1].seq)
+    }
+
+    #[test]
+    fn insert_move_and_delete_by_the_paper() {
+        let mut q = ReinjectionQueue::new();
+        let t = |ms| Instant::ZERO + Duration::from_millis(ms);
+        q.on_retransmitted(1, t(1));
+        q.on_retransmitted(2, t(2));
+        assert_eq!(q.head().map(|e| e.id), Some(1));
+        // Reinjecting the head moves it behind 2.
+        assert_eq!(q.reinject_head(t(3), 2), Some(1));
+        assert_eq!(q.iter().map(|e| e.id).collect::<Vec<_>>(), vec![2, 1]);
+        assert_eq!(
+            q.iter().last().map(|e| (e.reinjections, e.last_sent)),
+            Some((1, t(3)))
+        );
+        // The second reinjection reaches the limit of 2 and deletes it.
+        assert_eq!(q.reinject_head(t(4), 2), Some(2));
+        assert_eq!(q.reinject_head(t(5), 2), Some(1));
+        assert_eq!(q.iter().map(|e| e.id).collect::<Vec<_>>(), vec![2]);
+        assert!(q.remove(2));
+        assert!(!q.remove(2));
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_new_round_restarts_the_count_at_the_tail() {
+        let mut q = ReinjectionQueue::new();
+        q.on_retransmitted(7, Instant::from_nanos(1));
+        q.on_retransmitted(8, Instant::from_nanos(2));
+        q.reinject_head(Instant::from_nanos(3), 5);
+        q.on_retransmitted(7, Instant::from_nanos(4));
+        let tail = q.iter().last().copied();
+        assert_eq!(tail.map(|e| (e.id, e.reinjections)), Some((7, 0)));
+        assert_eq!(q.len(), 2);
+    }
+
+    #[test]
+    fn lowering_the_limit_drops_only_reinjected_entries() {
+        let mut q = ReinjectionQueue::new();
+        q.on_retransmitted(1, Instant::from_nanos(1));
+        q.on_retransmitted(2, Instant::from_nanos(2));
+        q.reinject_head(Instant::from_nanos(3), 5);
+        q.drop_reinjected_at_limit(1);
+        assert_eq!(q.iter().map(|e| e.id).collect::<Vec<_>>(), vec![2]);
+        q.drop_reinjected_at_limit(0);
+        assert_eq!(q.len(), 1);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Retransmit(u64),
+        Reinject(u32),
+        Ack(u64),
+        Advance(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u64..8).prop_map(Op::Retransmit),
+            (1u32..4).prop_map(Op::Reinject),
+            (0u64..8).prop_map(Op::Ack),
+            (0u64..3).prop_map(Op::Advance),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 256,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed_0001),
+            ..ProptestConfig::default()
+        })]
+        #[test]
+        fn stays_ordered_by_last_send(ops in proptest::collection::vec(op(), 0..64)) {
+            let mut q = ReinjectionQueue::new();
+            let mut now = Instant::ZERO;
+            for op in ops {
+                match op {
+                    Op::Retransmit(id) => q.on_retransmitted(id, now),
+                    Op::Reinject(limit) => {
+                        let head = q.head().copied();
+                        let got = q.reinject_head(now, limit);
+                        prop_assert_eq!(got, head.map(|e| e.id));
+                        if let Some(e) = head {
+                            let present = q.iter().any(|x| x.id == e.id);
+                            prop_assert_eq!(present, e.reinjections + 1 < limit);
+                        }
+                    }
+                    Op::Ack(id) => {
+                        q.remove(id);
+                        prop_assert!(q.iter().all(|e| e.id != id));
+                    }
+                    Op::Advance(ms) => now += Duration::from_millis(ms),
+                }
+                prop_assert!(ordered(&q));
+                // One entry per lineage.
+                let mut ids: Vec<_> = q.iter().map(|e| e.id).collect();
+                ids.sort_unstable();
+                ids.dedup();
+                prop_assert_eq!(ids.len(), q.len());
+            }
+        }
+    }
+}

@@ -74,6 +74,14 @@ impl Node for Delay {
     fn stats(&self) -> ElementStats {
         self.stats
     }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
 }
 
 #[cfg(test)]

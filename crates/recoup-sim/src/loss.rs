@@ -526,6 +526,14 @@ impl Node for Loss {
     fn event_log(&self) -> Option<&EventLog> {
         self.log.as_ref()
     }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! The one sans-IO shape shared by endpoints and network elements.
 
+use std::any::Any;
+
 use recoup_time::Instant;
 
 use crate::datagram::Datagram;
@@ -41,6 +43,17 @@ pub trait Node {
 
     /// The per-element event log, if this node keeps one and it was enabled.
     fn event_log(&self) -> Option<&EventLog> {
+        None
+    }
+
+    /// The concrete node, so [`crate::Simulator::downcast`] can hand it back after a run.
+    /// Implement as `Some(self)`; the default opts out.
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
+    }
+
+    /// Mutable counterpart of [`Node::as_any`].
+    fn as_any_mut(&mut self) -> Option<&mut dyn Any> {
         None
     }
 }

@@ -210,6 +210,17 @@ impl Simulator {
         self.slots[id.0].node.as_mut()
     }
 
+    /// The node as its concrete type, if it is a `T` and implements [`Node::as_any`].
+    #[must_use]
+    pub fn downcast<T: 'static>(&self, id: NodeId) -> Option<&T> {
+        self.slots[id.0].node.as_any()?.downcast_ref()
+    }
+
+    /// Mutable counterpart of [`Simulator::downcast`].
+    pub fn downcast_mut<T: 'static>(&mut self, id: NodeId) -> Option<&mut T> {
+        self.slots[id.0].node.as_any_mut()?.downcast_mut()
+    }
+
     /// The name a node was added with.
     #[must_use]
     pub fn name(&self, id: NodeId) -> &str {

@@ -71,6 +71,14 @@ impl Node for CbrSource {
         self.next += self.interval;
         Output::Datagram(d)
     }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
 }
 
 /// One datagram as the sink saw it.
@@ -134,5 +142,13 @@ impl Node for Sink {
             }
         }
         Output::None
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
     }
 }

@@ -93,7 +93,7 @@ impl FourStateParams {
         if p13 + p14 > 1.0 + 1e-12 {
             return Err(SimError::spec(
                 input,
-                &args[4.min(args.len() - 1)],
+                args[4.min(args.len() - 1)],
                 "p13 + p14 exceed 100 %",
             ));
         }

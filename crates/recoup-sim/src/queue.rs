@@ -426,11 +426,9 @@ mod tests {
         // sojourn first exceeds target, then faster (interval / sqrt(count)).
         let mut q = Queue::new(spec);
         let mut drop_times = Vec::new();
-        let mut id = 0;
         for ms in 0..400u64 {
             let now = Instant::from_nanos(ms * 1_000_000);
-            q.enqueue(pkt(id, 1400, ms), &mut |_, _| {});
-            id += 1;
+            q.enqueue(pkt(ms, 1400, ms), &mut |_, _| {});
             // Keep ~50 packets (50 ms at 1 pkt/ms) standing.
             if ms >= 50 {
                 let _ = q.dequeue(now, &mut |_, r| {

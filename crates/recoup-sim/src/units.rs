@@ -81,7 +81,7 @@ pub fn parse_rate(token: &str) -> Result<u64, String> {
         }
     };
     let bps = (value * mult).round();
-    if bps < 1.0 || bps > 1e12 {
+    if !(1.0..=1e12).contains(&bps) {
         return Err("rate must be between 1 bps and 1 Tbps".to_owned());
     }
     Ok(bps as u64)

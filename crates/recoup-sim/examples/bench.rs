@@ -16,7 +16,10 @@ struct Result {
     wall: Duration,
 }
 
-#[expect(clippy::disallowed_methods, reason = "a benchmark measures wall-clock time")]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a benchmark measures wall-clock time"
+)]
 fn wall_clock() -> std::time::Instant {
     std::time::Instant::now()
 }
@@ -28,13 +31,23 @@ fn run(path: &str, packets: u64) -> Result {
     let interval = Duration::from_micros(1);
     let end = Instant::ZERO + interval * u32::try_from(packets).expect("fits");
     let mut sim = Simulator::new();
-    let src = sim.add_node("src", Box::new(CbrSource::new(a, b, 1200, interval, Instant::ZERO, end)));
+    let src = sim.add_node(
+        "src",
+        Box::new(CbrSource::new(a, b, 1200, interval, Instant::ZERO, end)),
+    );
     let sink = sim.add_node("sink", Box::new(Sink::new()));
-    sim.add_path(src, b, spec.build(1, "bench", None, 0).expect("build"), sink);
+    sim.add_path(
+        src,
+        b,
+        spec.build(1, "bench", None, 0).expect("build"),
+        sink,
+    );
     let start = wall_clock();
     sim.run_until(end + Duration::from_secs(1));
     let wall = start.elapsed();
-    let packets = sim.downcast::<Sink>(sink).map_or(0, |s| s.arrivals().len() as u64);
+    let packets = sim
+        .downcast::<Sink>(sink)
+        .map_or(0, |s| s.arrivals().len() as u64);
     Result {
         packets,
         calls: sim.calls(),

@@ -1,0 +1,540 @@
+//! Loss models: Bernoulli (`mm-loss`, netem `loss random`), netem `gemodel` and 4-state `state`
+//! with the kernel's exact decision order, time-slotted Gilbert-Elliott, replay from a file, and
+//! `mm-onoff` outages.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::{Rng, RngCore};
+use rand_chacha::ChaCha8Rng;
+use recoup_time::Instant;
+
+use crate::datagram::Datagram;
+use crate::error::SimError;
+use crate::log::{DropReason, EventLog, LogEvent};
+use crate::node::{ElementStats, Node, Output};
+use crate::trace::read_bounded;
+use crate::units::{parse_duration, parse_percent, Prob};
+
+/// netem Gilbert-Elliott parameters as the kernel holds them (`struct tc_netem_gemodel`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GeParams {
+    /// Good → bad transition probability.
+    pub p: Prob,
+    /// Bad → good transition probability.
+    pub r: Prob,
+    /// Probability of *delivery* in the bad state (`h`; tc takes `1-h` and stores `h`).
+    pub h: Prob,
+    /// Probability of loss in the good state (`1-k`).
+    pub k1: Prob,
+}
+
+impl GeParams {
+    /// Parse `p [r [1-h [1-k]]]` (percentages) with tc's defaults: `r = 1 - p`, `1-h = 100 %`,
+    /// `1-k = 0 %` (iproute2 q_netem.c since 5.2; with only `p` given this is Bernoulli(p)).
+    fn parse(input: &str, args: &[&str]) -> Result<Self, SimError> {
+        let names = ["p", "r", "1-h", "1-k"];
+        let values = percents(input, args, &names)?;
+        let p = values[0];
+        Ok(Self {
+            p: Prob::from_fraction(p),
+            r: Prob::from_fraction(values.get(1).copied().unwrap_or(1.0 - p)),
+            h: values.get(2).map_or(Prob::ZERO, |&one_minus_h| {
+                Prob::from_fraction(one_minus_h).complement()
+            }),
+            k1: Prob::from_fraction(values.get(3).copied().unwrap_or(0.0)),
+        })
+    }
+
+    /// Stationary loss rate: `pi_G (1-k) + pi_B (1-h)`, `pi_B = p / (p + r)`.
+    #[must_use]
+    pub fn loss_rate(&self) -> f64 {
+        let (p, r) = (self.p.fraction(), self.r.fraction());
+        if p + r == 0.0 {
+            return self.k1.fraction();
+        }
+        let pi_b = p / (p + r);
+        (1.0 - pi_b) * self.k1.fraction() + pi_b * self.h.complement().fraction()
+    }
+}
+
+/// netem 4-state (GI) parameters (`struct tc_netem_gimodel`). States: 1 = received in a gap,
+/// 2 = received in a burst, 3 = lost in a burst, 4 = isolated loss in a gap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FourStateParams {
+    /// 1 → 3.
+    pub p13: Prob,
+    /// 3 → 1.
+    pub p31: Prob,
+    /// 3 → 2.
+    pub p32: Prob,
+    /// 2 → 3.
+    pub p23: Prob,
+    /// 1 → 4.
+    pub p14: Prob,
+}
+
+impl FourStateParams {
+    /// Parse `p13 [p31 [p32 [p23 [p14]]]]` with tc's defaults: `p31 = 1 - p13`, `p32 = 0`,
+    /// `p23 = 100 %`, `p14 = 0`. Outgoing probabilities of a state may not exceed 100 %.
+    fn parse(input: &str, args: &[&str]) -> Result<Self, SimError> {
+        let names = ["p13", "p31", "p32", "p23", "p14"];
+        let v = percents(input, args, &names)?;
+        let get = |i: usize, default: f64| v.get(i).copied().unwrap_or(default);
+        let (p13, p31, p32, p23, p14) = (
+            v[0],
+            get(1, 1.0 - v[0]),
+            get(2, 0.0),
+            get(3, 1.0),
+            get(4, 0.0),
+        );
+        if p13 + p14 > 1.0 + 1e-12 {
+            return Err(SimError::spec(
+                input,
+                args[4.min(args.len() - 1)],
+                "p13 + p14 exceed 100 %",
+            ));
+        }
+        if p31 + p32 > 1.0 + 1e-12 {
+            return Err(SimError::spec(
+                input,
+                args.get(2).unwrap_or(&args[0]),
+                "p31 + p32 exceed 100 %",
+            ));
+        }
+        Ok(Self {
+            p13: Prob::from_fraction(p13),
+            p31: Prob::from_fraction(p31),
+            p32: Prob::from_fraction(p32),
+            p23: Prob::from_fraction(p23),
+            p14: Prob::from_fraction(p14),
+        })
+    }
+}
+
+fn percents(input: &str, args: &[&str], names: &[&str]) -> Result<Vec<f64>, SimError> {
+    if args.is_empty() {
+        return Err(SimError::spec(
+            input,
+            input,
+            format!("missing {}", names[0]),
+        ));
+    }
+    if let Some(extra) = args.get(names.len()) {
+        return Err(SimError::spec(
+            input,
+            extra,
+            format!("too many arguments (at most {})", names.join(" ")),
+        ));
+    }
+    args.iter()
+        .zip(names)
+        .map(|(a, n)| parse_percent(a).map_err(|d| SimError::spec(input, a, format!("{n}: {d}"))))
+        .collect()
+}
+
+/// Which loss model, with its parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LossSpec {
+    /// Each packet lost independently (`mm-loss`, netem `loss random`).
+    Bernoulli(Prob),
+    /// netem `gemodel`.
+    GilbertElliott(GeParams),
+    /// netem `state`.
+    FourState(FourStateParams),
+    /// Gilbert-Elliott whose state changes once per `slot` of time (from the epoch), not per
+    /// packet; packets within a slot are lost independently with the state's loss probability.
+    SlottedGe {
+        /// Slot length (e.g. 30 ms, or one video frame).
+        slot: Duration,
+        /// Transition and loss probabilities, as for `gemodel`.
+        params: GeParams,
+    },
+    /// Replay a loss pattern from a file: one line per packet, `1` lost, `0` delivered; blank
+    /// lines and lines starting with `#` are skipped; the pattern repeats.
+    Replay(PathBuf),
+    /// `mm-onoff`: alternating on and off periods with exponentially distributed lengths
+    /// (whole milliseconds), starting on at the epoch; packets arriving while off are dropped.
+    OnOff {
+        /// Mean on period.
+        mean_on: Duration,
+        /// Mean off period.
+        mean_off: Duration,
+    },
+}
+
+impl FromStr for LossSpec {
+    type Err = SimError;
+
+    /// Forms: `none`; `bernoulli 5%`; netem's verbatim `[loss] random 5%`, `[loss] 5%`,
+    /// `[loss] gemodel p [r [1-h [1-k]]]`, `[loss] state p13 [p31 [p32 [p23 [p14]]]]`;
+    /// `slotted-gemodel 30ms p [r [1-h [1-k]]]`; `replay FILE`; `onoff ON OFF` (durations; a bare
+    /// number is seconds, as for mm-onoff). Percentages follow tc: `5` and `5%` both mean 5 %.
+    fn from_str(input: &str) -> Result<Self, SimError> {
+        let mut words: Vec<&str> = input.split_whitespace().collect();
+        if words.first() == Some(&"loss") || words.first() == Some(&"drop") {
+            words.remove(0);
+        }
+        let Some((&kind, args)) = words.split_first() else {
+            return Err(SimError::spec(input, input, "empty loss description"));
+        };
+        let one_percent = |args: &[&str]| -> Result<Prob, SimError> {
+            match args {
+                [p] => parse_percent(p)
+                    .map(Prob::from_fraction)
+                    .map_err(|d| SimError::spec(input, p, d)),
+                [] => Err(SimError::spec(input, kind, "missing percentage")),
+                [_, extra, ..] => Err(SimError::spec(
+                    input,
+                    extra,
+                    "unexpected argument (loss correlation is not supported)",
+                )),
+            }
+        };
+        match kind {
+            "none" if args.is_empty() => Ok(Self::Bernoulli(Prob::ZERO)),
+            "bernoulli" | "random" => one_percent(args).map(Self::Bernoulli),
+            "gemodel" => GeParams::parse(input, args).map(Self::GilbertElliott),
+            "state" => FourStateParams::parse(input, args).map(Self::FourState),
+            "slotted-gemodel" => {
+                let Some((slot, rest)) = args.split_first() else {
+                    return Err(SimError::spec(input, kind, "missing slot duration"));
+                };
+                let slot_d = parse_duration(slot).map_err(|d| SimError::spec(input, slot, d))?;
+                if slot_d.is_zero() {
+                    return Err(SimError::spec(input, slot, "slot must be > 0"));
+                }
+                Ok(Self::SlottedGe {
+                    slot: slot_d,
+                    params: GeParams::parse(input, rest)?,
+                })
+            }
+            "replay" => match args {
+                [file] => Ok(Self::Replay(PathBuf::from(file))),
+                [] => Err(SimError::spec(input, kind, "missing file")),
+                [_, extra, ..] => Err(SimError::spec(input, extra, "unexpected argument")),
+            },
+            "onoff" => match args {
+                [on, off] => {
+                    let on_d = onoff_duration(input, on)?;
+                    let off_d = onoff_duration(input, off)?;
+                    if on_d.is_zero() && off_d.is_zero() {
+                        return Err(SimError::spec(input, input, "on and off cannot both be 0"));
+                    }
+                    Ok(Self::OnOff {
+                        mean_on: on_d,
+                        mean_off: off_d,
+                    })
+                }
+                [_, _, extra, ..] => Err(SimError::spec(input, extra, "unexpected argument")),
+                _ => Err(SimError::spec(input, kind, "expected ON OFF mean durations")),
+            },
+            _ if kind.starts_with(|c: char| c.is_ascii_digit()) => {
+                one_percent(&words).map(Self::Bernoulli)
+            }
+            _ => Err(SimError::spec(
+                input,
+                kind,
+                "unknown loss model (none, bernoulli, random, gemodel, state, slotted-gemodel, replay, onoff)",
+            )),
+        }
+    }
+}
+
+fn onoff_duration(input: &str, token: &str) -> Result<Duration, SimError> {
+    if let Ok(secs) = token.parse::<f64>() {
+        if secs.is_finite() && (0.0..1e9).contains(&secs) {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+        return Err(SimError::spec(
+            input,
+            token,
+            "must be a non-negative number of seconds",
+        ));
+    }
+    parse_duration(token).map_err(|d| SimError::spec(input, token, d))
+}
+
+/// Load a loss replay file (see [`LossSpec::Replay`]).
+pub fn load_replay(path: &Path) -> Result<Vec<bool>, SimError> {
+    let text = read_bounded(path)?;
+    let mut pattern = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        match raw.trim() {
+            "" => {}
+            l if l.starts_with('#') => {}
+            "0" => pattern.push(false),
+            "1" => pattern.push(true),
+            other => {
+                return Err(SimError::file(
+                    path,
+                    Some(i + 1),
+                    format!("`{other}` is not 0 or 1"),
+                ))
+            }
+        }
+    }
+    if pattern.is_empty() {
+        return Err(SimError::file(path, None, "no 0/1 lines"));
+    }
+    Ok(pattern)
+}
+
+#[derive(Debug)]
+enum Model {
+    Bernoulli(Prob),
+    Ge {
+        params: GeParams,
+        bad: bool,
+    },
+    FourState {
+        params: FourStateParams,
+        state: u8,
+    },
+    Slotted {
+        slot_ns: u64,
+        params: GeParams,
+        bad: bool,
+        slot: u64,
+        state_rng: Box<ChaCha8Rng>,
+    },
+    Replay {
+        pattern: Arc<[bool]>,
+        pos: usize,
+    },
+    OnOff {
+        mean_on_ms: f64,
+        mean_off_ms: f64,
+        on: bool,
+        next_switch_ms: u64,
+    },
+}
+
+/// A loss element: forwards or drops each datagram at once, never holds one.
+#[derive(Debug)]
+pub struct Loss {
+    model: Model,
+    rng: ChaCha8Rng,
+    stats: ElementStats,
+    log: Option<EventLog>,
+}
+
+impl Loss {
+    /// Build from a spec. `rng` is this element's stream; the slotted model derives its state
+    /// stream from it so that the slot states do not depend on how many packets were sent.
+    /// Replay files are read here.
+    pub fn new(spec: &LossSpec, mut rng: ChaCha8Rng) -> Result<Self, SimError> {
+        let model = match spec {
+            LossSpec::Bernoulli(p) => Model::Bernoulli(*p),
+            LossSpec::GilbertElliott(params) => Model::Ge {
+                params: *params,
+                bad: false,
+            },
+            LossSpec::FourState(params) => Model::FourState {
+                params: *params,
+                state: 1,
+            },
+            LossSpec::SlottedGe { slot, params } => {
+                let mut seed = [0u8; 32];
+                rng.fill_bytes(&mut seed);
+                Model::Slotted {
+                    slot_ns: u64::try_from(slot.as_nanos()).unwrap_or(u64::MAX).max(1),
+                    params: *params,
+                    bad: false,
+                    slot: 0,
+                    state_rng: Box::new(rand_chacha::rand_core::SeedableRng::from_seed(seed)),
+                }
+            }
+            LossSpec::Replay(path) => Model::Replay {
+                pattern: load_replay(path)?.into(),
+                pos: 0,
+            },
+            LossSpec::OnOff { mean_on, mean_off } => Model::OnOff {
+                mean_on_ms: mean_on.as_secs_f64() * 1000.0,
+                mean_off_ms: mean_off.as_secs_f64() * 1000.0,
+                // mm-onoff starts "off" with a switch due at once, i.e. on from the epoch.
+                on: false,
+                next_switch_ms: 0,
+            },
+        };
+        Ok(Self {
+            model,
+            rng,
+            stats: ElementStats::default(),
+            log: None,
+        })
+    }
+
+    /// Keep an event log of drops (at most `capacity` events).
+    #[must_use]
+    pub fn with_log(mut self, capacity: usize) -> Self {
+        self.log = Some(EventLog::new(capacity));
+        self
+    }
+
+    /// Decide the fate of one packet passing at `now`: `true` means lost.
+    pub fn decide(&mut self, now: Instant) -> bool {
+        let rng = &mut self.rng;
+        match &mut self.model {
+            // sch_netem.c loss_event, CLG_RANDOM: `q->loss && q->loss >= rnd`.
+            Model::Bernoulli(p) => p.0 != 0 && p.0 >= rng.next_u32(),
+            Model::Ge { params, bad } => ge_step(params, bad, rng),
+            Model::FourState { params, state } => four_state_step(params, state, rng.next_u32()),
+            Model::Slotted {
+                slot_ns,
+                params,
+                bad,
+                slot,
+                state_rng,
+            } => {
+                let current = now.as_nanos() / *slot_ns;
+                while *slot < current {
+                    let threshold = if *bad { params.r } else { params.p };
+                    if state_rng.next_u32() < threshold.0 {
+                        *bad = !*bad;
+                    }
+                    *slot += 1;
+                }
+                let rnd = rng.next_u32();
+                if *bad {
+                    rnd > params.h.0
+                } else {
+                    rnd < params.k1.0
+                }
+            }
+            Model::Replay { pattern, pos } => {
+                let lost = pattern[*pos];
+                *pos = (*pos + 1) % pattern.len();
+                lost
+            }
+            Model::OnOff {
+                mean_on_ms,
+                mean_off_ms,
+                on,
+                next_switch_ms,
+            } => {
+                // loss_queue.cc StochasticSwitchingLink: whole-ms clock, truncated exponential
+                // period lengths capped at 2^30 ms.
+                let now_ms = now.as_nanos() / 1_000_000;
+                while *next_switch_ms <= now_ms {
+                    *on = !*on;
+                    let mean = if *on { *mean_on_ms } else { *mean_off_ms };
+                    let u: f64 = rng.gen();
+                    let len = (-(1.0 - u).ln() * mean).min(f64::from(1u32 << 30));
+                    *next_switch_ms += len as u64;
+                }
+                !*on
+            }
+        }
+    }
+}
+
+/// sch_netem.c `loss_gilb_ell`: transition first, then the loss draw against the probability of
+/// the state the packet found (the state before the transition).
+fn ge_step(params: &GeParams, bad: &mut bool, rng: &mut ChaCha8Rng) -> bool {
+    if *bad {
+        if rng.next_u32() < params.r.0 {
+            *bad = false;
+        }
+        rng.next_u32() > params.h.0
+    } else {
+        if rng.next_u32() < params.p.0 {
+            *bad = true;
+        }
+        rng.next_u32() < params.k1.0
+    }
+}
+
+/// sch_netem.c `loss_4state`: one draw picks the next state; the packet is lost iff that state
+/// is a loss state (3 or 4).
+fn four_state_step(params: &FourStateParams, state: &mut u8, rnd: u32) -> bool {
+    let rnd = u64::from(rnd);
+    let (p13, p31, p32, p23, p14) = (
+        u64::from(params.p13.0),
+        u64::from(params.p31.0),
+        u64::from(params.p32.0),
+        u64::from(params.p23.0),
+        u64::from(params.p14.0),
+    );
+    match *state {
+        1 => {
+            if rnd < p14 {
+                *state = 4;
+                true
+            } else if rnd < p13 + p14 {
+                *state = 3;
+                true
+            } else {
+                false
+            }
+        }
+        2 => {
+            if rnd < p23 {
+                *state = 3;
+                true
+            } else {
+                false
+            }
+        }
+        3 => {
+            if rnd < p32 {
+                *state = 2;
+                false
+            } else if rnd < p31 + p32 {
+                *state = 1;
+                false
+            } else {
+                true
+            }
+        }
+        _ => {
+            *state = 1;
+            false
+        }
+    }
+}
+
+impl Node for Loss {
+    fn process(&mut self, input: Option<Datagram>, now: Instant) -> Output {
+        let Some(d) = input else {
+            return Output::None;
+        };
+        self.stats.on_receive(&d);
+        if self.decide(now) {
+            self.stats.dropped += 1;
+            if let Some(log) = self.log.as_mut() {
+                log.push(LogEvent::Drop {
+                    time: now,
+                    id: d.id,
+                    bytes: d.wire_len(),
+                    reason: DropReason::Loss,
+                });
+            }
+            Output::None
+        } else {
+            self.stats.on_forward(&d);
+            Output::Datagram(d)
+        }
+    }
+
+    fn stats(&self) -> ElementStats {
+        self.stats
+    }
+
+    fn event_log(&self) -> Option<&EventLog> {
+        self.log.as_ref()
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,350 @@
+use super::*;
+use crate::rng::element_rng;
+
+fn spec(s: &str) -> LossSpec {
+    s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
+}
+
+fn pct(f: f64) -> Prob {
+    Prob::from_fraction(f)
+}
+
+/// Loss sequence of `n` packets one per ms.
+fn run(s: &str, seed: u64, n: u64) -> Vec<bool> {
+    let mut loss = Loss::new(&spec(s), element_rng(seed, "loss")).expect("model");
+    (0..n)
+        .map(|i| loss.decide(Instant::from_nanos(i * 1_000_000)))
+        .collect()
+}
+
+fn rate_and_mean_burst(seq: &[bool]) -> (f64, f64) {
+    let lost = seq.iter().filter(|&&l| l).count();
+    let bursts = seq
+        .iter()
+        .enumerate()
+        .filter(|&(i, &l)| l && (i == 0 || !seq[i - 1]))
+        .count();
+    (
+        lost as f64 / seq.len() as f64,
+        lost as f64 / bursts.max(1) as f64,
+    )
+}
+
+fn assert_close(what: &str, got: f64, want: f64, rel_tol: f64, seed: u64) {
+    assert!(
+        (got - want).abs() <= rel_tol * want,
+        "{what}: got {got:.5}, closed form {want:.5}, tolerance {:.0} % (seed {seed})",
+        rel_tol * 100.0
+    );
+}
+
+#[test]
+fn gemodel_parses_netem_forms_and_defaults() {
+    let LossSpec::GilbertElliott(g) = spec("gemodel 1%") else {
+        panic!()
+    };
+    // tc: r = 1 - p, 1-h = 100 % (h = 0), 1-k = 0.
+    assert_eq!(
+        (g.p, g.r, g.h, g.k1),
+        (pct(0.01), pct(0.99), Prob::ZERO, Prob::ZERO)
+    );
+    let LossSpec::GilbertElliott(g) = spec("gemodel 1% 10% 70% 0.1%") else {
+        panic!()
+    };
+    assert_eq!(
+        (g.p, g.r, g.h, g.k1),
+        (pct(0.01), pct(0.1), pct(0.7).complement(), pct(0.001))
+    );
+    // netem's own prefix and bare numbers (percent).
+    assert_eq!(
+        spec("loss gemodel 1 10 70 0.1"),
+        spec("gemodel 1% 10% 70% 0.1%")
+    );
+    let LossSpec::GilbertElliott(g) = spec("gemodel 5% 20%") else {
+        panic!()
+    };
+    assert_eq!((g.h, g.k1), (Prob::ZERO, Prob::ZERO));
+}
+
+#[test]
+fn state_parses_netem_forms_and_defaults() {
+    let LossSpec::FourState(s) = spec("state 1%") else {
+        panic!()
+    };
+    assert_eq!(
+        (s.p13, s.p31, s.p32, s.p23, s.p14),
+        (pct(0.01), pct(0.99), Prob::ZERO, Prob::ONE, Prob::ZERO)
+    );
+    let LossSpec::FourState(s) = spec("loss state 1% 50%") else {
+        panic!()
+    };
+    assert_eq!((s.p31, s.p32, s.p23), (pct(0.5), Prob::ZERO, Prob::ONE));
+    let LossSpec::FourState(s) = spec("state 5% 30% 20% 40% 2%") else {
+        panic!()
+    };
+    assert_eq!((s.p32, s.p23, s.p14), (pct(0.2), pct(0.4), pct(0.02)));
+    assert_eq!(spec("bernoulli 5%"), LossSpec::Bernoulli(pct(0.05)));
+    assert_eq!(spec("loss random 5%"), LossSpec::Bernoulli(pct(0.05)));
+    assert_eq!(spec("loss 5%"), LossSpec::Bernoulli(pct(0.05)));
+    assert_eq!(spec("none"), LossSpec::Bernoulli(Prob::ZERO));
+}
+
+#[test]
+fn bad_loss_strings_name_the_bad_part() {
+    for (bad, part) in [
+        ("gemodel", "gemodel"),
+        ("gemodel 1% x", "x"),
+        ("gemodel 1% 2% 3% 4% 5%", "5%"),
+        ("gemodel 120%", "120%"),
+        ("state 1% 2% 3% 4% 5% 6%", "6%"),
+        ("state 60% 10% 10% 10% 50%", "50%"),
+        ("state 10% 60% 50%", "50%"),
+        ("bernoulli 5% 25%", "25%"),
+        ("bernoulli", "bernoulli"),
+        ("foo 5%", "foo"),
+        ("slotted-gemodel 1% 2%", "1%"),
+        ("slotted-gemodel 0ms 2%", "0ms"),
+        ("onoff 1", "onoff"),
+        ("onoff -1 2", "-1"),
+        ("onoff 0 0", "onoff 0 0"),
+        ("replay", "replay"),
+        ("", ""),
+    ] {
+        let e = bad.parse::<LossSpec>().expect_err(bad).to_string();
+        assert!(e.contains(&format!("`{part}`")), "{bad:?} -> {e}");
+    }
+}
+
+#[test]
+fn loss_is_decided_by_the_state_before_the_transition() {
+    // GE, p = 100 %: the first packet finds GOOD (no loss with 1-k = 0) and moves to BAD; all
+    // later packets find BAD (1-h = 100 %) and r = 0 keeps it there.
+    let seq = run("gemodel 100% 0% 100% 0%", 1, 5);
+    assert_eq!(seq, vec![false, true, true, true, true]);
+    // 4-state decides by the state entered: p13 = 100 % loses the very first packet.
+    let seq = run("state 100% 0%", 1, 4);
+    assert_eq!(seq, vec![true, true, true, true]);
+    // 4-state: state 4 (isolated loss) always returns to 1.
+    let seq = run("state 0% 100% 0% 100% 100%", 1, 6);
+    assert_eq!(seq, vec![true, false, true, false, true, false]);
+}
+
+#[test]
+fn bernoulli_rates() {
+    assert!(run("bernoulli 0%", 1, 10_000).iter().all(|&l| !l));
+    assert!(run("bernoulli 100%", 1, 10_000).iter().all(|&l| l));
+    let seed = 11;
+    let (rate, _) = rate_and_mean_burst(&run("bernoulli 5%", seed, 400_000));
+    // Standard error 0.034 % absolute; 5 sigma is under 4 % relative.
+    assert_close("bernoulli 5% loss", rate, 0.05, 0.04, seed);
+}
+
+/// Closed forms for netem GE (loss drawn with the state before the transition):
+/// `pi_B = p/(p+r)`, loss `L = pi_G (1-k) + pi_B (1-h)`, and the mean loss burst
+/// `L / P(loss after a delivery)`, which is `1/r` when `1-h = 100 %` and `1-k = 0`.
+fn ge_closed_form(g: &GeParams) -> (f64, f64) {
+    let (p, r) = (g.p.fraction(), g.r.fraction());
+    let pi = [r / (p + r), p / (p + r)];
+    let l = [g.k1.fraction(), g.h.complement().fraction()];
+    let t = [[1.0 - p, p], [r, 1.0 - r]];
+    let loss = pi[0] * l[0] + pi[1] * l[1];
+    let mut starts = 0.0;
+    for a in 0..2 {
+        for b in 0..2 {
+            starts += pi[a] * (1.0 - l[a]) * t[a][b] * l[b];
+        }
+    }
+    (loss, loss / starts)
+}
+
+#[test]
+fn gemodel_long_run_matches_closed_form() {
+    // 2 M packets; the slowest-mixing setting (mean bad run 10) has a relative standard error
+    // of about 1 % on the loss rate, so 5 % is a > 4 sigma tolerance.
+    for (i, s) in [
+        "gemodel 1% 10% 70% 0.1%",
+        "gemodel 5% 50%",
+        "gemodel 2% 25% 100% 0%",
+        "gemodel 10%",
+        "gemodel 3% 30% 50% 1%",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let seed = 100 + i as u64;
+        let LossSpec::GilbertElliott(g) = spec(s) else {
+            panic!()
+        };
+        let (want_rate, want_burst) = ge_closed_form(&g);
+        assert!((g.loss_rate() - want_rate).abs() < 1e-12);
+        let (rate, burst) = rate_and_mean_burst(&run(s, seed, 2_000_000));
+        assert_close(&format!("{s} loss rate"), rate, want_rate, 0.05, seed);
+        assert_close(&format!("{s} mean burst"), burst, want_burst, 0.05, seed);
+    }
+    // With 1-h = 100 % and 1-k = 0 the mean burst is the mean bad run, 1/r.
+    let LossSpec::GilbertElliott(g) = spec("gemodel 2% 25% 100% 0%") else {
+        panic!()
+    };
+    assert!((ge_closed_form(&g).1 - 4.0).abs() < 1e-6);
+}
+
+/// Stationary distribution of netem's 4-state chain by power iteration; loss `pi3 + pi4`; mean
+/// burst `(pi3 + pi4) / (pi1 (p13 + p14) + pi2 p23)` (bursts are runs of state 3 or a lone 4).
+fn four_state_closed_form(s: &FourStateParams) -> (f64, f64) {
+    let (p13, p31, p32, p23, p14) = (
+        s.p13.fraction(),
+        s.p31.fraction(),
+        s.p32.fraction(),
+        s.p23.fraction(),
+        s.p14.fraction(),
+    );
+    let t = [
+        [1.0 - p13 - p14, 0.0, p13, p14],
+        [0.0, 1.0 - p23, p23, 0.0],
+        [p31, p32, 1.0 - p31 - p32, 0.0],
+        [1.0, 0.0, 0.0, 0.0],
+    ];
+    let mut pi = [0.25; 4];
+    for _ in 0..100_000 {
+        let mut next = [0.0; 4];
+        for a in 0..4 {
+            for b in 0..4 {
+                next[b] += pi[a] * t[a][b];
+            }
+        }
+        pi = next;
+    }
+    let loss = pi[2] + pi[3];
+    (loss, loss / (pi[0] * (p13 + p14) + pi[1] * p23))
+}
+
+#[test]
+fn four_state_long_run_matches_closed_form() {
+    for (i, s) in [
+        "state 1% 50%",
+        "state 5% 30% 20% 40% 2%",
+        "state 10% 60% 30% 50% 5%",
+        "state 2% 10% 10% 20% 1%",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let seed = 200 + i as u64;
+        let LossSpec::FourState(p) = spec(s) else {
+            panic!()
+        };
+        let (want_rate, want_burst) = four_state_closed_form(&p);
+        let (rate, burst) = rate_and_mean_burst(&run(s, seed, 2_000_000));
+        assert_close(&format!("{s} loss rate"), rate, want_rate, 0.05, seed);
+        assert_close(&format!("{s} mean burst"), burst, want_burst, 0.05, seed);
+    }
+}
+
+#[test]
+fn slotted_ge_changes_state_once_per_slot() {
+    // AutoRec Fig. 20: every 30 ms, good->bad 20 %, bad->good 80 %, good-state loss 1 %.
+    let s = "slotted-gemodel 30ms 20% 80% 100% 1%";
+    let seed = 300;
+    let seq = run(s, seed, 300_000); // one packet per ms for 300 s = 10 000 slots
+    let mut bad_slots = Vec::new();
+    for (slot, chunk) in seq.chunks(30).enumerate() {
+        let lost = chunk.iter().filter(|&&l| l).count();
+        if lost == 30 {
+            bad_slots.push(slot);
+        } else {
+            assert!(
+                lost <= 5,
+                "slot {slot} lost {lost}/30: state changed inside a slot"
+            );
+        }
+    }
+    let frac = bad_slots.len() as f64 / 10_000.0;
+    // pi_B = 0.2; slot states are independent (1 - p - r = 0), SE 0.004.
+    assert!(
+        (frac - 0.2).abs() < 0.02,
+        "bad slot fraction {frac} (seed {seed})"
+    );
+
+    // The slot states do not depend on the traffic: sending every 3 ms sees the same bad slots.
+    let mut sparse = Loss::new(&spec(s), element_rng(seed, "loss")).expect("model");
+    let mut sparse_bad = Vec::new();
+    for slot in 0..10_000u64 {
+        let lost = (0..10)
+            .filter(|k| sparse.decide(Instant::from_nanos((slot * 30 + k * 3) * 1_000_000)))
+            .count();
+        if lost == 10 {
+            sparse_bad.push(slot as usize);
+        }
+    }
+    assert_eq!(bad_slots, sparse_bad);
+}
+
+#[test]
+fn onoff_matches_mm_onoff_means() {
+    // Mean on 1 s, mean off 0.5 s: a third of the time is off. 4000 s, one packet per ms.
+    let seed = 400;
+    let seq = run("onoff 1 0.5", seed, 4_000_000);
+    let (rate, mean_off) = rate_and_mean_burst(&seq);
+    assert_close("onoff off fraction", rate, 1.0 / 3.0, 0.06, seed);
+    // Periods are whole ms (truncated), so the mean off run is ~499.5 packets.
+    assert_close("onoff mean off period", mean_off, 499.5, 0.08, seed);
+    assert!(!seq[0], "mm-onoff starts on");
+    assert_eq!(spec("onoff 1s 500ms"), spec("onoff 1 0.5"));
+}
+
+#[test]
+fn replay_follows_the_file_and_wraps() {
+    let dir = std::env::temp_dir().join(format!("recoup-sim-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let good = dir.join("good.loss");
+    std::fs::write(&good, "1\n0\n# comment\n\n0\n1\n").expect("write");
+    let s = LossSpec::Replay(good.clone());
+    let mut loss = Loss::new(&s, element_rng(1, "r")).expect("load");
+    let seq: Vec<bool> = (0..8).map(|_| loss.decide(Instant::ZERO)).collect();
+    assert_eq!(
+        seq,
+        vec![true, false, false, true, true, false, false, true]
+    );
+    let bad = dir.join("bad.loss");
+    std::fs::write(&bad, "0\n2\n").expect("write");
+    let e = Loss::new(&LossSpec::Replay(bad), element_rng(1, "r"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bad.loss line 2") && e.contains("`2`"), "{e}");
+    let e = Loss::new(&LossSpec::Replay(dir.join("missing")), element_rng(1, "r"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("missing"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn loss_node_forwards_or_drops_at_once() {
+    let a = "10.0.0.1:1".parse().expect("addr");
+    let mut node = Loss::new(&spec("bernoulli 50%"), element_rng(5, "l"))
+        .expect("model")
+        .with_log(10);
+    let mut forwarded = 0;
+    for i in 0..100 {
+        match node.process(
+            Some(Datagram::new(a, a, vec![0; 10]).with_id(i)),
+            Instant::ZERO,
+        ) {
+            Output::Datagram(d) => {
+                assert_eq!(d.id, i);
+                forwarded += 1;
+            }
+            Output::None => {}
+            Output::Callback(_) => panic!("a loss element never waits"),
+        }
+        assert_eq!(node.process(None, Instant::ZERO), Output::None);
+    }
+    let st = node.stats();
+    assert_eq!((st.received, st.forwarded + st.dropped), (100, 100));
+    assert_eq!(st.forwarded, forwarded);
+    assert_eq!(
+        node.event_log()
+            .map(|l| l.events().len() as u64 + l.overflow()),
+        Some(st.dropped)
+    );
+}

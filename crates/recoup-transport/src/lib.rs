@@ -16,4 +16,5 @@ pub mod tls;
 
 pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side};
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};
+pub use lineage::Recovered;
 pub use tls::{client_config, self_signed, server_config, NewKeys, ServerVerification, TlsSession};

@@ -2,6 +2,9 @@
 //!
 //! No sockets, no clock reads, no threads: every entry point takes `now`.
 
+pub mod cid;
+pub mod coding;
 pub mod error;
+pub mod packet;
 
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};

@@ -5,6 +5,7 @@
 pub mod cid;
 pub mod coding;
 pub mod error;
+pub mod frame;
 pub mod packet;
 
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};

@@ -7,5 +7,6 @@ pub mod coding;
 pub mod error;
 pub mod frame;
 pub mod packet;
+pub mod transport_params;
 
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};

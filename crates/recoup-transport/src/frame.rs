@@ -125,7 +125,8 @@ impl fmt::Debug for FrameType {
 }
 
 /// Whether `frame_type` may appear in a packet of `packet_type` (RFC 9000 §12.4 table 3).
-/// Retry and Version Negotiation packets carry no frames.
+/// Retry and Version Negotiation packets carry no frames. Follows the table, which allows
+/// RETIRE_CONNECTION_ID in 0-RTT; §12.5 only lets a server reject it (MAY).
 #[must_use]
 pub fn frame_allowed(frame_type: FrameType, packet_type: PacketType) -> bool {
     // Columns of table 3: Initial, Handshake, 0-RTT, 1-RTT.

@@ -10,7 +10,10 @@
 //!    [`PartialDecode::first_byte_mask`] and the packet number bytes.
 //! 3. The caller reads the now clear first byte through [`FirstByte`] (packet number length, key
 //!    phase, the reserved bits that must be zero), reads the truncated number with
-//!    [`read_truncated_pn`] and recovers the full one with [`decode_pn`].
+//!    [`read_truncated_pn`] and recovers the full one with [`decode_pn`]. The AEAD's associated
+//!    data is `packet[..pn_offset + pn_len]`; the ciphertext (tag included) is the rest.
+//! 4. If nothing in a datagram could be processed, [`stateless_reset_token_of`] gives the bytes
+//!    to compare with the peer's stateless reset tokens (§10.3.1).
 //!
 //! # Sending
 //! Pick the packet number length with [`pn_len_for`], write the header with [`Header::write`]
@@ -346,6 +349,17 @@ impl<'a> VersionInvariants<'a> {
             scid,
         })
     }
+}
+
+/// The trailing 16 bytes of a datagram, where a Stateless Reset carries its token (§10.3.1):
+/// compare them with the peer's tokens when a datagram's packets cannot be processed. `None` for
+/// datagrams shorter than 21 bytes, which cannot be a reset (§10.3).
+#[must_use]
+pub fn stateless_reset_token_of(datagram: &[u8]) -> Option<&[u8; 16]> {
+    if datagram.len() < 21 {
+        return None;
+    }
+    datagram[datagram.len() - 16..].try_into().ok()
 }
 
 fn read_cid(r: &mut Reader<'_>, what: &'static str) -> Result<ConnectionId, DecodeError> {
@@ -936,6 +950,14 @@ mod tests {
         assert_eq!(p.packet_len(), buf.len());
         // Header (19 bytes) plus 15: too short for the tag.
         assert!(PartialDecode::parse(&buf[..19 + 15], 0).is_err());
+    }
+
+    #[test]
+    fn stateless_reset_token_is_the_last_16_bytes() {
+        assert_eq!(stateless_reset_token_of(&[0x40; 20]), None);
+        let mut d = vec![0x41; 5];
+        d.extend_from_slice(&[9; 16]);
+        assert_eq!(stateless_reset_token_of(&d), Some(&[9; 16]));
     }
 
     #[test]

@@ -3,16 +3,21 @@
 //! No sockets, no clock reads, no threads: every entry point takes `now`.
 
 pub mod cc;
+pub mod cid;
+pub mod coding;
 pub mod crypto;
 pub mod delivery_rate;
 pub mod error;
+pub mod frame;
 mod lineage;
 pub mod loss;
 pub mod pacing;
+pub mod packet;
 pub mod qlog;
 pub mod rtt;
 pub mod streams;
 pub mod tls;
+pub mod transport_params;
 
 pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side};
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};

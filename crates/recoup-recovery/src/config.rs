@@ -226,8 +226,9 @@ impl Default for LadrConfig {
 
 /// A built-in policy with its parameters. Parse with [`str::parse`] or
 /// [`PolicySpec::from_name_params`]; build a [`Policy`](crate::Policy) with `PolicySpec::build`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub enum PolicySpec {
+    #[default]
     Arq,
     /// `fixed:R`: R copies besides the retransmission, every round, back to back.
     Fixed {

@@ -5,8 +5,11 @@
 pub mod cc;
 pub mod cid;
 pub mod coding;
+pub mod config;
+pub mod connection;
 pub mod crypto;
 pub mod delivery_rate;
+pub mod endpoint;
 pub mod error;
 pub mod frame;
 mod lineage;
@@ -19,7 +22,10 @@ pub mod streams;
 pub mod tls;
 pub mod transport_params;
 
+pub use config::{ClientConfig, ServerConfig, TransportConfig};
+pub use connection::{CloseError, CloseReason, Connection, ConnectionStats, Event, Transmit};
 pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side};
+pub use endpoint::{ConnectionHandle, Endpoint};
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};
 pub use lineage::Recovered;
 pub use tls::{client_config, self_signed, server_config, NewKeys, ServerVerification, TlsSession};

@@ -93,10 +93,6 @@ impl Lineages {
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.records.is_empty()
-    }
-
     pub(crate) fn len(&self) -> usize {
         self.records.len()
     }
@@ -363,7 +359,7 @@ mod tests {
         l.on_send_acked(lost.id, 11, ms(90));
         let closed = l.on_range_acked(range(0, 100), ms(90), ms(130), |_| true);
         assert_eq!(closed, vec![lost.id]);
-        assert!(l.is_empty());
+        assert_eq!(l.len(), 0);
         let rec: Vec<_> = l.drain_recovered().collect();
         assert_eq!(rec.len(), 1);
         assert!(!rec[0].first_retransmit_arrived);
@@ -397,7 +393,7 @@ mod tests {
         let closed = l.on_range_acked(range(150, 200), ms(1), ms(80), |r| r.start == 100);
         assert_eq!(closed, vec![b.id]);
         assert_eq!(l.remove_stream(0), vec![a.id]);
-        assert!(l.is_empty());
+        assert_eq!(l.len(), 0);
         assert_eq!(l.next_retransmit(), None);
         assert_eq!(l.drain_recovered().count(), 0);
     }

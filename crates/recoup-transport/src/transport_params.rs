@@ -14,12 +14,7 @@ use crate::coding::{varint_size, BufMutExt, Reader};
 use crate::error::{transport_err, DecodeError, TransportError};
 use crate::frame::MAX_STREAM_COUNT;
 
-/// Which endpoint sent the parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Side {
-    Client,
-    Server,
-}
+pub use crate::crypto::Side;
 
 /// Parameter IDs (RFC 9000 §18.2).
 mod id {

@@ -8,7 +8,7 @@
 
 mod flow;
 mod ranges;
-mod recv;
+pub(crate) mod recv;
 mod send;
 
 pub use flow::ControlFrame;
@@ -25,12 +25,7 @@ use send::SendStream;
 /// RFC 9000 §4.6: a stream count above 2^60 could not be expressed as a stream id.
 const MAX_STREAM_COUNT: u64 = 1 << 60;
 
-/// Which endpoint a connection (or a stream's initiator) is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Side {
-    Client,
-    Server,
-}
+pub use crate::crypto::Side;
 
 /// A stream's direction (RFC 9000 §2.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,0 +1,103 @@
+//! Per-connection settings: transport parameters we announce, recovery and congestion control.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use recoup_recovery::PolicySpec;
+
+use crate::cc::CcAlgorithm;
+
+/// The smallest datagram QUIC allows on a path (RFC 9000 §14): Initial packets are padded to it.
+pub const MIN_INITIAL_SIZE: usize = 1200;
+
+/// Settings shared by every connection of an endpoint. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct TransportConfig {
+    /// Idle timeout we announce (RFC 9000 §10.1); zero disables it.
+    pub max_idle_timeout: Duration,
+    /// RTT assumed before the first sample (RFC 9002 §6.2.2: 333 ms).
+    pub initial_rtt: Duration,
+    /// Longest we delay an ACK (RFC 9000 §18.2 `max_ack_delay`, default 25 ms).
+    pub max_ack_delay: Duration,
+    /// ACK after this many ack-eliciting packets (RFC 9000 §13.2.2 recommends 2).
+    pub ack_eliciting_threshold: u32,
+    /// Exponent we use to encode ACK delay (RFC 9000 §18.2, default 3).
+    pub ack_delay_exponent: u8,
+    /// Connection-level receive window (initial_max_data).
+    pub receive_window: u64,
+    /// Per-stream receive window (initial_max_stream_data_*).
+    pub stream_receive_window: u64,
+    /// Streams the peer may open (initial_max_streams_bidi / _uni).
+    pub max_streams_bidi: u64,
+    pub max_streams_uni: u64,
+    /// Bytes the application may queue per stream before `write` pushes back.
+    pub send_buffer: usize,
+    /// Largest UDP payload we send (and announce as max_udp_payload_size).
+    pub max_datagram_size: usize,
+    /// Connection IDs we keep issued to the peer (capped by its active_connection_id_limit).
+    pub active_connection_id_limit: u64,
+    /// Length of the connection IDs we issue.
+    pub local_cid_len: usize,
+    /// Congestion controller.
+    pub cc: CcAlgorithm,
+    /// Pace packets (RFC 9002 §7.7).
+    pub pacing: bool,
+    /// Loss-recovery policy; built per connection with a seed derived from `seed`.
+    pub policy: PolicySpec,
+    /// RFC 9002 §6.1.1 kPacketThreshold.
+    pub packet_threshold: u64,
+    /// RFC 9002 §6.1.2 kTimeThreshold as a fraction (numerator, denominator): 9/8.
+    pub time_threshold: (u32, u32),
+    /// Initiate a 1-RTT key update after this many packets sent with one key (RFC 9001 §6);
+    /// `None` updates only when asked (or when the AEAD limit nears).
+    pub key_update_interval: Option<u64>,
+    /// Keep a per-lost-range recovery record for the metrics (DESIGN.md "Metrics").
+    pub record_recovery: bool,
+    /// Seed for connection IDs and the policy's random choices. A simulated run is a pure
+    /// function of its seed; the real-time driver seeds from the OS.
+    pub seed: u64,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        Self {
+            max_idle_timeout: Duration::from_secs(30),
+            initial_rtt: Duration::from_millis(333),
+            max_ack_delay: Duration::from_millis(25),
+            ack_eliciting_threshold: 2,
+            ack_delay_exponent: 3,
+            receive_window: 16 * 1024 * 1024,
+            stream_receive_window: 8 * 1024 * 1024,
+            max_streams_bidi: 128,
+            max_streams_uni: 128,
+            send_buffer: 4 * 1024 * 1024,
+            max_datagram_size: 1350,
+            active_connection_id_limit: 4,
+            local_cid_len: 8,
+            cc: CcAlgorithm::default(),
+            pacing: true,
+            policy: PolicySpec::default(),
+            packet_threshold: 3,
+            time_threshold: (9, 8),
+            key_update_interval: None,
+            record_recovery: false,
+            seed: 0,
+        }
+    }
+}
+
+/// TLS and transport settings for a client connection.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    pub transport: TransportConfig,
+    pub tls: Arc<rustls::ClientConfig>,
+    /// Server name for SNI and certificate verification.
+    pub server_name: String,
+}
+
+/// TLS and transport settings for the connections a server endpoint accepts.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub transport: TransportConfig,
+    pub tls: Arc<rustls::ServerConfig>,
+}

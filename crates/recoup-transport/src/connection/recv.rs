@@ -1,0 +1,444 @@
+//! Receiving datagrams: split coalesced packets, remove protection, process frames.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use recoup_recovery::RecoveryPolicy;
+use recoup_time::Instant;
+use serde_json::json;
+
+use super::send::packet_type_name;
+use super::spaces::on_crypto_frame;
+use super::{CloseError, Connection, State};
+use crate::cc::{AckEvent, AckedPacket, CongestionController};
+use crate::cid::ConnectionId;
+use crate::crypto::Side;
+use crate::error::{transport_err, Error, TransportError};
+use crate::frame::{frame_allowed_or_err, AckFrame, Frame, Frames, StreamDir};
+use crate::loss::SpaceId;
+use crate::packet::{decode_pn, FirstByte, PacketType, PartialDecode};
+use crate::streams::StreamId;
+
+impl Connection {
+    /// Processes one UDP datagram from `remote`. Malformed or undecryptable packets are dropped
+    /// (RFC 9000 §12.2, §5.2); protocol violations close the connection with their error code.
+    pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, datagram: &[u8]) {
+        if matches!(self.state, State::Closed | State::Draining { .. }) {
+            return;
+        }
+        self.stats.datagrams_received += 1;
+        self.stats.bytes_received += datagram.len() as u64;
+        if let Some((received, _)) = self.anti_amplification.as_mut() {
+            *received += datagram.len() as u64;
+        }
+        if remote != self.remote && self.side == Side::Client {
+            // A client only talks to the address it connected to (no migration support).
+            return;
+        }
+        let mut rest = datagram;
+        while !rest.is_empty() {
+            let header = match PartialDecode::parse(rest, self.config.local_cid_len) {
+                Ok(h) => h,
+                Err(e) => {
+                    // RFC 9000 §12.2: the rest of the datagram cannot be parsed either.
+                    tracing::trace!(error = %e, "dropping undecodable packet");
+                    self.stats.packets_dropped += 1;
+                    return;
+                }
+            };
+            let len = header.packet_len();
+            let mut packet = header.packet.to_vec();
+            rest = &rest[len.min(rest.len())..];
+            if let Err(e) = self.handle_packet(now, &header, &mut packet) {
+                match e {
+                    Error::Transport(err) => {
+                        self.close_with_error(now, &err);
+                        return;
+                    }
+                    _ => {
+                        self.stats.packets_dropped += 1;
+                    }
+                }
+            }
+            if matches!(self.state, State::Closed | State::Draining { .. }) {
+                return;
+            }
+        }
+    }
+
+    fn handle_packet(
+        &mut self,
+        now: Instant,
+        header: &PartialDecode<'_>,
+        packet: &mut [u8],
+    ) -> Result<(), Error> {
+        let space = match header.ty {
+            PacketType::Initial => SpaceId::Initial,
+            PacketType::Handshake => SpaceId::Handshake,
+            PacketType::OneRtt => SpaceId::Data,
+            // We never send 0-RTT, Retry is not used by our servers (a client ignores it and
+            // times out), and we speak only v1 (a version negotiation packet ends nothing).
+            PacketType::ZeroRtt | PacketType::Retry | PacketType::VersionNegotiation => {
+                return Err(Error::Decrypt);
+            }
+        };
+        if !self.space_has_keys(space) {
+            // Keys not yet available (reordering) or already discarded: drop.
+            return Err(Error::Decrypt);
+        }
+        let pn_offset = header.pn_offset.ok_or(Error::Decrypt)?;
+        let largest = self.spaces[space].largest_received.map(|(pn, _)| pn);
+        // Remove header protection, decode the packet number, decrypt.
+        let (pn_len, truncated) = match space {
+            SpaceId::Initial => self
+                .initial_keys
+                .as_ref()
+                .ok_or(Error::Decrypt)?
+                .remote
+                .unprotect_header(packet, pn_offset)?,
+            SpaceId::Handshake => self
+                .handshake_keys
+                .as_ref()
+                .ok_or(Error::Decrypt)?
+                .remote
+                .unprotect_header(packet, pn_offset)?,
+            SpaceId::Data => self
+                .one_rtt
+                .as_ref()
+                .ok_or(Error::Decrypt)?
+                .unprotect_header(packet, pn_offset)?,
+        };
+        let pn = decode_pn(truncated, pn_len, largest);
+        let header_len = pn_offset + pn_len;
+        let first = FirstByte(packet[0]);
+        let mut peer_updated = false;
+        let payload: Vec<u8> = match space {
+            SpaceId::Initial => self
+                .initial_keys
+                .as_ref()
+                .ok_or(Error::Decrypt)?
+                .remote
+                .open(pn, packet, header_len)?
+                .to_vec(),
+            SpaceId::Handshake => self
+                .handshake_keys
+                .as_ref()
+                .ok_or(Error::Decrypt)?
+                .remote
+                .open(pn, packet, header_len)?
+                .to_vec(),
+            SpaceId::Data => {
+                let opened = self
+                    .one_rtt
+                    .as_mut()
+                    .ok_or(Error::Decrypt)?
+                    .open(pn, packet, header_len)?;
+                peer_updated = opened.peer_updated;
+                opened.payload.to_vec()
+            }
+        };
+        // Authenticated from here on: violations close the connection.
+        self.stats.packets_received += 1;
+        first.check_reserved_bits()?;
+        if self.spaces[space].is_duplicate(pn) {
+            return Ok(());
+        }
+        if peer_updated {
+            // RFC 9001 §6.1: the peer moved to the next key phase; keep the old receive key
+            // around for reordered packets for a while.
+            self.stats.key_updates += 1;
+            self.key_update.sent_in_phase = 0;
+            self.key_update.first_pn_in_phase = None;
+            self.key_update.phase_acked = false;
+            self.key_update.drop_previous_at = Some(now + self.three_pto());
+        }
+        if space == SpaceId::Handshake && self.side == Side::Server {
+            // RFC 9000 §8.1: a Handshake packet proves the client owns its address; RFC 9001
+            // §4.9.1: the server drops Initial keys on first processing one.
+            self.anti_amplification = None;
+            self.loss.set_amplification_blocked(false, now);
+            self.discard_space(SpaceId::Initial, now);
+        }
+        if self.side == Side::Client && !self.remote_cid_set && space != SpaceId::Data {
+            // RFC 9000 §7.2: the client switches to the server's chosen connection ID.
+            self.cids.set_initial_remote(header.scid);
+            self.remote_cid_set = true;
+        }
+        if self.side == Side::Server && space == SpaceId::Initial && self.remote_cid_set {
+            // Nothing to learn: the client's source ID came with the first Initial.
+        }
+        self.reset_idle_timer(now);
+        self.eliciting_since_receive = false;
+        let packet_type = header.ty;
+        let ack_eliciting = self.process_frames(now, space, packet_type, &header.dcid, &payload)?;
+        if let Some(q) = self.qlog.as_mut() {
+            q.event(
+                now,
+                "transport:packet_received",
+                json!({
+                    "header": {"packet_type": packet_type_name(space), "packet_number": pn},
+                    "raw": {"length": header.packet.len()},
+                }),
+            );
+        }
+        let max_ack_delay = self.config.max_ack_delay;
+        let threshold = self.config.ack_eliciting_threshold;
+        self.spaces[space].on_packet_received(
+            pn,
+            now,
+            ack_eliciting,
+            space != SpaceId::Data,
+            threshold,
+            max_ack_delay,
+        );
+        Ok(())
+    }
+
+    /// Processes a packet's frames; returns whether it was ack-eliciting.
+    fn process_frames(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        packet_type: PacketType,
+        dcid: &ConnectionId,
+        payload: &[u8],
+    ) -> Result<bool, Error> {
+        if payload.is_empty() {
+            return Err(transport_err!(PROTOCOL_VIOLATION, "packet without frames").into());
+        }
+        let mut ack_eliciting = false;
+        let mut crypto_received = false;
+        for frame in Frames::new(payload) {
+            let frame = frame?;
+            let ty = frame.ty();
+            frame_allowed_or_err(ty, packet_type)?;
+            ack_eliciting |= ty.is_ack_eliciting();
+            let with_ty = |e: TransportError| e.with_frame(ty.0);
+            match frame {
+                Frame::Padding { .. } | Frame::Ping => {}
+                Frame::Ack(ack) => self.on_ack_frame(now, space, &ack).map_err(with_ty)?,
+                Frame::Crypto { offset, data } => {
+                    on_crypto_frame(&mut self.spaces[space].crypto_recv, offset, data)
+                        .map_err(with_ty)?;
+                    crypto_received = true;
+                }
+                Frame::Stream(s) => self
+                    .streams
+                    .on_stream(StreamId(s.stream_id), s.offset, s.data, s.fin)
+                    .map_err(with_ty)?,
+                Frame::ResetStream {
+                    stream_id,
+                    error_code,
+                    final_size,
+                } => self
+                    .streams
+                    .on_reset_stream(StreamId(stream_id), error_code, final_size)
+                    .map_err(with_ty)?,
+                Frame::StopSending {
+                    stream_id,
+                    error_code,
+                } => {
+                    self.streams
+                        .on_stop_sending(StreamId(stream_id), error_code)
+                        .map_err(with_ty)?;
+                }
+                Frame::MaxData(max) => self.streams.on_max_data(max),
+                Frame::MaxStreamData { stream_id, max } => self
+                    .streams
+                    .on_max_stream_data(StreamId(stream_id), max)
+                    .map_err(with_ty)?,
+                Frame::MaxStreams { dir, max } => self
+                    .streams
+                    .on_max_streams(dir == StreamDir::Bidi, max)
+                    .map_err(with_ty)?,
+                Frame::DataBlocked(limit) => self.streams.on_data_blocked(limit),
+                Frame::StreamDataBlocked { stream_id, limit } => self
+                    .streams
+                    .on_stream_data_blocked(StreamId(stream_id), limit)
+                    .map_err(with_ty)?,
+                Frame::StreamsBlocked { dir, limit } => self
+                    .streams
+                    .on_streams_blocked(dir == StreamDir::Bidi, limit)
+                    .map_err(with_ty)?,
+                Frame::NewToken { .. } => {
+                    if self.side == Side::Server {
+                        // RFC 9000 §19.7: only servers send NEW_TOKEN.
+                        return Err(with_ty(transport_err!(
+                            PROTOCOL_VIOLATION,
+                            "NEW_TOKEN from a client"
+                        ))
+                        .into());
+                    }
+                }
+                Frame::NewConnectionId {
+                    seq,
+                    retire_prior_to,
+                    cid,
+                    reset_token,
+                } => self
+                    .cids
+                    .on_new_connection_id(seq, retire_prior_to, cid, reset_token)
+                    .map_err(with_ty)?,
+                Frame::RetireConnectionId { seq } => {
+                    let limit = self
+                        .peer_params
+                        .as_ref()
+                        .map_or(2, |p| p.active_connection_id_limit)
+                        .min(self.config.active_connection_id_limit);
+                    self.cids
+                        .on_retire_connection_id(seq, dcid, &mut self.rng, limit)
+                        .map_err(with_ty)?;
+                }
+                Frame::PathChallenge(_) | Frame::PathResponse(_) => {
+                    // No migration: we never challenge, and answering a challenge for a path we
+                    // do not use is optional (RFC 9000 §8.2.2 requires it only on that path).
+                }
+                Frame::ConnectionClose(c) => {
+                    let err = CloseError {
+                        code: c.error_code,
+                        application: c.frame_type.is_none(),
+                        frame_type: c.frame_type,
+                        reason: String::from_utf8_lossy(c.reason).into_owned(),
+                    };
+                    self.enter_draining(now, err);
+                    return Ok(ack_eliciting);
+                }
+                Frame::HandshakeDone => {
+                    if self.side == Side::Server {
+                        return Err(with_ty(transport_err!(
+                            PROTOCOL_VIOLATION,
+                            "HANDSHAKE_DONE from a client"
+                        ))
+                        .into());
+                    }
+                    // RFC 9001 §4.1.2: the client's handshake is confirmed.
+                    self.confirm_handshake(now);
+                }
+            }
+        }
+        if crypto_received {
+            self.read_crypto(now, space)?;
+        }
+        Ok(ack_eliciting)
+    }
+
+    /// Hands in-order CRYPTO bytes to TLS and runs its write loop.
+    fn read_crypto(&mut self, now: Instant, space: SpaceId) -> Result<(), TransportError> {
+        let mut buf = vec![0u8; 4096];
+        loop {
+            let recv = &mut self.spaces[space].crypto_recv;
+            let n = match recv.read(&mut buf) {
+                Ok((n, _)) => n,
+                Err(_) => 0,
+            };
+            if n == 0 {
+                break;
+            }
+            // Slide the CRYPTO buffer window along with what TLS consumed.
+            let consumed = recv.retired();
+            let _ = recv.window.update(consumed);
+            self.tls.read_handshake(&buf[..n])?;
+        }
+        self.drive_tls(now)
+    }
+
+    fn on_ack_frame(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        ack: &AckFrame<'_>,
+    ) -> Result<(), TransportError> {
+        let ranges: Vec<_> = ack.ranges().collect();
+        let ack_delay = if space == SpaceId::Data {
+            Duration::from_micros(ack.ack_delay_micros(self.peer_ack_delay_exponent))
+        } else {
+            Duration::ZERO
+        };
+        let outcome = self.loss.on_ack_received(space, &ranges, ack_delay, now)?;
+        self.stats.spurious_losses += outcome.spurious;
+        if outcome.acked.is_empty() && outcome.losses.lost.is_empty() {
+            return Ok(());
+        }
+        // Losses first (RFC 9002 Appendix A.7): packets acknowledged together with a loss must
+        // not grow the window.
+        let persistent = outcome.losses.persistent_congestion;
+        self.process_losses(now, space, outcome.losses);
+        let _ = persistent;
+        if outcome.rtt_updated {
+            let sample = self.loss.rtt().sample();
+            self.policy.on_rtt_update(now, &sample);
+            if let Some(q) = self.qlog.as_mut() {
+                let rtt = self.loss.rtt();
+                q.event(
+                    now,
+                    "recovery:metrics_updated",
+                    json!({
+                        "min_rtt": ms(rtt.min()), "smoothed_rtt": ms(rtt.smoothed()),
+                        "latest_rtt": ms(rtt.latest()), "rtt_variance": ms(rtt.var()),
+                        "congestion_window": self.cc.window(),
+                        "bytes_in_flight": self.loss.bytes_in_flight(),
+                    }),
+                );
+            }
+        }
+        for p in &outcome.acked {
+            if space == SpaceId::Data {
+                if self
+                    .key_update
+                    .first_pn_in_phase
+                    .is_some_and(|first| p.pn >= first)
+                {
+                    self.key_update.phase_acked = true;
+                }
+                let info = p.data.info(p.pn, p.time_sent, p.size);
+                self.policy.on_packet_acked(now, &info);
+            }
+            self.on_frames_acked(now, space, p.pn, p.time_sent, &p.data);
+        }
+        let acked = AckedPacket::in_flight_of(&outcome.acked);
+        if !acked.is_empty() {
+            let app_limited = !self.streams.has_new_data();
+            if app_limited {
+                self.loss.on_app_limited();
+            }
+            self.cc.on_ack(&AckEvent {
+                now,
+                acked: &acked,
+                rate_sample: outcome.rate_sample.as_ref(),
+                rtt: self.loss.rtt(),
+                prior_in_flight: outcome.prior_bytes_in_flight,
+                in_flight: self.loss.bytes_in_flight(),
+                app_limited,
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn qlog_packet_lost(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        pn: u64,
+        trigger: recoup_recovery::LossTrigger,
+    ) {
+        if let Some(q) = self.qlog.as_mut() {
+            let trigger = match trigger {
+                recoup_recovery::LossTrigger::PacketThreshold => "reordering_threshold",
+                recoup_recovery::LossTrigger::TimeThreshold => "time_threshold",
+                recoup_recovery::LossTrigger::Pto => "pto_expired",
+            };
+            q.event(
+                now,
+                "recovery:packet_lost",
+                json!({
+                    "header": {"packet_type": packet_type_name(space), "packet_number": pn},
+                    "trigger": trigger,
+                }),
+            );
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}

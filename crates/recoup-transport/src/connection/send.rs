@@ -1,0 +1,878 @@
+//! Building datagrams: which space, which frames, in what order, within which limits.
+
+use recoup_recovery::{DataRange, LossId, RecoveryPolicy, SendContext, SendKind, SentRange};
+use recoup_time::Instant;
+use serde_json::json;
+
+use super::{Connection, SentFrames, State, Transmit};
+use crate::cc::CongestionController;
+use crate::config::MIN_INITIAL_SIZE;
+use crate::crypto::Side;
+use crate::frame::{
+    crypto_data_fit, encode_ack, stream_data_fit, ConnectionClose, Frame, StreamDir, StreamFrame,
+};
+use crate::loss::{SentPacket, SpaceId};
+use crate::packet::{pn_len_for, Header, HeaderLayout, QUIC_VERSION_1};
+use crate::streams::{ControlFrame, StreamId};
+
+/// Room kept for the AEAD tag.
+const TAG_LEN: usize = 16;
+/// At most this many stream frames in one packet (the `fins` bitmask is a u64).
+const MAX_STREAM_FRAMES: usize = 64;
+
+/// A packet being written into the datagram, sealed once its contents are final.
+struct Open {
+    space: SpaceId,
+    pn: u64,
+    layout: HeaderLayout,
+    frames: SentFrames,
+    ack_eliciting: bool,
+    /// Carries frames other than ACK, PADDING and CONNECTION_CLOSE (counts toward bytes in flight).
+    in_flight: bool,
+    /// qlog frame descriptions, when qlog is on.
+    qlog_frames: Vec<serde_json::Value>,
+}
+
+impl Connection {
+    /// The next datagram to send, if any. Call until it returns `None` after every input.
+    #[must_use]
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        match self.state {
+            State::Closed | State::Draining { .. } => return None,
+            State::Closing { .. } => return self.transmit_close(now),
+            _ => {}
+        }
+        self.maybe_update_keys();
+        self.update_send_state(now);
+        let mut limit = self.max_datagram_size;
+        if let Some((received, sent)) = self.anti_amplification {
+            // RFC 9000 §8.1: three times what we received until the address is validated.
+            let budget = (received * 3).saturating_sub(sent) as usize;
+            limit = limit.min(budget);
+            self.loss
+                .set_amplification_blocked(budget < MIN_INITIAL_SIZE, now);
+        }
+        let mut buf = Vec::with_capacity(limit);
+        let mut open: Option<Open> = None;
+        let mut pad = false;
+        for space in SpaceId::ALL {
+            if !self.space_has_keys(space) {
+                continue;
+            }
+            // Space for at least a minimal packet with a tag.
+            if buf.len() + 64 > limit {
+                break;
+            }
+            if !self.wants_to_send(space, now) {
+                continue;
+            }
+            if let Some(prev) = open.take() {
+                self.seal(now, prev, &mut buf, None);
+            }
+            let Some(pkt) = self.write_packet(now, space, &mut buf, limit) else {
+                continue;
+            };
+            // RFC 9000 §14.1: datagrams with a client's Initial, or a server's ack-eliciting
+            // Initial, are padded to 1200 bytes.
+            if space == SpaceId::Initial && (self.side == Side::Client || pkt.ack_eliciting) {
+                pad = true;
+            }
+            open = Some(pkt);
+            if space == SpaceId::Initial
+                && self.side == Side::Client
+                && self.handshake_keys.is_some()
+            {
+                // RFC 9001 §4.9.1: a client discards Initial keys when it first sends a
+                // Handshake packet; keep building so the Handshake packet joins this datagram.
+            }
+        }
+        let Some(pkt) = open else {
+            self.pacing_wakeup = self.pacing_wakeup_at(now);
+            return None;
+        };
+        self.pacing_wakeup = None;
+        let pad_to = pad.then_some(MIN_INITIAL_SIZE.min(limit));
+        self.seal(now, pkt, &mut buf, pad_to);
+        self.on_datagram_sent(now, &buf);
+        Some(Transmit {
+            destination: self.remote,
+            contents: buf,
+        })
+    }
+
+    fn on_datagram_sent(&mut self, now: Instant, buf: &[u8]) {
+        self.stats.datagrams_sent += 1;
+        self.stats.bytes_sent += buf.len() as u64;
+        if let Some((_, sent)) = self.anti_amplification.as_mut() {
+            *sent += buf.len() as u64;
+        }
+        if self.config.pacing {
+            self.pacer.on_sent(now, buf.len() as u64);
+        }
+        // RFC 9001 §4.9.1: the client drops Initial keys once it sends a Handshake packet.
+        if self.side == Side::Client
+            && self.handshake_keys.is_some()
+            && self.spaces[SpaceId::Handshake].next_pn > 0
+        {
+            self.discard_space(SpaceId::Initial, now);
+        }
+    }
+
+    /// Whether `space` has anything to put in a packet right now.
+    fn wants_to_send(&mut self, space: SpaceId, now: Instant) -> bool {
+        let s = &self.spaces[space];
+        if s.ack_due(now) || s.probes > 0 {
+            return true;
+        }
+        let crypto = s.crypto_send.has_data();
+        let can_send = self.congestion_allows(now);
+        if crypto {
+            return can_send;
+        }
+        if space != SpaceId::Data || self.state != State::Established {
+            return false;
+        }
+        can_send
+            && (self.handshake_done_pending
+                || self.cids.has_frames()
+                || self.streams.has_control()
+                || self.lineage.has_retransmit()
+                || self.streams.has_new_data()
+                || self.key_update.requested
+                || self.policy_has_copy(now))
+    }
+
+    /// Whether congestion control and pacing let an ack-eliciting packet go now.
+    fn congestion_allows(&mut self, now: Instant) -> bool {
+        let in_flight = self.loss.bytes_in_flight();
+        let cwnd = self.cc.window();
+        if in_flight + self.max_datagram_size as u64 > cwnd {
+            return false;
+        }
+        self.pacing_delay(now).is_none()
+    }
+
+    /// When pacing next lets a full packet go, if it holds one back now.
+    fn pacing_delay(&mut self, now: Instant) -> Option<Instant> {
+        if !self.config.pacing {
+            return None;
+        }
+        let rate = match (self.cc.pacing_rate(), self.policy.rate_limit()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.pacer.next_send_time(
+            now,
+            self.cc.window(),
+            self.loss.rtt().smoothed(),
+            rate,
+            self.max_datagram_size as u64,
+        )
+    }
+
+    fn send_context(&self) -> SendContext {
+        SendContext {
+            state: self
+                .send_state
+                .unwrap_or(recoup_recovery::SendState::OffMode),
+            packets_sent: self.data_packets_sent,
+            cwnd: self.cc.window(),
+            bytes_in_flight: self.loss.bytes_in_flight(),
+            bdp_packets: self.cc.bandwidth_estimate().map(|bw| {
+                let bdp = bw as u128 * self.loss.rtt().min().as_nanos() / 1_000_000_000;
+                (bdp / self.max_datagram_size as u128) as u64
+            }),
+        }
+    }
+
+    /// Peeks whether the policy would copy something now. Policies answer `poll_copy` by
+    /// popping a request, so a copy asked for here is remembered and sent next.
+    fn policy_has_copy(&mut self, now: Instant) -> bool {
+        if self.pending_copy.is_some() {
+            return true;
+        }
+        let ctx = self.send_context();
+        self.pending_copy = self
+            .policy
+            .poll_copy(now, &ctx)
+            .filter(|c| self.lineage.range(c.id).is_some())
+            .map(|c| c.id);
+        self.pending_copy.is_some()
+    }
+
+    /// Writes one packet of `space` into `buf` (unsealed). `None` if nothing went in.
+    fn write_packet(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        limit: usize,
+    ) -> Option<Open> {
+        let start = buf.len();
+        let pn = self.spaces[space].next_pn;
+        let pn_len = pn_len_for(pn, self.loss.largest_acked(space));
+        let dcid = self.cids.remote();
+        let scid = self.cids.initial_local();
+        let header = match space {
+            SpaceId::Initial => Header::Initial {
+                version: QUIC_VERSION_1,
+                dcid,
+                scid,
+                token: &[],
+            },
+            SpaceId::Handshake => Header::Handshake {
+                version: QUIC_VERSION_1,
+                dcid,
+                scid,
+            },
+            SpaceId::Data => Header::OneRtt {
+                dcid,
+                spin: false,
+                key_phase: self.one_rtt.as_ref().is_some_and(|k| k.key_phase()),
+            },
+        };
+        let layout = header.write(buf, pn, pn_len);
+        let end = limit - TAG_LEN;
+        if buf.len() >= end {
+            buf.truncate(start);
+            return None;
+        }
+        let mut pkt = Open {
+            space,
+            pn,
+            layout,
+            frames: SentFrames::default(),
+            ack_eliciting: false,
+            in_flight: false,
+            qlog_frames: Vec::new(),
+        };
+        let qlog = self.qlog.is_some();
+        // ACK first: it is what the peer needs most and it is never congestion-limited.
+        let ack_wanted = {
+            let s = &self.spaces[space];
+            s.ack_needed
+        };
+        if ack_wanted {
+            self.write_ack(now, space, buf, end, &mut pkt);
+        }
+        let probe = self.spaces[space].probes > 0;
+        let can_send = probe || self.congestion_allows(now);
+        if can_send {
+            self.write_crypto(space, buf, end, &mut pkt, qlog);
+            if space == SpaceId::Data && self.state == State::Established {
+                self.write_control(buf, end, &mut pkt, qlog);
+                self.write_stream_data(now, buf, end, &mut pkt, qlog);
+            }
+            if probe && !pkt.ack_eliciting && buf.len() < end {
+                // RFC 9002 §6.2.4: a probe must elicit an ACK.
+                Frame::Ping.encode(buf);
+                pkt.ack_eliciting = true;
+                pkt.in_flight = true;
+                if qlog {
+                    pkt.qlog_frames.push(json!({"frame_type": "ping"}));
+                }
+            }
+            if probe && pkt.ack_eliciting {
+                self.spaces[space].probes -= 1;
+            }
+        }
+        if buf.len() == layout.payload_offset() {
+            buf.truncate(start);
+            return None;
+        }
+        Some(pkt)
+    }
+
+    fn write_ack(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        end: usize,
+        pkt: &mut Open,
+    ) {
+        let s = &self.spaces[space];
+        let Some((largest, received_at)) = s.largest_received else {
+            return;
+        };
+        // RFC 9000 §13.2.5: ACK delay only means something in the application data space.
+        let delay = if space == SpaceId::Data {
+            let micros = now.saturating_duration_since(received_at).as_micros() as u64;
+            micros >> self.config.ack_delay_exponent
+        } else {
+            0
+        };
+        let mut tmp = Vec::new();
+        // Fewer ranges if they do not fit.
+        for max_ranges in [32usize, 8, 2, 1] {
+            tmp.clear();
+            if !encode_ack(&mut tmp, &s.received, delay, None, max_ranges) {
+                return;
+            }
+            if buf.len() + tmp.len() <= end {
+                break;
+            }
+        }
+        if buf.len() + tmp.len() > end {
+            return;
+        }
+        buf.extend_from_slice(&tmp);
+        pkt.frames.ack_largest = Some(largest);
+        if self.qlog.is_some() {
+            let ranges: Vec<[u64; 2]> = s
+                .received
+                .iter_desc()
+                .take(32)
+                .map(|r| [r.start, r.end - 1])
+                .collect();
+            pkt.qlog_frames
+                .push(json!({"frame_type": "ack", "acked_ranges": ranges}));
+        }
+        self.spaces[space].on_ack_sent();
+    }
+
+    fn write_crypto(
+        &mut self,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        end: usize,
+        pkt: &mut Open,
+        qlog: bool,
+    ) {
+        let s = &mut self.spaces[space].crypto_send;
+        while s.has_data() && buf.len() + 8 < end {
+            // The offset is not known before `next`; assume the largest varint for it.
+            let Some(fit) = crypto_data_fit(u64::MAX >> 2, end - buf.len()) else {
+                break;
+            };
+            let Some((offset, data)) = s.next(fit) else {
+                break;
+            };
+            Frame::Crypto { offset, data }.encode(buf);
+            let range_end = offset + data.len() as u64;
+            pkt.frames.crypto = Some(match pkt.frames.crypto {
+                Some((a, b)) if b == offset => (a, range_end),
+                Some((a, b)) => {
+                    // Two separate ranges in one packet: remember the hull (a superset is
+                    // retransmitted on loss, which is harmless for CRYPTO).
+                    (a.min(offset), b.max(range_end))
+                }
+                None => (offset, range_end),
+            });
+            pkt.ack_eliciting = true;
+            pkt.in_flight = true;
+            if qlog {
+                pkt.qlog_frames
+                    .push(json!({"frame_type": "crypto", "offset": offset, "length": data.len()}));
+            }
+        }
+    }
+
+    fn write_control(&mut self, buf: &mut Vec<u8>, end: usize, pkt: &mut Open, qlog: bool) {
+        if self.handshake_done_pending && self.side == Side::Server && buf.len() < end {
+            Frame::HandshakeDone.encode(buf);
+            self.handshake_done_pending = false;
+            pkt.frames.handshake_done = true;
+            pkt.ack_eliciting = true;
+            pkt.in_flight = true;
+            if qlog {
+                pkt.qlog_frames
+                    .push(json!({"frame_type": "handshake_done"}));
+            }
+        }
+        while buf.len() + 40 <= end {
+            let Some(c) = self.cids.poll_new() else {
+                break;
+            };
+            Frame::NewConnectionId {
+                seq: c.seq,
+                retire_prior_to: 0,
+                cid: c.cid,
+                reset_token: c.reset_token,
+            }
+            .encode(buf);
+            pkt.frames.new_cids.push(c.seq);
+            pkt.ack_eliciting = true;
+            pkt.in_flight = true;
+            if qlog {
+                pkt.qlog_frames
+                    .push(json!({"frame_type": "new_connection_id", "sequence_number": c.seq}));
+            }
+        }
+        while buf.len() + 9 <= end {
+            let Some(seq) = self.cids.poll_retire() else {
+                break;
+            };
+            Frame::RetireConnectionId { seq }.encode(buf);
+            pkt.frames.retire_cids.push(seq);
+            pkt.ack_eliciting = true;
+            pkt.in_flight = true;
+        }
+        while let Some(c) = self.streams.poll_control(end.saturating_sub(buf.len())) {
+            let frame = control_frame(c);
+            frame.encode(buf);
+            if qlog {
+                pkt.qlog_frames
+                    .push(json!({"frame_type": frame.ty().name()}));
+            }
+            pkt.frames.control.push(c);
+            pkt.ack_eliciting = true;
+            pkt.in_flight = true;
+        }
+        if self.key_update.requested && !pkt.ack_eliciting && buf.len() < end {
+            // The first packet of a new key phase should elicit an ACK so the update can be
+            // confirmed (RFC 9001 §6.1); a PING does if nothing else does.
+            Frame::Ping.encode(buf);
+            pkt.ack_eliciting = true;
+            pkt.in_flight = true;
+        }
+    }
+
+    /// Stream data: ARQ retransmissions first, then a copy the policy asks for, then new data.
+    fn write_stream_data(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        end: usize,
+        pkt: &mut Open,
+        qlog: bool,
+    ) {
+        // Retransmissions.
+        while pkt.frames.stream.len() < MAX_STREAM_FRAMES {
+            let Some((id, range)) = self.lineage.next_retransmit() else {
+                break;
+            };
+            if !self.write_lineage(
+                now,
+                id,
+                range,
+                SendKind::Retransmission,
+                buf,
+                end,
+                pkt,
+                qlog,
+            ) {
+                break;
+            }
+        }
+        if pkt.frames.kind.is_some() {
+            return;
+        }
+        // A copy, in a packet of its own so its loss or arrival speaks only of that copy.
+        if self.policy_has_copy(now) {
+            if let Some(id) = self.pending_copy.take() {
+                if let Some(range) = self.lineage.range(id) {
+                    let _ = self.write_lineage(now, id, range, SendKind::Copy, buf, end, pkt, qlog);
+                }
+            }
+            if pkt.frames.kind.is_some() {
+                return;
+            }
+        }
+        // New data.
+        while pkt.frames.stream.len() < MAX_STREAM_FRAMES && buf.len() + 8 < end {
+            let space = end - buf.len();
+            // Size the chunk for the worst-case header of a 4-byte offset and stream id.
+            let Some(max) = stream_data_fit(1 << 30, 1 << 30, space, true) else {
+                break;
+            };
+            let Some(chunk) = self.streams.poll_new(max) else {
+                break;
+            };
+            let start = buf.len();
+            if self
+                .write_stream_frame(chunk.id, chunk.offset, chunk.len, chunk.fin, buf)
+                .is_err()
+            {
+                buf.truncate(start);
+                break;
+            }
+            self.stats.stream_bytes_new += chunk.len as u64;
+            self.record_range(
+                pkt,
+                chunk.id,
+                chunk.offset,
+                chunk.len,
+                chunk.fin,
+                None,
+                qlog,
+            );
+            pkt.frames.kind = Some(SendKind::New);
+        }
+    }
+
+    /// Writes the still-unacknowledged parts of lineage `id`. Returns false if they did not fit.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one packet-building step with its context"
+    )]
+    fn write_lineage(
+        &mut self,
+        now: Instant,
+        id: LossId,
+        range: DataRange,
+        kind: SendKind,
+        buf: &mut Vec<u8>,
+        end: usize,
+        pkt: &mut Open,
+        qlog: bool,
+    ) -> bool {
+        let sid = StreamId(range.stream);
+        let chunks = self.streams.unacked(sid, range.start, range.end);
+        let start = buf.len();
+        let frames_before = pkt.frames.stream.len();
+        for c in &chunks {
+            if pkt.frames.stream.len() >= MAX_STREAM_FRAMES
+                || self
+                    .write_stream_frame(c.id, c.offset, c.len, c.fin, buf)
+                    .is_err()
+                || buf.len() > end
+            {
+                buf.truncate(start);
+                pkt.frames.stream.truncate(frames_before);
+                return false;
+            }
+            self.record_range(pkt, c.id, c.offset, c.len, c.fin, Some(id), qlog);
+        }
+        let bytes: u64 = chunks.iter().map(|c| c.len as u64).sum();
+        match kind {
+            SendKind::Retransmission => self.stats.stream_bytes_retransmitted += bytes,
+            SendKind::Copy => self.stats.stream_bytes_copied += bytes,
+            SendKind::New => {}
+        }
+        // Even when nothing is left to send (all acknowledged meanwhile), the retransmission is
+        // done: record it so the queue moves on.
+        self.lineage.on_sent(id, pkt.pn, now, kind);
+        if !chunks.is_empty() {
+            pkt.frames.kind = Some(kind);
+        }
+        true
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "fields of one stream frame")]
+    fn record_range(
+        &mut self,
+        pkt: &mut Open,
+        id: StreamId,
+        offset: u64,
+        len: usize,
+        fin: bool,
+        loss: Option<LossId>,
+        qlog: bool,
+    ) {
+        if fin {
+            pkt.frames.fins |= 1 << pkt.frames.stream.len();
+        }
+        pkt.frames.stream.push(SentRange {
+            range: DataRange {
+                stream: id.0,
+                start: offset,
+                end: offset + len as u64,
+            },
+            loss,
+        });
+        pkt.ack_eliciting = true;
+        pkt.in_flight = true;
+        if qlog {
+            pkt.qlog_frames.push(json!({
+                "frame_type": "stream", "stream_id": id.0, "offset": offset,
+                "length": len, "fin": fin,
+            }));
+        }
+    }
+
+    fn write_stream_frame(
+        &self,
+        id: StreamId,
+        offset: u64,
+        len: usize,
+        fin: bool,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), crate::Error> {
+        let mut data = Vec::with_capacity(len);
+        if len > 0 {
+            self.streams.read_range(id, offset, len, &mut data)?;
+        }
+        StreamFrame {
+            stream_id: id.0,
+            offset,
+            data: &data,
+            fin,
+        }
+        .encode(buf, true);
+        Ok(())
+    }
+
+    /// Pads (if asked), protects and records the packet.
+    fn seal(&mut self, now: Instant, mut pkt: Open, buf: &mut Vec<u8>, pad_to: Option<usize>) {
+        let payload_len = buf.len() - pkt.layout.payload_offset();
+        // RFC 9001 §5.4.2: enough bytes after the packet number for the header-protection sample.
+        let min_payload = 4usize.saturating_sub(pkt.layout.pn_len);
+        if payload_len < min_payload {
+            buf.resize(buf.len() + (min_payload - payload_len), 0);
+        }
+        if let Some(target) = pad_to {
+            if buf.len() + TAG_LEN < target {
+                buf.resize(target - TAG_LEN, 0);
+                pkt.in_flight = true;
+            }
+        }
+        pkt.layout.set_length(buf, TAG_LEN);
+        let size = buf.len() + TAG_LEN - pkt.layout.start;
+        let pn_offset = pkt.layout.pn_offset;
+        let pn_len = pkt.layout.pn_len;
+        let mut packet = buf.split_off(pkt.layout.start);
+        let sealed = match pkt.space {
+            SpaceId::Initial => self.initial_keys.as_ref().map(|k| {
+                k.local
+                    .seal(pkt.pn, &mut packet, pn_offset - pkt.layout.start, pn_len)
+            }),
+            SpaceId::Handshake => self.handshake_keys.as_ref().map(|k| {
+                k.local
+                    .seal(pkt.pn, &mut packet, pn_offset - pkt.layout.start, pn_len)
+            }),
+            SpaceId::Data => self
+                .one_rtt
+                .as_ref()
+                .map(|k| k.seal(pkt.pn, &mut packet, pn_offset - pkt.layout.start, pn_len)),
+        };
+        if !matches!(sealed, Some(Ok(()))) {
+            // Keys vanished or the layout is inconsistent: a bug, not the peer's doing. Drop the
+            // packet; its frames were not recorded as sent and will be sent again.
+            tracing::error!(space = ?pkt.space, pn = pkt.pn, "could not seal packet");
+            return;
+        }
+        buf.extend_from_slice(&packet);
+        let space = pkt.space;
+        self.spaces[space].next_pn += 1;
+        self.stats.packets_sent += 1;
+        if pkt.ack_eliciting {
+            if !self.eliciting_since_receive {
+                self.reset_idle_timer(now);
+            }
+            self.eliciting_since_receive = true;
+        }
+        if space == SpaceId::Data {
+            self.data_packets_sent += 1;
+            if self.key_update.first_pn_in_phase.is_none() {
+                self.key_update.first_pn_in_phase = Some(pkt.pn);
+            }
+            self.key_update.sent_in_phase += 1;
+            match pkt.frames.kind {
+                Some(SendKind::Retransmission) => self.stats.retransmission_packets += 1,
+                Some(SendKind::Copy) => self.stats.copy_packets += 1,
+                Some(SendKind::New) => self.stats.new_packets += 1,
+                None => {}
+            }
+            let info = pkt.frames.info(pkt.pn, now, size);
+            self.policy.on_packet_sent(now, &info);
+        }
+        if let Some(q) = self.qlog.as_mut() {
+            let mut data = json!({
+                "header": {"packet_type": packet_type_name(space), "packet_number": pkt.pn},
+                "raw": {"length": size},
+                "frames": pkt.qlog_frames,
+            });
+            match pkt.frames.kind {
+                Some(SendKind::Copy) => {
+                    data["trigger"] = json!("recoup_copy");
+                    data["recoup"] = json!({"kind": "copy"});
+                }
+                Some(SendKind::Retransmission) => {
+                    data["recoup"] = json!({"kind": "retransmission"});
+                }
+                _ => {}
+            }
+            q.event(now, "transport:packet_sent", data);
+        }
+        if pkt.in_flight {
+            self.cc
+                .on_packet_sent(now, size as u64, self.loss.bytes_in_flight());
+        }
+        let sent = SentPacket::new(
+            pkt.pn,
+            now,
+            size,
+            pkt.ack_eliciting,
+            pkt.in_flight,
+            pkt.frames,
+        );
+        let _ = self.loss.on_packet_sent(space, sent, now);
+    }
+
+    /// In the closing state: one CONNECTION_CLOSE per received packet (RFC 9000 §10.2.1).
+    fn transmit_close(&mut self, now: Instant) -> Option<Transmit> {
+        if !self.close_pending {
+            return None;
+        }
+        self.close_pending = false;
+        let err = self.close_frame.clone()?;
+        let mut buf = Vec::new();
+        let mut open = None;
+        for space in SpaceId::ALL {
+            if !self.space_has_keys(space) {
+                continue;
+            }
+            if let Some(prev) = open.take() {
+                self.seal(now, prev, &mut buf, None);
+            }
+            let start = buf.len();
+            let pn = self.spaces[space].next_pn;
+            let pn_len = pn_len_for(pn, self.loss.largest_acked(space));
+            let dcid = self.cids.remote();
+            let scid = self.cids.initial_local();
+            let header = match space {
+                SpaceId::Initial => Header::Initial {
+                    version: QUIC_VERSION_1,
+                    dcid,
+                    scid,
+                    token: &[],
+                },
+                SpaceId::Handshake => Header::Handshake {
+                    version: QUIC_VERSION_1,
+                    dcid,
+                    scid,
+                },
+                SpaceId::Data => Header::OneRtt {
+                    dcid,
+                    spin: false,
+                    key_phase: self.one_rtt.as_ref().is_some_and(|k| k.key_phase()),
+                },
+            };
+            let layout = header.write(&mut buf, pn, pn_len);
+            // RFC 9000 §10.2.3: an application close becomes APPLICATION_ERROR before 1-RTT,
+            // where the application's code must not be revealed.
+            let reason = err.reason.as_bytes();
+            let reason = &reason[..reason.len().min(256)];
+            let frame = if err.application && space != SpaceId::Data {
+                ConnectionClose {
+                    error_code: crate::TransportErrorCode::APPLICATION_ERROR.0,
+                    frame_type: Some(0),
+                    reason: &[],
+                }
+            } else if err.application {
+                ConnectionClose {
+                    error_code: err.code,
+                    frame_type: None,
+                    reason,
+                }
+            } else {
+                ConnectionClose {
+                    error_code: err.code,
+                    frame_type: Some(err.frame_type.unwrap_or(0)),
+                    reason,
+                }
+            };
+            Frame::ConnectionClose(frame).encode(&mut buf);
+            let _ = start;
+            open = Some(Open {
+                space,
+                pn,
+                layout,
+                frames: SentFrames::default(),
+                ack_eliciting: false,
+                in_flight: false,
+                qlog_frames: vec![
+                    json!({"frame_type": "connection_close", "error_code": err.code}),
+                ],
+            });
+        }
+        let pkt = open?;
+        let pad = pkt.space == SpaceId::Initial && self.side == Side::Client;
+        self.seal(now, pkt, &mut buf, pad.then_some(MIN_INITIAL_SIZE));
+        self.on_datagram_sent(now, &buf);
+        Some(Transmit {
+            destination: self.remote,
+            contents: buf,
+        })
+    }
+
+    /// RFC 9001 §6: start a key update when asked or when the interval is reached, once the
+    /// handshake is confirmed and a packet of the current phase was acknowledged.
+    fn maybe_update_keys(&mut self) {
+        let due = self.key_update.requested
+            || self
+                .config
+                .key_update_interval
+                .is_some_and(|n| self.key_update.sent_in_phase >= n);
+        if !due || !self.handshake_confirmed || !self.key_update.phase_acked {
+            return;
+        }
+        let Some(keys) = self.one_rtt.as_mut() else {
+            return;
+        };
+        keys.initiate_update();
+        self.stats.key_updates += 1;
+        self.key_update.requested = false;
+        self.key_update.sent_in_phase = 0;
+        self.key_update.first_pn_in_phase = None;
+        self.key_update.phase_acked = false;
+    }
+
+    /// When the pacer will let the next packet go, if something waits for it.
+    pub(super) fn pacing_wakeup_at(&mut self, now: Instant) -> Option<Instant> {
+        if !self.config.pacing || self.state != State::Established {
+            return None;
+        }
+        let waiting = self.streams.has_new_data() || self.lineage.has_retransmit();
+        if !waiting {
+            return None;
+        }
+        let in_flight = self.loss.bytes_in_flight();
+        if in_flight + self.max_datagram_size as u64 > self.cc.window() {
+            return None;
+        }
+        self.pacing_delay(now)
+    }
+}
+
+fn control_frame(c: ControlFrame) -> Frame<'static> {
+    let dir = |bidi: bool| {
+        if bidi {
+            StreamDir::Bidi
+        } else {
+            StreamDir::Uni
+        }
+    };
+    match c {
+        ControlFrame::MaxData(max) => Frame::MaxData(max),
+        ControlFrame::MaxStreamData { id, max } => Frame::MaxStreamData {
+            stream_id: id.0,
+            max,
+        },
+        ControlFrame::MaxStreams { bidi, max } => Frame::MaxStreams {
+            dir: dir(bidi),
+            max,
+        },
+        ControlFrame::DataBlocked(limit) => Frame::DataBlocked(limit),
+        ControlFrame::StreamDataBlocked { id, limit } => Frame::StreamDataBlocked {
+            stream_id: id.0,
+            limit,
+        },
+        ControlFrame::StreamsBlocked { bidi, limit } => Frame::StreamsBlocked {
+            dir: dir(bidi),
+            limit,
+        },
+        ControlFrame::ResetStream {
+            id,
+            code,
+            final_size,
+        } => Frame::ResetStream {
+            stream_id: id.0,
+            error_code: code,
+            final_size,
+        },
+        ControlFrame::StopSending { id, code } => Frame::StopSending {
+            stream_id: id.0,
+            error_code: code,
+        },
+    }
+}
+
+pub(super) fn packet_type_name(space: SpaceId) -> &'static str {
+    match space {
+        SpaceId::Initial => "initial",
+        SpaceId::Handshake => "handshake",
+        SpaceId::Data => "1RTT",
+    }
+}

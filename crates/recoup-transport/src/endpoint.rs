@@ -1,0 +1,284 @@
+//! Many connections behind one socket: routing by connection ID, accepting new connections,
+//! version negotiation. Sans-IO like [`Connection`]; the driver calls it the same way.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+
+use recoup_time::Instant;
+
+use crate::cid::ConnectionId;
+use crate::config::{ClientConfig, ServerConfig, MIN_INITIAL_SIZE};
+use crate::connection::{CidEvent, Connection, Transmit};
+use crate::error::Error;
+use crate::packet::{
+    write_version_negotiation, PacketType, PartialDecode, VersionInvariants, QUIC_VERSION_1,
+};
+
+/// Identifies a connection within its [`Endpoint`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnectionHandle(pub usize);
+
+/// Limits on what an endpoint queues for others.
+const MAX_PENDING_STATELESS: usize = 64;
+
+/// A set of connections sharing one local address.
+#[derive(Debug)]
+pub struct Endpoint {
+    server: Option<ServerConfig>,
+    local_cid_len: usize,
+    connections: Vec<Option<Connection>>,
+    routes: HashMap<ConnectionId, ConnectionHandle>,
+    /// Client-chosen destination IDs of accepted connections, so retransmitted first Initials
+    /// find their connection (RFC 9000 §7.2).
+    initial_routes: HashMap<(SocketAddr, ConnectionId), ConnectionHandle>,
+    accept_queue: VecDeque<ConnectionHandle>,
+    stateless: VecDeque<Transmit>,
+    /// Where the round-robin over connections resumes.
+    next_poll: usize,
+    /// Connections created so far; each gets its own seed from it.
+    created: u64,
+    /// Datagrams that matched no connection and could not start one.
+    pub dropped: u64,
+}
+
+impl Endpoint {
+    /// An endpoint that accepts connections if `server` is given, and can start client
+    /// connections with [`Endpoint::connect`] either way. `local_cid_len` must match the
+    /// `local_cid_len` of the configs used (short headers do not carry the length).
+    #[must_use]
+    pub fn new(server: Option<ServerConfig>, local_cid_len: usize) -> Self {
+        Self {
+            server,
+            local_cid_len,
+            connections: Vec::new(),
+            routes: HashMap::new(),
+            initial_routes: HashMap::new(),
+            accept_queue: VecDeque::new(),
+            stateless: VecDeque::new(),
+            next_poll: 0,
+            created: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Starts a client connection.
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        config: &ClientConfig,
+        remote: SocketAddr,
+    ) -> Result<ConnectionHandle, Error> {
+        let mut config = config.clone();
+        config.transport.seed = mix(config.transport.seed, self.created);
+        let conn = Connection::connect(now, &config, remote)?;
+        Ok(self.insert(conn))
+    }
+
+    fn insert(&mut self, mut conn: Connection) -> ConnectionHandle {
+        self.created += 1;
+        let handle = ConnectionHandle(self.connections.len());
+        for cid in conn.local_cids() {
+            self.routes.insert(cid, handle);
+        }
+        while conn.poll_cid_event().is_some() {}
+        self.connections.push(Some(conn));
+        handle
+    }
+
+    /// A connection the peer opened, once per connection.
+    pub fn accept(&mut self) -> Option<ConnectionHandle> {
+        self.accept_queue.pop_front()
+    }
+
+    #[must_use]
+    pub fn connection(&self, handle: ConnectionHandle) -> Option<&Connection> {
+        self.connections.get(handle.0).and_then(Option::as_ref)
+    }
+
+    pub fn connection_mut(&mut self, handle: ConnectionHandle) -> Option<&mut Connection> {
+        self.connections.get_mut(handle.0).and_then(Option::as_mut)
+    }
+
+    /// Handles of all live connections.
+    pub fn handles(&self) -> impl Iterator<Item = ConnectionHandle> + '_ {
+        self.connections
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_some())
+            .map(|(i, _)| ConnectionHandle(i))
+    }
+
+    /// Processes a datagram from `remote`; returns the connection it went to, if any.
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        datagram: &[u8],
+    ) -> Option<ConnectionHandle> {
+        let long = datagram.first().is_some_and(|b| b & 0x80 != 0);
+        let dcid = if long {
+            let inv = VersionInvariants::parse(datagram).ok()?;
+            if inv.version != QUIC_VERSION_1 {
+                if inv.version != 0 {
+                    self.version_negotiation(remote, datagram.len(), inv.dcid, inv.scid);
+                }
+                self.dropped += 1;
+                return None;
+            }
+            ConnectionId::new(inv.dcid).ok()?
+        } else {
+            match datagram.get(1..1 + self.local_cid_len) {
+                Some(b) => ConnectionId::new(b).ok()?,
+                None => {
+                    self.dropped += 1;
+                    return None;
+                }
+            }
+        };
+        let handle = self
+            .routes
+            .get(&dcid)
+            .or_else(|| self.initial_routes.get(&(remote, dcid)))
+            .copied()
+            .or_else(|| self.try_accept(now, remote, datagram, dcid));
+        let Some(handle) = handle else {
+            self.dropped += 1;
+            return None;
+        };
+        let conn = self.connections.get_mut(handle.0)?.as_mut()?;
+        conn.handle_datagram(now, remote, datagram);
+        self.sync_routes(handle);
+        Some(handle)
+    }
+
+    fn try_accept(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        datagram: &[u8],
+        dcid: ConnectionId,
+    ) -> Option<ConnectionHandle> {
+        let server = self.server.as_ref()?;
+        // RFC 9000 §14.1: a server discards Initial packets in datagrams under 1200 bytes.
+        if datagram.len() < MIN_INITIAL_SIZE {
+            return None;
+        }
+        let header = PartialDecode::parse(datagram, self.local_cid_len).ok()?;
+        if header.ty != PacketType::Initial || dcid.len() < 8 {
+            // RFC 9000 §7.2: the client's first destination ID has at least 8 bytes.
+            return None;
+        }
+        let mut config = server.clone();
+        config.transport.seed = mix(config.transport.seed, self.created);
+        let conn = Connection::accept(now, &config, remote, dcid, header.scid).ok()?;
+        let handle = self.insert(conn);
+        self.initial_routes.insert((remote, dcid), handle);
+        self.accept_queue.push_back(handle);
+        Some(handle)
+    }
+
+    fn version_negotiation(&mut self, remote: SocketAddr, len: usize, dcid: &[u8], scid: &[u8]) {
+        // RFC 9000 §6.1: only in answer to datagrams large enough to be a client's first.
+        if self.server.is_none()
+            || len < MIN_INITIAL_SIZE
+            || self.stateless.len() >= MAX_PENDING_STATELESS
+        {
+            return;
+        }
+        let mut buf = Vec::new();
+        // Echo the client's IDs swapped (RFC 9000 §17.2.1).
+        write_version_negotiation(&mut buf, scid, dcid, &[QUIC_VERSION_1], 0x2a);
+        self.stateless.push_back(Transmit {
+            destination: remote,
+            contents: buf,
+        });
+    }
+
+    fn sync_routes(&mut self, handle: ConnectionHandle) {
+        let Some(conn) = self.connections.get_mut(handle.0).and_then(Option::as_mut) else {
+            return;
+        };
+        while let Some(ev) = conn.poll_cid_event() {
+            match ev {
+                CidEvent::Issued(cid) => {
+                    self.routes.insert(cid, handle);
+                }
+                CidEvent::Retired(cid) => {
+                    self.routes.remove(&cid);
+                }
+            }
+        }
+    }
+
+    /// The next datagram to send from any connection. Call until `None`.
+    #[must_use]
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if let Some(t) = self.stateless.pop_front() {
+            return Some(t);
+        }
+        let n = self.connections.len();
+        for i in 0..n {
+            let idx = (self.next_poll + i) % n;
+            let Some(conn) = self.connections[idx].as_mut() else {
+                continue;
+            };
+            if let Some(t) = conn.poll_transmit(now) {
+                self.next_poll = (idx + 1) % n;
+                self.sync_routes(ConnectionHandle(idx));
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// The earliest timer of any connection.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.connections
+            .iter()
+            .flatten()
+            .filter_map(Connection::poll_timeout)
+            .min()
+    }
+
+    /// Runs due timers; forgets connections that are fully closed.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for idx in 0..self.connections.len() {
+            let Some(conn) = self.connections[idx].as_mut() else {
+                continue;
+            };
+            if conn.poll_timeout().is_some_and(|t| t <= now) {
+                conn.handle_timeout(now);
+            }
+            self.sync_routes(ConnectionHandle(idx));
+        }
+    }
+
+    /// Drops connections that are closed, with their routes. Returns their handles; call it
+    /// after draining their events.
+    pub fn remove_closed(&mut self) -> Vec<ConnectionHandle> {
+        let mut removed = Vec::new();
+        for idx in 0..self.connections.len() {
+            if self.connections[idx]
+                .as_ref()
+                .is_some_and(Connection::is_closed)
+            {
+                self.connections[idx] = None;
+                let h = ConnectionHandle(idx);
+                self.routes.retain(|_, v| *v != h);
+                self.initial_routes.retain(|_, v| *v != h);
+                removed.push(h);
+            }
+        }
+        removed
+    }
+}
+
+/// Per-connection seed: stable for a run, different for every connection.
+fn mix(seed: u64, n: u64) -> u64 {
+    // SplitMix64 finalizer.
+    let mut z = seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

@@ -1,0 +1,282 @@
+//! An in-process client/server pair on virtual time with a seeded lossy network between them
+//! (no sockets, no sleeps). The seed comes from `RECOUP_SEED` when set; a failing test prints it.
+
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different part of the harness"
+)]
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use recoup_time::Instant;
+use recoup_transport::{
+    client_config, self_signed, server_config, ClientConfig, Connection, ConnectionHandle,
+    Endpoint, ServerConfig, ServerVerification, TransportConfig,
+};
+
+pub const CLIENT: &str = "10.0.0.1:50000";
+pub const SERVER: &str = "10.0.0.2:4433";
+
+/// The seed for a test: `RECOUP_SEED` if set, else `default`.
+pub fn seed(default: u64) -> u64 {
+    std::env::var("RECOUP_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Prints the seed if the test panics while this guard lives.
+pub struct SeedGuard(pub u64);
+
+impl Drop for SeedGuard {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "test failed with seed {} (rerun with RECOUP_SEED={})",
+                self.0, self.0
+            );
+        }
+    }
+}
+
+/// What the network does to each datagram, per direction.
+#[derive(Clone, Copy, Debug)]
+pub struct NetConfig {
+    pub one_way_delay: Duration,
+    pub loss: f64,
+    /// Probability that a datagram is held back by up to `reorder_delay` extra.
+    pub reorder: f64,
+    pub reorder_delay: Duration,
+    /// Probability that one byte of a datagram is flipped.
+    pub corrupt: f64,
+    /// Bottleneck rate in bytes per second (0 = unlimited).
+    pub rate: u64,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        Self {
+            one_way_delay: Duration::from_millis(20),
+            loss: 0.0,
+            reorder: 0.0,
+            reorder_delay: Duration::from_millis(10),
+            corrupt: 0.0,
+            rate: 12_500_000 / 8 * 8,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Dir {
+    ToServer,
+    ToClient,
+}
+
+pub fn tls_configs() -> (Arc<rustls::ClientConfig>, Arc<rustls::ServerConfig>) {
+    let (certs, key) = self_signed(&["localhost"]).expect("certificate");
+    let server = server_config(certs.clone(), key, &[b"hq-interop"], None).expect("server config");
+    let client =
+        client_config(&[b"hq-interop"], ServerVerification::Roots(certs), None).expect("client");
+    (Arc::new(client), Arc::new(server))
+}
+
+/// A datagram on the wire: (arrival, sequence, direction, bytes).
+type InFlight = (Instant, u64, Dir, Vec<u8>);
+
+#[derive(Debug)]
+pub struct Pair {
+    pub now: Instant,
+    pub client: Endpoint,
+    pub server: Endpoint,
+    pub client_h: ConnectionHandle,
+    pub server_h: Option<ConnectionHandle>,
+    pub net: NetConfig,
+    rng: ChaCha8Rng,
+    /// (arrival, sequence, direction, bytes)
+    queue: BinaryHeap<Reverse<InFlight>>,
+    seq: u64,
+    /// Bottleneck: when each direction's link is free again.
+    link_free: [Instant; 2],
+    /// Every datagram handed to the network: (time, direction, length, dropped).
+    pub trace: Vec<(Instant, Dir, usize, bool)>,
+    pub delivered: [u64; 2],
+}
+
+impl Pair {
+    pub fn new(seed: u64, net: NetConfig, transport: TransportConfig) -> Self {
+        Self::with_configs(seed, net, transport.clone(), transport)
+    }
+
+    pub fn with_configs(
+        seed: u64,
+        net: NetConfig,
+        client_transport: TransportConfig,
+        server_transport: TransportConfig,
+    ) -> Self {
+        let (client_tls, server_tls) = tls_configs();
+        let now = Instant::ZERO;
+        let mut ct = client_transport;
+        ct.seed = seed;
+        let mut st = server_transport;
+        st.seed = seed.wrapping_add(1);
+        let cid_len = ct.local_cid_len;
+        let server = Endpoint::new(
+            Some(ServerConfig {
+                transport: st,
+                tls: server_tls,
+            }),
+            cid_len,
+        );
+        let mut client = Endpoint::new(None, cid_len);
+        let client_h = client
+            .connect(
+                now,
+                &ClientConfig {
+                    transport: ct,
+                    tls: client_tls,
+                    server_name: "localhost".into(),
+                },
+                SERVER.parse().expect("addr"),
+            )
+            .expect("connect");
+        Self {
+            now,
+            client,
+            server,
+            client_h,
+            server_h: None,
+            net,
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x006e_6574_776f_726b),
+            queue: BinaryHeap::new(),
+            seq: 0,
+            link_free: [now, now],
+            trace: Vec::new(),
+            delivered: [0, 0],
+        }
+    }
+
+    pub fn client_conn(&mut self) -> &mut Connection {
+        self.client
+            .connection_mut(self.client_h)
+            .expect("client connection")
+    }
+
+    pub fn server_conn(&mut self) -> Option<&mut Connection> {
+        let h = self.server_h?;
+        self.server.connection_mut(h)
+    }
+
+    fn send(&mut self, dir: Dir, mut bytes: Vec<u8>) {
+        let lost = self.rng.gen_bool(self.net.loss);
+        self.trace.push((self.now, dir, bytes.len(), lost));
+        if lost {
+            return;
+        }
+        if self.net.corrupt > 0.0 && self.rng.gen_bool(self.net.corrupt) && !bytes.is_empty() {
+            let i = self.rng.gen_range(0..bytes.len());
+            bytes[i] ^= 1 << self.rng.gen_range(0..8);
+        }
+        let d = dir as usize;
+        let mut depart = self.now.max(self.link_free[d]);
+        if let Some(ns) = (bytes.len() as u64 * 1_000_000_000).checked_div(self.net.rate) {
+            depart += Duration::from_nanos(ns);
+            self.link_free[d] = depart;
+        }
+        let mut arrival = depart + self.net.one_way_delay;
+        if self.net.reorder > 0.0 && self.rng.gen_bool(self.net.reorder) {
+            let extra = self
+                .rng
+                .gen_range(0..=self.net.reorder_delay.as_micros() as u64);
+            arrival += Duration::from_micros(extra);
+        }
+        self.seq += 1;
+        self.queue.push(Reverse((arrival, self.seq, dir, bytes)));
+    }
+
+    /// Sends what both sides have, then advances time to the next event and processes it.
+    /// Returns false when nothing will ever happen again.
+    pub fn step(&mut self) -> bool {
+        let client_addr: SocketAddr = CLIENT.parse().expect("addr");
+        let server_addr: SocketAddr = SERVER.parse().expect("addr");
+        while let Some(t) = self.client.poll_transmit(self.now) {
+            self.send(Dir::ToServer, t.contents);
+        }
+        while let Some(t) = self.server.poll_transmit(self.now) {
+            self.send(Dir::ToClient, t.contents);
+        }
+        let next = [
+            self.queue.peek().map(|Reverse((t, ..))| *t),
+            self.client.poll_timeout(),
+            self.server.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(next) = next else {
+            return false;
+        };
+        self.now = self.now.max(next);
+        while self
+            .queue
+            .peek()
+            .is_some_and(|Reverse((t, ..))| *t <= self.now)
+        {
+            let Some(Reverse((_, _, dir, bytes))) = self.queue.pop() else {
+                break;
+            };
+            self.delivered[dir as usize] += 1;
+            match dir {
+                Dir::ToServer => {
+                    let h = self.server.handle_datagram(self.now, client_addr, &bytes);
+                    if self.server_h.is_none() {
+                        self.server_h = h;
+                    }
+                }
+                Dir::ToClient => {
+                    let _ = self.client.handle_datagram(self.now, server_addr, &bytes);
+                }
+            }
+        }
+        self.client.handle_timeout(self.now);
+        self.server.handle_timeout(self.now);
+        true
+    }
+
+    /// Steps until `done` or the virtual deadline; returns whether `done` held.
+    pub fn run_until(
+        &mut self,
+        deadline: Duration,
+        mut done: impl FnMut(&mut Self) -> bool,
+    ) -> bool {
+        let end = Instant::ZERO + deadline;
+        loop {
+            if done(self) {
+                return true;
+            }
+            if self.now >= end || !self.step() {
+                return done(self);
+            }
+        }
+    }
+
+    pub fn handshake(&mut self) {
+        let ok = self.run_until(Duration::from_secs(60), |p| {
+            p.client_conn().is_established() && p.server_conn().is_some_and(|c| c.is_established())
+        });
+        assert!(ok, "handshake did not complete by {:?}", self.now);
+    }
+}
+
+/// Deterministic test data.
+pub fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut v = vec![0u8; len];
+    rng.fill(&mut v[..]);
+    v
+}

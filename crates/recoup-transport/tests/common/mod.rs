@@ -106,6 +106,13 @@ pub struct Pair {
     /// Every datagram handed to the network: (time, direction, length, dropped).
     pub trace: Vec<(Instant, Dir, usize, bool)>,
     pub delivered: [u64; 2],
+    /// When set, every datagram handed to the network is kept here (before loss/corruption).
+    pub capture: Option<Vec<(Dir, Vec<u8>)>>,
+    /// Steps taken without virtual time moving; a livelock guard.
+    stalled_steps: u64,
+    /// A time the test's application wants to act at (time otherwise jumps to the next
+    /// transport event).
+    pub app_wakeup: Option<Instant>,
 }
 
 impl Pair {
@@ -158,6 +165,9 @@ impl Pair {
             link_free: [now, now],
             trace: Vec::new(),
             delivered: [0, 0],
+            capture: None,
+            stalled_steps: 0,
+            app_wakeup: None,
         }
     }
 
@@ -175,6 +185,9 @@ impl Pair {
     fn send(&mut self, dir: Dir, mut bytes: Vec<u8>) {
         let lost = self.rng.gen_bool(self.net.loss);
         self.trace.push((self.now, dir, bytes.len(), lost));
+        if let Some(c) = self.capture.as_mut() {
+            c.push((dir, bytes.clone()));
+        }
         if lost {
             return;
         }
@@ -214,6 +227,7 @@ impl Pair {
             self.queue.peek().map(|Reverse((t, ..))| *t),
             self.client.poll_timeout(),
             self.server.poll_timeout(),
+            self.app_wakeup.filter(|&t| t > self.now),
         ]
         .into_iter()
         .flatten()
@@ -221,7 +235,19 @@ impl Pair {
         let Some(next) = next else {
             return false;
         };
-        self.now = self.now.max(next);
+        if next > self.now {
+            self.now = next;
+            self.stalled_steps = 0;
+        } else {
+            // A timer that stays due after `handle_timeout`, or a datagram storm, would spin
+            // here forever without virtual time moving.
+            self.stalled_steps += 1;
+            assert!(
+                self.stalled_steps < 100_000,
+                "livelock: 100000 steps at {:?} without time moving",
+                self.now
+            );
+        }
         while self
             .queue
             .peek()

@@ -876,3 +876,44 @@ pub(super) fn packet_type_name(space: SpaceId) -> &'static str {
         SpaceId::Data => "1RTT",
     }
 }
+
+#[cfg(feature = "test-hooks")]
+impl Connection {
+    /// Test hook (feature `test-hooks`, for the crate's own protocol-violation and bad-input
+    /// tests): protects `payload` as the next 1-RTT packet to the peer, frames exactly as given
+    /// (none added, no padding; a 4-byte packet number leaves room for the header-protection
+    /// sample even with an empty payload), with `first_byte_bits`
+    /// ORed into the unprotected first byte (`0x18` sets the reserved bits). The packet number is
+    /// recorded as sent (not in flight) so the peer's ACK of it is valid. `None` before 1-RTT
+    /// keys exist.
+    #[doc(hidden)]
+    pub fn seal_raw_1rtt_for_test(
+        &mut self,
+        now: Instant,
+        payload: &[u8],
+        first_byte_bits: u8,
+    ) -> Option<Vec<u8>> {
+        let keys = self.one_rtt.as_ref()?;
+        let pn = self.spaces[SpaceId::Data].next_pn;
+        let mut buf = Vec::new();
+        // Four packet-number bytes: the header-protection sample then fits even without payload.
+        let layout = Header::OneRtt {
+            dcid: self.cids.remote(),
+            spin: false,
+            key_phase: keys.key_phase(),
+        }
+        .write(&mut buf, pn, 4);
+        buf[0] |= first_byte_bits;
+        buf.extend_from_slice(payload);
+        keys.seal(pn, &mut buf, layout.pn_offset, layout.pn_len)
+            .ok()?;
+        self.spaces[SpaceId::Data].next_pn += 1;
+        let size = buf.len();
+        let _ = self.loss.on_packet_sent(
+            SpaceId::Data,
+            SentPacket::new(pn, now, size, false, false, SentFrames::default()),
+            now,
+        );
+        Some(buf)
+    }
+}

@@ -113,6 +113,8 @@ pub struct Pair {
     /// A time the test's application wants to act at (time otherwise jumps to the next
     /// transport event).
     pub app_wakeup: Option<Instant>,
+    /// The deadline of the current `run_until`: time never jumps past it.
+    until: Option<Instant>,
 }
 
 impl Pair {
@@ -168,6 +170,7 @@ impl Pair {
             capture: None,
             stalled_steps: 0,
             app_wakeup: None,
+            until: None,
         }
     }
 
@@ -232,9 +235,12 @@ impl Pair {
         .into_iter()
         .flatten()
         .min();
-        let Some(next) = next else {
+        let Some(mut next) = next else {
             return false;
         };
+        if let Some(until) = self.until.filter(|&u| u > self.now) {
+            next = next.min(until);
+        }
         if next > self.now {
             self.now = next;
             self.stalled_steps = 0;
@@ -281,14 +287,17 @@ impl Pair {
         mut done: impl FnMut(&mut Self) -> bool,
     ) -> bool {
         let end = Instant::ZERO + deadline;
-        loop {
+        self.until = Some(end);
+        let result = loop {
             if done(self) {
-                return true;
+                break true;
             }
             if self.now >= end || !self.step() {
-                return done(self);
+                break done(self);
             }
-        }
+        };
+        self.until = None;
+        result
     }
 
     pub fn handshake(&mut self) {

@@ -544,3 +544,50 @@ fn application_close_reaches_the_peer_with_its_code() {
     assert!(ok);
     assert_eq!(p.client_conn().poll_timeout(), None);
 }
+
+/// A client config is shared by all connections of a client; the second connection resumes the
+/// first's TLS session, which carries the first server's transport parameters.
+#[test]
+fn a_second_connection_with_the_same_tls_configs_connects() {
+    let s = seed(17);
+    let _g = SeedGuard(s);
+    let tls = common::tls_configs();
+    for i in 0..3 {
+        let mut p = Pair::with_tls(
+            s + i,
+            NetConfig::default(),
+            TransportConfig::default(),
+            TransportConfig::default(),
+            tls.clone(),
+        );
+        let payload = data(100_000, i);
+        let got = transfer(&mut p, &payload, Duration::from_secs(10));
+        assert!(got == payload, "connection {i}");
+    }
+}
+
+/// The server endpoint keeps state only for an Initial that authenticates: a corrupted copy of
+/// the client's first datagram is dropped, the real one starts a connection.
+#[test]
+fn a_corrupted_first_initial_creates_no_connection() {
+    let s = seed(18);
+    let _g = SeedGuard(s);
+    let mut p = Pair::new(s, NetConfig::default(), TransportConfig::default());
+    let now = p.now;
+    let first = p
+        .client
+        .poll_transmit(now)
+        .expect("client Initial")
+        .contents;
+    assert!(first.len() >= 1200);
+    let from = common::CLIENT.parse().expect("addr");
+    for i in [30, 200, first.len() - 1] {
+        let mut bad = first.clone();
+        bad[i] ^= 0x10;
+        assert_eq!(p.server.handle_datagram(now, from, &bad), None, "byte {i}");
+    }
+    assert_eq!(p.server.handles().count(), 0);
+    assert_eq!(p.server.dropped, 3);
+    assert!(p.server.handle_datagram(now, from, &first).is_some());
+    assert_eq!(p.server.handles().count(), 1);
+}

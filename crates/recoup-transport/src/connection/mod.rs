@@ -737,7 +737,11 @@ impl Connection {
                 }
             }
         }
-        if self.peer_params.is_none() {
+        // A resuming client's TLS session offers the parameters remembered with the ticket
+        // until the server's EncryptedExtensions replace them; they are the server's own only
+        // once its Finished was read, which is when the 1-RTT keys come (RFC 9000 §7.4.1).
+        let params_final = self.side == Side::Server || self.one_rtt.is_some();
+        if self.peer_params.is_none() && params_final {
             if let Some(bytes) = self.tls.peer_transport_params() {
                 let params = TransportParameters::decode(bytes, self.side.peer())?;
                 self.apply_peer_params(now, params)?;

@@ -128,7 +128,17 @@ impl Pair {
         client_transport: TransportConfig,
         server_transport: TransportConfig,
     ) -> Self {
-        let (client_tls, server_tls) = tls_configs();
+        Self::with_tls(seed, net, client_transport, server_transport, tls_configs())
+    }
+
+    /// Like [`Pair::with_configs`] with given TLS configs (making a certificate is slow).
+    pub fn with_tls(
+        seed: u64,
+        net: NetConfig,
+        client_transport: TransportConfig,
+        server_transport: TransportConfig,
+        (client_tls, server_tls): (Arc<rustls::ClientConfig>, Arc<rustls::ServerConfig>),
+    ) -> Self {
         let now = Instant::ZERO;
         let mut ct = client_transport;
         ct.seed = seed;

@@ -25,7 +25,7 @@ use std::time::Duration;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use recoup_recovery::{
-    DataRange, LossId, PacketInfo, Policy, RecoveryPolicy, SendKind, SendState, SentRange,
+    CopyRequest, DataRange, PacketInfo, Policy, RecoveryPolicy, SendKind, SendState, SentRange,
 };
 use recoup_time::Instant;
 
@@ -239,7 +239,7 @@ pub struct Connection {
     peer_ack_delay_exponent: u8,
     max_datagram_size: usize,
     /// A copy the policy asked for that has not gone out yet.
-    pending_copy: Option<LossId>,
+    pending_copy: Option<CopyRequest>,
     /// When pacing lets the next waiting packet go (set when `poll_transmit` ran dry).
     pacing_wakeup: Option<Instant>,
 }

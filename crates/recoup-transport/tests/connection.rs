@@ -591,3 +591,100 @@ fn a_corrupted_first_initial_creates_no_connection() {
     assert!(p.server.handle_datagram(now, from, &first).is_some());
     assert_eq!(p.server.handles().count(), 1);
 }
+
+/// RFC 9001 §6.5: after a key update the previous receive key opens reordered packets for a
+/// while (about 3 PTO), then it is dropped — on the side that initiated the update too.
+#[test]
+fn the_previous_key_is_dropped_after_an_update() {
+    let s = seed(19);
+    let _g = SeedGuard(s);
+    let mut p = Pair::new(s, NetConfig::default(), TransportConfig::default());
+    p.capture = Some(Vec::new());
+    p.handshake();
+    let settle = p.now + Duration::from_millis(300);
+    p.run_until(settle - Instant::ZERO, |_| false);
+    // An old-phase client datagram to replay later.
+    let id = p.client_conn().open_stream(false).expect("open");
+    p.client_conn()
+        .stream_write(id, b"old phase")
+        .expect("write");
+    let until = p.now + Duration::from_millis(100);
+    p.run_until(until - Instant::ZERO, |_| false);
+    let old = p
+        .capture
+        .as_ref()
+        .and_then(|c| {
+            c.iter()
+                .rev()
+                .find(|(d, b)| *d == Dir::ToServer && b[0] & 0x80 == 0)
+        })
+        .map(|(_, b)| b.clone())
+        .expect("a 1-RTT datagram from the client");
+    p.server_conn().expect("server").initiate_key_update();
+    // Make the server send (and the client answer) in the new phase.
+    let id2 = p.client_conn().open_stream(false).expect("open");
+    p.client_conn()
+        .stream_write(id2, b"new phase")
+        .expect("write");
+    let until = p.now + Duration::from_millis(30);
+    p.run_until(until - Instant::ZERO, |_| false);
+    let srv = p.server_conn().expect("server");
+    assert_eq!(srv.stats().key_updates, 1);
+    let from = common::CLIENT.parse().expect("addr");
+    let replay = |p: &mut Pair| {
+        let before = p.server_conn().expect("server").stats();
+        let now = p.now;
+        let _ = p.server.handle_datagram(now, from, &old);
+        let after = p.server_conn().expect("server").stats();
+        (
+            after.packets_received - before.packets_received,
+            after.packets_dropped - before.packets_dropped,
+        )
+    };
+    // Soon after the update the old key still opens it (a duplicate, then ignored).
+    assert_eq!(replay(&mut p), (1, 0));
+    let until = p.now + Duration::from_secs(3);
+    p.run_until(until - Instant::ZERO, |_| false);
+    assert_eq!(replay(&mut p), (0, 1), "the old key is gone");
+    assert!(!p.server_conn().expect("server").is_closing());
+}
+
+/// RFC 9000 §8.1: before the client's address is validated the server sends at most three
+/// times what it received, PTO retransmissions included.
+#[test]
+fn the_server_respects_the_amplification_limit() {
+    let s = seed(20);
+    let _g = SeedGuard(s);
+    let mut p = Pair::new(s, NetConfig::default(), TransportConfig::default());
+    let mut now = p.now;
+    let first = p.client.poll_transmit(now).expect("Initial").contents;
+    let from = common::CLIENT.parse().expect("addr");
+    let h = p
+        .server
+        .handle_datagram(now, from, &first)
+        .expect("accepted");
+    // The client never speaks again: the server can only send its flight and probes.
+    let end = now + Duration::from_secs(20);
+    let mut datagrams = 0;
+    while now < end {
+        while p.server.poll_transmit(now).is_some() {
+            datagrams += 1;
+        }
+        let Some(t) = p.server.poll_timeout() else {
+            break;
+        };
+        now = t.max(now);
+        p.server.handle_timeout(now);
+    }
+    let st = p.server.connection(h).map(|c| c.stats());
+    if let Some(st) = st {
+        assert_eq!(st.bytes_received, first.len() as u64);
+        assert!(
+            st.bytes_sent <= 3 * st.bytes_received,
+            "sent {} for {} received",
+            st.bytes_sent,
+            st.bytes_received
+        );
+    }
+    assert!(datagrams >= 1, "the server answered");
+}

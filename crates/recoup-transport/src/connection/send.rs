@@ -42,7 +42,7 @@ impl Connection {
             State::Closing { .. } => return self.transmit_close(now),
             _ => {}
         }
-        self.maybe_update_keys();
+        self.maybe_update_keys(now);
         self.update_send_state(now);
         let mut limit = self.max_datagram_size;
         if let Some((received, sent)) = self.anti_amplification {
@@ -828,7 +828,7 @@ impl Connection {
 
     /// RFC 9001 §6: start a key update when asked or when the interval is reached, once the
     /// handshake is confirmed and a packet of the current phase was acknowledged.
-    fn maybe_update_keys(&mut self) {
+    fn maybe_update_keys(&mut self, now: Instant) {
         let due = self.key_update.requested
             || self
                 .config
@@ -841,6 +841,9 @@ impl Connection {
             return;
         };
         keys.initiate_update();
+        // RFC 9001 §6.5: the previous receive key serves reordered packets for a while, then
+        // goes (the responder arms the same timer when it sees the update).
+        self.key_update.drop_previous_at = Some(now + self.three_pto());
         self.stats.key_updates += 1;
         self.key_update.requested = false;
         self.key_update.sent_in_phase = 0;

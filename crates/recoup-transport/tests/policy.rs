@@ -312,3 +312,21 @@ fn qlog_of_a_lossy_run_with_copies() {
         .expect("a loss");
     assert!(lost["data"]["header"]["packet_number"].is_u64());
 }
+
+/// Every policy drives a lossy transfer to a byte-exact end with all its lost ranges closed.
+#[test]
+fn every_policy_completes_a_lossy_transfer() {
+    let s = seed(46);
+    let _g = SeedGuard(s);
+    for policy in [
+        "arq", "fixed:1", "or3", "art", "art-mab", "autorec", "too", "ladr-rrl",
+    ] {
+        let r = run(s, policy, 0.05, 300 * 1024);
+        assert!(r.stats.packets_lost > 0, "{policy}");
+        assert!(!r.recovered.is_empty(), "{policy}");
+        assert!(r.stats.retransmission_packets > 0, "{policy}");
+        if policy == "fixed:1" {
+            assert!(r.stats.copy_packets > 0, "{policy}: {:?}", r.stats);
+        }
+    }
+}

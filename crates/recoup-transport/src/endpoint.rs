@@ -9,9 +9,11 @@ use recoup_time::Instant;
 use crate::cid::ConnectionId;
 use crate::config::{ClientConfig, ServerConfig, MIN_INITIAL_SIZE};
 use crate::connection::{CidEvent, Connection, Transmit};
+use crate::crypto::{initial_keys, Side};
 use crate::error::Error;
 use crate::packet::{
-    write_version_negotiation, PacketType, PartialDecode, VersionInvariants, QUIC_VERSION_1,
+    decode_pn, write_version_negotiation, PacketType, PartialDecode, VersionInvariants,
+    QUIC_VERSION_1,
 };
 
 /// Identifies a connection within its [`Endpoint`].
@@ -26,7 +28,9 @@ const MAX_PENDING_STATELESS: usize = 64;
 pub struct Endpoint {
     server: Option<ServerConfig>,
     local_cid_len: usize,
-    connections: Vec<Option<Connection>>,
+    /// Boxed: a closed connection leaves a `None` slot (handles stay valid), which should not
+    /// cost a whole connection's size.
+    connections: Vec<Option<Box<Connection>>>,
     routes: HashMap<ConnectionId, ConnectionHandle>,
     /// Client-chosen destination IDs of accepted connections, so retransmitted first Initials
     /// find their connection (RFC 9000 §7.2).
@@ -81,7 +85,7 @@ impl Endpoint {
             self.routes.insert(cid, handle);
         }
         while conn.poll_cid_event().is_some() {}
-        self.connections.push(Some(conn));
+        self.connections.push(Some(Box::new(conn)));
         handle
     }
 
@@ -92,11 +96,13 @@ impl Endpoint {
 
     #[must_use]
     pub fn connection(&self, handle: ConnectionHandle) -> Option<&Connection> {
-        self.connections.get(handle.0).and_then(Option::as_ref)
+        self.connections.get(handle.0).and_then(Option::as_deref)
     }
 
     pub fn connection_mut(&mut self, handle: ConnectionHandle) -> Option<&mut Connection> {
-        self.connections.get_mut(handle.0).and_then(Option::as_mut)
+        self.connections
+            .get_mut(handle.0)
+            .and_then(Option::as_deref_mut)
     }
 
     /// Handles of all live connections.
@@ -168,6 +174,11 @@ impl Endpoint {
             // RFC 9000 §7.2: the client's first destination ID has at least 8 bytes.
             return None;
         }
+        // State (a TLS session, buffers) only for an Initial that authenticates: anyone can make
+        // one, but a corrupted or random datagram must not leave a connection behind.
+        if !initial_authenticates(&header, &dcid) {
+            return None;
+        }
         let mut config = server.clone();
         config.transport.seed = mix(config.transport.seed, self.created);
         let conn = Connection::accept(now, &config, remote, dcid, header.scid).ok()?;
@@ -237,7 +248,7 @@ impl Endpoint {
         self.connections
             .iter()
             .flatten()
-            .filter_map(Connection::poll_timeout)
+            .filter_map(|c| c.poll_timeout())
             .min()
     }
 
@@ -261,7 +272,7 @@ impl Endpoint {
         for idx in 0..self.connections.len() {
             if self.connections[idx]
                 .as_ref()
-                .is_some_and(Connection::is_closed)
+                .is_some_and(|c| c.is_closed())
             {
                 self.connections[idx] = None;
                 let h = ConnectionHandle(idx);
@@ -272,6 +283,23 @@ impl Endpoint {
         }
         removed
     }
+}
+
+/// Whether the first packet of a datagram is an Initial protected with the keys derived from
+/// its destination ID (RFC 9001 §5.2), as a client's first Initial is.
+fn initial_authenticates(header: &PartialDecode<'_>, dcid: &ConnectionId) -> bool {
+    let Some(pn_offset) = header.pn_offset else {
+        return false;
+    };
+    let keys = initial_keys(dcid, Side::Server);
+    let mut packet = header.packet.to_vec();
+    let Ok((pn_len, truncated)) = keys.remote.unprotect_header(&mut packet, pn_offset) else {
+        return false;
+    };
+    let pn = decode_pn(truncated, pn_len, None);
+    keys.remote
+        .open(pn, &mut packet, pn_offset + pn_len)
+        .is_ok()
 }
 
 /// Per-connection seed: stable for a run, different for every connection.

@@ -2,6 +2,11 @@
 //!
 //! No sockets, no clock reads, no threads: every entry point takes `now`.
 
+// The root clippy.toml disallows `Instant::now` and `SystemTime::now`; the workspace only warns on
+// clippy lints, so make reading the clock here a hard error even without `-D warnings`
+// (tests/no_clock.rs checks the sources as well).
+#![deny(clippy::disallowed_methods)]
+
 pub mod cc;
 pub mod cid;
 pub mod coding;

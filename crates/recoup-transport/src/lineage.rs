@@ -190,6 +190,11 @@ impl Lineages {
         None
     }
 
+    /// Whether lineage `id` waits for its round's ARQ retransmission.
+    pub(crate) fn retransmit_queued(&self, id: LossId) -> bool {
+        self.records.get(&id).is_some_and(|r| r.retransmit_queued)
+    }
+
     /// Whether an ARQ retransmission is waiting.
     pub(crate) fn has_retransmit(&mut self) -> bool {
         self.next_retransmit().is_some()

@@ -25,7 +25,7 @@ use std::time::Duration;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use recoup_recovery::{
-    DataRange, LossId, PacketInfo, Policy, RecoveryPolicy, SendKind, SendState, SentRange,
+    CopyRequest, DataRange, PacketInfo, Policy, RecoveryPolicy, SendKind, SendState, SentRange,
 };
 use recoup_time::Instant;
 
@@ -239,7 +239,7 @@ pub struct Connection {
     peer_ack_delay_exponent: u8,
     max_datagram_size: usize,
     /// A copy the policy asked for that has not gone out yet.
-    pending_copy: Option<LossId>,
+    pending_copy: Option<CopyRequest>,
     /// When pacing lets the next waiting packet go (set when `poll_transmit` ran dry).
     pacing_wakeup: Option<Instant>,
 }
@@ -741,7 +741,11 @@ impl Connection {
                 }
             }
         }
-        if self.peer_params.is_none() {
+        // A resuming client's TLS session offers the parameters remembered with the ticket
+        // until the server's EncryptedExtensions replace them; they are the server's own only
+        // once its Finished was read, which is when the 1-RTT keys come (RFC 9000 §7.4.1).
+        let params_final = self.side == Side::Server || self.one_rtt.is_some();
+        if self.peer_params.is_none() && params_final {
             if let Some(bytes) = self.tls.peer_transport_params() {
                 let params = TransportParameters::decode(bytes, self.side.peer())?;
                 self.apply_peer_params(now, params)?;

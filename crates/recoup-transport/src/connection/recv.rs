@@ -359,11 +359,27 @@ impl Connection {
         if outcome.acked.is_empty() && outcome.losses.lost.is_empty() {
             return Ok(());
         }
-        // Losses first (RFC 9002 Appendix A.7): packets acknowledged together with a loss must
-        // not grow the window.
-        let persistent = outcome.losses.persistent_congestion;
+        // What the acknowledged packets carried first: a lineage whose data this ACK completes
+        // is closed before the losses it reports are looked at, so losing the newest copy of
+        // data an older send delivered starts no new round and signals no congestion (ART §6.4).
+        for p in &outcome.acked {
+            if space == SpaceId::Data {
+                if self
+                    .key_update
+                    .first_pn_in_phase
+                    .is_some_and(|first| p.pn >= first)
+                {
+                    self.key_update.phase_acked = true;
+                }
+                let info = p.data.info(p.pn, p.time_sent, p.size);
+                self.policy.on_packet_acked(now, &info);
+            }
+            self.on_frames_acked(now, space, p.pn, p.time_sent, &p.data);
+        }
+        // Then the losses, and congestion control hears of them before of the acknowledged
+        // packets (RFC 9002 Appendix A.7): packets acknowledged with a loss must not grow the
+        // window.
         self.process_losses(now, space, outcome.losses);
-        let _ = persistent;
         if outcome.rtt_updated {
             let sample = self.loss.rtt().sample();
             self.policy.on_rtt_update(now, &sample);
@@ -380,20 +396,6 @@ impl Connection {
                     }),
                 );
             }
-        }
-        for p in &outcome.acked {
-            if space == SpaceId::Data {
-                if self
-                    .key_update
-                    .first_pn_in_phase
-                    .is_some_and(|first| p.pn >= first)
-                {
-                    self.key_update.phase_acked = true;
-                }
-                let info = p.data.info(p.pn, p.time_sent, p.size);
-                self.policy.on_packet_acked(now, &info);
-            }
-            self.on_frames_acked(now, space, p.pn, p.time_sent, &p.data);
         }
         let acked = AckedPacket::in_flight_of(&outcome.acked);
         if !acked.is_empty() {

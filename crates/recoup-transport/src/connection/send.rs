@@ -42,7 +42,7 @@ impl Connection {
             State::Closing { .. } => return self.transmit_close(now),
             _ => {}
         }
-        self.maybe_update_keys();
+        self.maybe_update_keys(now);
         self.update_send_state(now);
         let mut limit = self.max_datagram_size;
         if let Some((received, sent)) = self.anti_amplification {
@@ -132,14 +132,23 @@ impl Connection {
         if space != SpaceId::Data || self.state != State::Established {
             return false;
         }
-        can_send
+        if can_send
             && (self.handshake_done_pending
                 || self.cids.has_frames()
                 || self.streams.has_control()
                 || self.lineage.has_retransmit()
                 || self.streams.has_new_data()
-                || self.key_update.requested
-                || self.policy_has_copy(now))
+                || self.key_update.requested)
+        {
+            return true;
+        }
+        self.policy_has_copy(now) && (can_send || self.copy_may_exceed_cwnd(now))
+    }
+
+    /// Whether the waiting copy is one the policy lets exceed the congestion window (ART §6.4
+    /// "opportunism") and pacing lets it go now.
+    fn copy_may_exceed_cwnd(&mut self, now: Instant) -> bool {
+        self.pending_copy.is_some_and(|c| c.beyond_cwnd) && self.pacing_delay(now).is_none()
     }
 
     /// Whether congestion control and pacing let an ack-eliciting packet go now.
@@ -195,8 +204,7 @@ impl Connection {
         self.pending_copy = self
             .policy
             .poll_copy(now, &ctx)
-            .filter(|c| self.lineage.range(c.id).is_some())
-            .map(|c| c.id);
+            .filter(|c| self.lineage.range(c.id).is_some());
         self.pending_copy.is_some()
     }
 
@@ -257,12 +265,18 @@ impl Connection {
         }
         let probe = self.spaces[space].probes > 0;
         let can_send = probe || self.congestion_allows(now);
+        let data = space == SpaceId::Data && self.state == State::Established;
         if can_send {
             self.write_crypto(space, buf, end, &mut pkt, qlog);
-            if space == SpaceId::Data && self.state == State::Established {
+            if data {
                 self.write_control(buf, end, &mut pkt, qlog);
-                self.write_stream_data(now, buf, end, &mut pkt, qlog);
             }
+        }
+        if data {
+            // Without window, only a copy the policy lets exceed it.
+            self.write_stream_data(now, buf, end, &mut pkt, qlog, can_send);
+        }
+        if can_send {
             if probe && !pkt.ack_eliciting && buf.len() < end {
                 // RFC 9002 §6.2.4: a probe must elicit an ACK.
                 Frame::Ping.encode(buf);
@@ -428,7 +442,9 @@ impl Connection {
         }
     }
 
-    /// Stream data: ARQ retransmissions first, then a copy the policy asks for, then new data.
+    /// Stream data: a waiting copy whose round's retransmission already went out, then ARQ
+    /// retransmissions, then new data. `cwnd_ok`: congestion control and pacing allow a packet;
+    /// if not, only a copy the policy lets exceed the window goes.
     fn write_stream_data(
         &mut self,
         now: Instant,
@@ -436,7 +452,39 @@ impl Connection {
         end: usize,
         pkt: &mut Open,
         qlog: bool,
+        cwnd_ok: bool,
     ) {
+        // Copies go right behind their round's retransmission, before other lineages'
+        // retransmissions (DESIGN.md: fixed(R) sends its copies back to back); under a small
+        // window, sending every retransmission first would let the acknowledgements overtake
+        // the copies. A copy whose retransmission is still queued waits for it.
+        if self.policy_has_copy(now) {
+            if let Some(req) = self.pending_copy {
+                let ready = !self.lineage.retransmit_queued(req.id);
+                if ready && (cwnd_ok || self.copy_may_exceed_cwnd(now)) {
+                    self.pending_copy = None;
+                    if let Some(range) = self.lineage.range(req.id) {
+                        // In a packet of its own, so its loss or arrival speaks only of it.
+                        let _ = self.write_lineage(
+                            now,
+                            req.id,
+                            range,
+                            SendKind::Copy,
+                            buf,
+                            end,
+                            pkt,
+                            qlog,
+                        );
+                    }
+                    if pkt.frames.kind.is_some() {
+                        return;
+                    }
+                }
+            }
+        }
+        if !cwnd_ok {
+            return;
+        }
         // Retransmissions.
         while pkt.frames.stream.len() < MAX_STREAM_FRAMES {
             let Some((id, range)) = self.lineage.next_retransmit() else {
@@ -455,19 +503,10 @@ impl Connection {
                 break;
             }
         }
-        if pkt.frames.kind.is_some() {
+        if pkt.frames.kind.is_some() || self.pending_copy.is_some() {
+            // A copy waits for its retransmission (sent above, or queued behind others): it
+            // goes in the next packet, before new data.
             return;
-        }
-        // A copy, in a packet of its own so its loss or arrival speaks only of that copy.
-        if self.policy_has_copy(now) {
-            if let Some(id) = self.pending_copy.take() {
-                if let Some(range) = self.lineage.range(id) {
-                    let _ = self.write_lineage(now, id, range, SendKind::Copy, buf, end, pkt, qlog);
-                }
-            }
-            if pkt.frames.kind.is_some() {
-                return;
-            }
         }
         // New data.
         while pkt.frames.stream.len() < MAX_STREAM_FRAMES && buf.len() + 8 < end {
@@ -789,7 +828,7 @@ impl Connection {
 
     /// RFC 9001 §6: start a key update when asked or when the interval is reached, once the
     /// handshake is confirmed and a packet of the current phase was acknowledged.
-    fn maybe_update_keys(&mut self) {
+    fn maybe_update_keys(&mut self, now: Instant) {
         let due = self.key_update.requested
             || self
                 .config
@@ -802,6 +841,9 @@ impl Connection {
             return;
         };
         keys.initiate_update();
+        // RFC 9001 §6.5: the previous receive key serves reordered packets for a while, then
+        // goes (the responder arms the same timer when it sees the update).
+        self.key_update.drop_previous_at = Some(now + self.three_pto());
         self.stats.key_updates += 1;
         self.key_update.requested = false;
         self.key_update.sent_in_phase = 0;
@@ -814,12 +856,15 @@ impl Connection {
         if !self.config.pacing || self.state != State::Established {
             return None;
         }
-        let waiting = self.streams.has_new_data() || self.lineage.has_retransmit();
+        let copy = self.policy_has_copy(now);
+        let waiting = copy || self.streams.has_new_data() || self.lineage.has_retransmit();
         if !waiting {
             return None;
         }
         let in_flight = self.loss.bytes_in_flight();
-        if in_flight + self.max_datagram_size as u64 > self.cc.window() {
+        let beyond = self.pending_copy.is_some_and(|c| c.beyond_cwnd);
+        if in_flight + self.max_datagram_size as u64 > self.cc.window() && !beyond {
+            // An acknowledgement opens the window; no timer needed.
             return None;
         }
         self.pacing_delay(now)
@@ -874,5 +919,46 @@ pub(super) fn packet_type_name(space: SpaceId) -> &'static str {
         SpaceId::Initial => "initial",
         SpaceId::Handshake => "handshake",
         SpaceId::Data => "1RTT",
+    }
+}
+
+#[cfg(feature = "test-hooks")]
+impl Connection {
+    /// Test hook (feature `test-hooks`, for the crate's own protocol-violation and bad-input
+    /// tests): protects `payload` as the next 1-RTT packet to the peer, frames exactly as given
+    /// (none added, no padding; a 4-byte packet number leaves room for the header-protection
+    /// sample even with an empty payload), with `first_byte_bits`
+    /// ORed into the unprotected first byte (`0x18` sets the reserved bits). The packet number is
+    /// recorded as sent (not in flight) so the peer's ACK of it is valid. `None` before 1-RTT
+    /// keys exist.
+    #[doc(hidden)]
+    pub fn seal_raw_1rtt_for_test(
+        &mut self,
+        now: Instant,
+        payload: &[u8],
+        first_byte_bits: u8,
+    ) -> Option<Vec<u8>> {
+        let keys = self.one_rtt.as_ref()?;
+        let pn = self.spaces[SpaceId::Data].next_pn;
+        let mut buf = Vec::new();
+        // Four packet-number bytes: the header-protection sample then fits even without payload.
+        let layout = Header::OneRtt {
+            dcid: self.cids.remote(),
+            spin: false,
+            key_phase: keys.key_phase(),
+        }
+        .write(&mut buf, pn, 4);
+        buf[0] |= first_byte_bits;
+        buf.extend_from_slice(payload);
+        keys.seal(pn, &mut buf, layout.pn_offset, layout.pn_len)
+            .ok()?;
+        self.spaces[SpaceId::Data].next_pn += 1;
+        let size = buf.len();
+        let _ = self.loss.on_packet_sent(
+            SpaceId::Data,
+            SentPacket::new(pn, now, size, false, false, SentFrames::default()),
+            now,
+        );
+        Some(buf)
     }
 }

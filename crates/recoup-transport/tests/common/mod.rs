@@ -106,6 +106,15 @@ pub struct Pair {
     /// Every datagram handed to the network: (time, direction, length, dropped).
     pub trace: Vec<(Instant, Dir, usize, bool)>,
     pub delivered: [u64; 2],
+    /// When set, every datagram handed to the network is kept here (before loss/corruption).
+    pub capture: Option<Vec<(Dir, Vec<u8>)>>,
+    /// Steps taken without virtual time moving; a livelock guard.
+    stalled_steps: u64,
+    /// A time the test's application wants to act at (time otherwise jumps to the next
+    /// transport event).
+    pub app_wakeup: Option<Instant>,
+    /// The deadline of the current `run_until`: time never jumps past it.
+    until: Option<Instant>,
 }
 
 impl Pair {
@@ -119,7 +128,17 @@ impl Pair {
         client_transport: TransportConfig,
         server_transport: TransportConfig,
     ) -> Self {
-        let (client_tls, server_tls) = tls_configs();
+        Self::with_tls(seed, net, client_transport, server_transport, tls_configs())
+    }
+
+    /// Like [`Pair::with_configs`] with given TLS configs (making a certificate is slow).
+    pub fn with_tls(
+        seed: u64,
+        net: NetConfig,
+        client_transport: TransportConfig,
+        server_transport: TransportConfig,
+        (client_tls, server_tls): (Arc<rustls::ClientConfig>, Arc<rustls::ServerConfig>),
+    ) -> Self {
         let now = Instant::ZERO;
         let mut ct = client_transport;
         ct.seed = seed;
@@ -158,6 +177,10 @@ impl Pair {
             link_free: [now, now],
             trace: Vec::new(),
             delivered: [0, 0],
+            capture: None,
+            stalled_steps: 0,
+            app_wakeup: None,
+            until: None,
         }
     }
 
@@ -175,6 +198,9 @@ impl Pair {
     fn send(&mut self, dir: Dir, mut bytes: Vec<u8>) {
         let lost = self.rng.gen_bool(self.net.loss);
         self.trace.push((self.now, dir, bytes.len(), lost));
+        if let Some(c) = self.capture.as_mut() {
+            c.push((dir, bytes.clone()));
+        }
         if lost {
             return;
         }
@@ -214,14 +240,30 @@ impl Pair {
             self.queue.peek().map(|Reverse((t, ..))| *t),
             self.client.poll_timeout(),
             self.server.poll_timeout(),
+            self.app_wakeup.filter(|&t| t > self.now),
         ]
         .into_iter()
         .flatten()
         .min();
-        let Some(next) = next else {
+        let Some(mut next) = next else {
             return false;
         };
-        self.now = self.now.max(next);
+        if let Some(until) = self.until.filter(|&u| u > self.now) {
+            next = next.min(until);
+        }
+        if next > self.now {
+            self.now = next;
+            self.stalled_steps = 0;
+        } else {
+            // A timer that stays due after `handle_timeout`, or a datagram storm, would spin
+            // here forever without virtual time moving.
+            self.stalled_steps += 1;
+            assert!(
+                self.stalled_steps < 100_000,
+                "livelock: 100000 steps at {:?} without time moving",
+                self.now
+            );
+        }
         while self
             .queue
             .peek()
@@ -255,14 +297,17 @@ impl Pair {
         mut done: impl FnMut(&mut Self) -> bool,
     ) -> bool {
         let end = Instant::ZERO + deadline;
-        loop {
+        self.until = Some(end);
+        let result = loop {
             if done(self) {
-                return true;
+                break true;
             }
             if self.now >= end || !self.step() {
-                return done(self);
+                break done(self);
             }
-        }
+        };
+        self.until = None;
+        result
     }
 
     pub fn handshake(&mut self) {

@@ -1,0 +1,332 @@
+//! The loss-recovery hook in a real transfer: `fixed(R)` sends R copies per lost range and round,
+//! the receiver still gets every byte once, congestion control sees fewer loss events than under
+//! ARQ, `fixed(0)` is ARQ packet for packet; and the qlog trace of such a run.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{data, seed, Dir, NetConfig, Pair, SeedGuard};
+use recoup_recovery::PolicySpec;
+use recoup_time::Instant;
+use recoup_transport::qlog::{QlogWriter, VantagePoint};
+use recoup_transport::{ConnectionStats, Recovered, TransportConfig};
+
+struct Run {
+    stats: ConnectionStats,
+    recovered: Vec<Recovered>,
+    trace: Vec<(Instant, Dir, usize, bool)>,
+}
+
+fn config(policy: &str) -> TransportConfig {
+    TransportConfig {
+        policy: policy.parse::<PolicySpec>().expect("policy spec"),
+        record_recovery: true,
+        ..TransportConfig::default()
+    }
+}
+
+/// The client sends `len` bytes under `loss` with `policy`; the run continues until every lost
+/// range's recovery is complete at the sender.
+fn run(s: u64, policy: &str, loss: f64, len: usize) -> Run {
+    run_paced(s, policy, loss, len, None)
+}
+
+/// Like [`run`]; with `app_rate`, the application writes `(bytes, every)` (a live stream that
+/// leaves the congestion window room) instead of everything at once.
+fn run_paced(
+    s: u64,
+    policy: &str,
+    loss: f64,
+    len: usize,
+    app_rate: Option<(usize, Duration)>,
+) -> Run {
+    run_with(s, config(policy), loss, len, app_rate)
+}
+
+fn run_with(
+    s: u64,
+    config: TransportConfig,
+    loss: f64,
+    len: usize,
+    app_rate: Option<(usize, Duration)>,
+) -> Run {
+    let policy = config.policy.to_string();
+    let net = NetConfig {
+        loss,
+        ..NetConfig::default()
+    };
+    let mut p = Pair::new(s, net, config);
+    p.handshake();
+    let payload = data(len, s);
+    let id = p.client_conn().open_stream(false).expect("open");
+    let (mut written, mut fin) = (0, false);
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let mut sid = None;
+    let mut recovered = Vec::new();
+    let start = p.now;
+    let ok = p.run_until(Duration::from_secs(600), |p| {
+        let now = p.now;
+        let allowed = match app_rate {
+            Some((bytes, every)) => {
+                let ticks = ((now - start).as_nanos() / every.as_nanos()) as usize + 1;
+                p.app_wakeup = Some(start + every * ticks as u32);
+                (ticks * bytes).min(payload.len())
+            }
+            None => payload.len(),
+        };
+        let c = p.client_conn();
+        while written < allowed {
+            match c.stream_write(id, &payload[written..allowed]) {
+                Ok(n) if n > 0 => written += n,
+                _ => break,
+            }
+        }
+        if written == payload.len() && !fin {
+            fin = c.stream_finish(id).is_ok();
+        }
+        recovered.extend(c.drain_recovered());
+        let lineages_open = c.open_lineages();
+        let srv = p.server_conn().expect("server");
+        sid = sid.or_else(|| srv.accept_stream(false));
+        let mut done = false;
+        if let Some(sid) = sid {
+            while let Ok((n, f)) = srv.stream_read(sid, &mut buf) {
+                got.extend_from_slice(&buf[..n]);
+                done |= f;
+                if f || n == 0 {
+                    break;
+                }
+            }
+        }
+        (done || got.len() == payload.len()) && lineages_open == 0
+    });
+    assert!(ok, "{policy}: {} of {len} bytes", got.len());
+    // Every byte once: not one missing, duplicated or changed.
+    assert!(got == payload, "{policy}: received bytes differ");
+    let stats = p.client_conn().stats();
+    Run {
+        stats,
+        recovered,
+        trace: p.trace,
+    }
+}
+
+/// Checks the recovery records of a `fixed(2)` run; returns how many ranges had exactly two
+/// copies behind each of their retransmissions.
+fn check_fixed_two(r: &Run) -> usize {
+    assert!(r.recovered.len() > 50, "{} lost ranges", r.recovered.len());
+    let mut exact = 0;
+    for rec in &r.recovered {
+        let retransmissions = rec.sends - rec.copies;
+        // One ARQ retransmission per round (the last round may end, acknowledged, before its
+        // retransmission goes) and at most two copies behind each.
+        assert!(retransmissions >= 1, "{rec:?}");
+        assert!(
+            retransmissions == rec.rounds || retransmissions + 1 == rec.rounds,
+            "{rec:?}"
+        );
+        assert!(rec.copies <= 2 * retransmissions, "{rec:?}");
+        if rec.copies == 2 * retransmissions {
+            exact += 1;
+        }
+    }
+    let st = r.stats;
+    assert!(st.stream_bytes_copied > 0 && st.stream_bytes_retransmitted > 0);
+    assert!(st.losses_hidden_from_cc > 0, "{st:?}");
+    exact
+}
+
+/// A live stream (the window has room): every lost range goes out three times per round, one
+/// ARQ retransmission and two copies, right after each other.
+#[test]
+fn fixed_two_sends_every_lost_range_three_times() {
+    let s = seed(41);
+    let _g = SeedGuard(s);
+    // 500 kB/s with BBR, whose window random loss does not shrink: the copies never wait.
+    let stream = Some((25_000, Duration::from_millis(50)));
+    let config = TransportConfig {
+        cc: recoup_transport::cc::CcAlgorithm::Bbr,
+        ..config("fixed:2")
+    };
+    let r = run_with(s, config, 0.10, 2 * 1024 * 1024, stream);
+    let exact = check_fixed_two(&r);
+    let n = r.recovered.len();
+    // Rarely the window is full for the length of a round trip and the acknowledgement of the
+    // retransmission overtakes a copy.
+    assert!(
+        exact * 100 >= n * 97,
+        "{exact} of {n} ranges: {:?}",
+        r.stats
+    );
+    let single_round: Vec<_> = r.recovered.iter().filter(|rec| rec.rounds == 1).collect();
+    assert!(
+        single_round.len() * 10 >= n * 8,
+        "most recover in one round"
+    );
+    let three = single_round
+        .iter()
+        .filter(|rec| (rec.sends, rec.copies) == (3, 2))
+        .count();
+    assert!(
+        three * 100 >= single_round.len() * 97,
+        "{three} of {}",
+        single_round.len()
+    );
+    // Copies go one range per packet, as retransmissions do here: twice as many packets.
+    let st = r.stats;
+    let ratio = st.copy_packets as f64 / st.retransmission_packets as f64;
+    assert!(
+        (1.94..=2.0).contains(&ratio),
+        "copies/retransmissions {ratio}: {st:?}"
+    );
+}
+
+/// A bulk transfer under 10 % loss keeps the window small; copies still follow their
+/// retransmission first, and only an early acknowledgement cuts a round short.
+#[test]
+fn fixed_two_in_a_window_limited_transfer() {
+    let s = seed(45);
+    let _g = SeedGuard(s);
+    let r = run(s, "fixed:2", 0.10, 1024 * 1024);
+    let exact = check_fixed_two(&r);
+    let n = r.recovered.len();
+    assert!(
+        exact * 2 >= n,
+        "{exact} of {n} ranges sent three times a round"
+    );
+}
+
+#[test]
+fn copies_spare_congestion_control_loss_events() {
+    let s = seed(42);
+    let _g = SeedGuard(s);
+    let len = 1024 * 1024;
+    let arq = run(s, "arq", 0.10, len).stats;
+    let fixed = run(s, "fixed:2", 0.10, len).stats;
+    // Under ARQ every lost retransmission is a loss event; with two copies behind it, losing
+    // the retransmission (an older send of the round) is hidden from congestion control.
+    assert!(
+        fixed.congestion_events < arq.congestion_events,
+        "fixed:2 {} vs arq {} congestion events",
+        fixed.congestion_events,
+        arq.congestion_events
+    );
+    assert_eq!(arq.losses_hidden_from_cc, 0);
+    assert_eq!(arq.copy_packets, 0);
+}
+
+#[test]
+fn fixed_zero_is_arq_packet_for_packet() {
+    let s = seed(43);
+    let _g = SeedGuard(s);
+    let len = 512 * 1024;
+    let arq = run(s, "arq", 0.05, len);
+    let fixed0 = run(s, "fixed:0", 0.05, len);
+    assert!(arq.stats.retransmission_packets > 0);
+    assert_eq!(fixed0.stats.copy_packets, 0);
+    assert_eq!(arq.trace.len(), fixed0.trace.len());
+    assert!(arq.trace == fixed0.trace, "fixed:0 and arq traces differ");
+    assert_eq!(arq.stats, fixed0.stats);
+}
+
+#[derive(Clone, Default)]
+struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn qlog_of_a_lossy_run_with_copies() {
+    let s = seed(44);
+    let _g = SeedGuard(s);
+    let net = NetConfig {
+        loss: 0.05,
+        ..NetConfig::default()
+    };
+    let mut p = Pair::new(s, net, config("fixed:1"));
+    let sink = Sink::default();
+    let now = p.now;
+    p.client_conn().set_qlog(QlogWriter::new(
+        Box::new(sink.clone()),
+        VantagePoint::Client,
+        "c0ffee",
+        now,
+    ));
+    p.handshake();
+    let payload = data(300_000, s);
+    let id = p.client_conn().open_stream(false).expect("open");
+    let written = p.client_conn().stream_write(id, &payload).expect("write");
+    assert_eq!(written, payload.len());
+    p.client_conn().stream_finish(id).expect("fin");
+    let ok = p.run_until(Duration::from_secs(60), |p| {
+        let c = p.client_conn();
+        c.stream_buffered(id).0 == 0 && c.open_lineages() == 0
+    });
+    assert!(ok, "all acknowledged");
+    let copies = p.client_conn().stats().copy_packets;
+    assert!(copies > 0);
+
+    let bytes = sink.0.lock().expect("lock").clone();
+    // RFC 7464: every record starts with RS and ends with LF.
+    assert_eq!(bytes.first(), Some(&0x1e));
+    assert_eq!(bytes.last(), Some(&b'\n'));
+    let records: Vec<serde_json::Value> = bytes
+        .split(|&b| b == 0x1e)
+        .skip(1)
+        .map(|r| serde_json::from_slice(r).expect("each record is one JSON text"))
+        .collect();
+    assert_eq!(records[0]["qlog_format"], "JSON-SEQ");
+    assert_eq!(records[0]["trace"]["vantage_point"]["type"], "client");
+    let count = |name: &str| records.iter().filter(|r| r["name"] == name).count();
+    let sent = count("transport:packet_sent");
+    assert!(sent > 200, "{sent} packet_sent");
+    assert!(count("transport:packet_received") > 50);
+    assert!(count("recovery:packet_lost") > 0);
+    assert!(count("recovery:metrics_updated") > 0);
+    let marked = records
+        .iter()
+        .filter(|r| r["name"] == "transport:packet_sent" && r["data"]["recoup"]["kind"] == "copy")
+        .count() as u64;
+    assert_eq!(marked, copies, "every copy packet is marked");
+    // Times are relative milliseconds and never go backwards.
+    let times: Vec<f64> = records[1..]
+        .iter()
+        .map(|r| r["time"].as_f64().expect("time"))
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    assert!(times.iter().all(|&t| t >= 0.0));
+    let lost = records
+        .iter()
+        .find(|r| r["name"] == "recovery:packet_lost")
+        .expect("a loss");
+    assert!(lost["data"]["header"]["packet_number"].is_u64());
+}
+
+/// Every policy drives a lossy transfer to a byte-exact end with all its lost ranges closed.
+#[test]
+fn every_policy_completes_a_lossy_transfer() {
+    let s = seed(46);
+    let _g = SeedGuard(s);
+    for policy in [
+        "arq", "fixed:1", "or3", "art", "art-mab", "autorec", "too", "ladr-rrl",
+    ] {
+        let r = run(s, policy, 0.05, 300 * 1024);
+        assert!(r.stats.packets_lost > 0, "{policy}");
+        assert!(!r.recovered.is_empty(), "{policy}");
+        assert!(r.stats.retransmission_packets > 0, "{policy}");
+        if policy == "fixed:1" {
+            assert!(r.stats.copy_packets > 0, "{policy}: {:?}", r.stats);
+        }
+    }
+}

@@ -1235,6 +1235,205 @@ mod tests {
         assert!(out.acked.is_empty());
     }
 
+    fn rack_tlp() -> LossDetection<u64> {
+        let mut ld = LossDetection::new(LossConfig {
+            server: true,
+            detection: LossDetectionMode::RackTlp,
+            ..LossConfig::default()
+        });
+        ld.set_handshake_confirmed(Instant::ZERO);
+        // One sample: srtt = min_rtt = 100 ms, rttvar 50 ms, so RACK.reo_wnd = 25 ms.
+        send(&mut ld, SpaceId::Data, 0, at(0));
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[0..=0], ms(0), at(100))
+            .expect("valid");
+        assert!(out.rtt_updated);
+        ld
+    }
+
+    #[test]
+    fn detection_mode_names() {
+        assert_eq!(
+            "rfc9002".parse::<LossDetectionMode>().ok(),
+            Some(LossDetectionMode::Rfc9002)
+        );
+        assert_eq!(
+            " RACK-TLP ".parse::<LossDetectionMode>().ok(),
+            Some(LossDetectionMode::RackTlp)
+        );
+        for m in [LossDetectionMode::Rfc9002, LossDetectionMode::RackTlp] {
+            assert_eq!(m.to_string().parse::<LossDetectionMode>().ok(), Some(m));
+        }
+        let err = "fack".parse::<LossDetectionMode>().expect_err("unknown");
+        assert!(err.to_string().contains("rfc9002, rack-tlp"), "{err}");
+        assert_eq!(LossConfig::default().detection, LossDetectionMode::Rfc9002);
+        assert_eq!(confirmed(true).reordering_window(SpaceId::Data), None);
+    }
+
+    #[test]
+    fn rack_loses_a_packet_one_rtt_plus_reo_wnd_after_its_send_with_a_short_tail() {
+        let mut ld = rack_tlp();
+        assert_eq!(ld.reordering_window(SpaceId::Data), Some(ms(25)));
+        // 1 is followed by only two packets: the packet threshold cannot fire.
+        send(&mut ld, SpaceId::Data, 1, at(200));
+        send(&mut ld, SpaceId::Data, 2, at(201));
+        send(&mut ld, SpaceId::Data, 3, at(202));
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[2..=3], ms(0), at(302))
+            .expect("valid");
+        assert!(out.losses.lost.is_empty());
+        // RACK.rtt (100 ms, measured on 3) + reo_wnd after 1's send; RFC 9002 would use
+        // 9/8 · 100 ms instead.
+        assert_eq!(ld.loss_time(SpaceId::Data), Some(at(325)));
+        assert_eq!(ld.timeout(), Some(at(325)));
+        assert!(matches!(ld.on_timeout(at(324)), TimeoutOutcome::NotDue));
+        match ld.on_timeout(at(325)) {
+            TimeoutOutcome::Lost { space, losses } => {
+                assert_eq!(space, SpaceId::Data);
+                assert_eq!(lost_pns(&losses), [(1, LossTrigger::TimeThreshold)]);
+            }
+            other => panic!("expected a RACK loss, got {other:?}"),
+        }
+        assert_eq!(ld.bytes_in_flight(), 0);
+
+        // A packet sent more than reo_wnd before the newest delivered one is lost on the ACK
+        // itself, with a single later packet acknowledged.
+        send(&mut ld, SpaceId::Data, 4, at(400));
+        send(&mut ld, SpaceId::Data, 5, at(430));
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[5..=5], ms(0), at(530))
+            .expect("valid");
+        assert_eq!(lost_pns(&out.losses), [(4, LossTrigger::TimeThreshold)]);
+        assert_eq!(ld.loss_time(SpaceId::Data), None);
+    }
+
+    #[test]
+    fn rack_tolerates_reordering_within_the_window() {
+        fn run(detection: LossDetectionMode) -> (u64, u64) {
+            let mut ld = rack_tlp();
+            ld.config.detection = detection;
+            let mut lost = 0;
+            let mut spurious = 0;
+            let mut ack = |ld: &mut LossDetection<u64>, r: RangeInclusive<u64>, t: u64| {
+                let out = ld
+                    .on_ack_received(SpaceId::Data, &[r], ms(0), at(t))
+                    .expect("valid");
+                lost += out.losses.lost.len() as u64;
+                spurious += out.spurious;
+            };
+            // 1 arrives 15 ms after 2 (inside reo_wnd = 25 ms).
+            send(&mut ld, SpaceId::Data, 1, at(200));
+            send(&mut ld, SpaceId::Data, 2, at(210));
+            ack(&mut ld, 2..=2, 310);
+            if detection == LossDetectionMode::RackTlp {
+                assert_eq!(ld.timeout(), Some(at(325)));
+            }
+            ack(&mut ld, 1..=1, 315);
+            // Reordering was seen: four later packets acknowledged no longer mean a loss.
+            for pn in 3..=7 {
+                send(&mut ld, SpaceId::Data, pn, at(397 + pn));
+            }
+            ack(&mut ld, 4..=7, 504);
+            ack(&mut ld, 3..=3, 510);
+            assert!(!ld.ack_eliciting_in_flight());
+            (lost, spurious)
+        }
+        assert_eq!(run(LossDetectionMode::RackTlp), (0, 0));
+        // RFC 9002's packet threshold declares 3 lost, spuriously.
+        assert_eq!(run(LossDetectionMode::Rfc9002), (1, 1));
+    }
+
+    #[test]
+    fn rack_spurious_loss_widens_the_reordering_window() {
+        let mut ld = rack_tlp();
+        for pn in 1..=4 {
+            send(&mut ld, SpaceId::Data, pn, at(199 + pn));
+        }
+        // No reordering seen yet: the packet threshold applies.
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[2..=4], ms(0), at(303))
+            .expect("valid");
+        assert_eq!(lost_pns(&out.losses), [(1, LossTrigger::PacketThreshold)]);
+        let late = ld
+            .on_ack_received(SpaceId::Data, &[1..=4], ms(0), at(305))
+            .expect("valid");
+        assert_eq!(late.spurious, 1);
+        assert_eq!(ld.reordering_window(SpaceId::Data), Some(ms(50)));
+        // Now neither the count nor the old window declares 5 lost; the wider one will.
+        for pn in 5..=8 {
+            send(&mut ld, SpaceId::Data, pn, at(395 + pn));
+        }
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[6..=8], ms(0), at(503))
+            .expect("valid");
+        assert!(out.losses.lost.is_empty());
+        assert_eq!(ld.loss_time(SpaceId::Data), Some(at(400 + 100 + 50)));
+    }
+
+    #[test]
+    fn tlp_fires_at_two_srtt_with_one_probe_then_pto_backs_off() {
+        let mut ld = rack_tlp();
+        // One packet in flight: 2·SRTT + max_ack_delay = 225 ms (the PTO would be 325 ms).
+        send(&mut ld, SpaceId::Data, 1, at(200));
+        assert_eq!(ld.timeout(), Some(at(425)));
+        assert!(matches!(ld.on_timeout(at(424)), TimeoutOutcome::NotDue));
+        match ld.on_timeout(at(425)) {
+            TimeoutOutcome::Probe { space, count } => {
+                assert_eq!((space, count), (SpaceId::Data, 1));
+            }
+            other => panic!("expected a tail loss probe, got {other:?}"),
+        }
+        assert_eq!(ld.pto_count(), 0);
+        // The probe goes out; then the regular, unbacked PTO.
+        send(&mut ld, SpaceId::Data, 2, at(425));
+        assert_eq!(ld.timeout(), Some(at(425 + 325)));
+        assert!(matches!(
+            ld.on_timeout(at(750)),
+            TimeoutOutcome::Probe {
+                space: SpaceId::Data,
+                count: 2
+            }
+        ));
+        assert_eq!(ld.pto_count(), 1);
+        send(&mut ld, SpaceId::Data, 3, at(750));
+        send(&mut ld, SpaceId::Data, 4, at(750));
+        assert_eq!(ld.timeout(), Some(at(750 + 650)));
+        assert!(matches!(
+            ld.on_timeout(at(1400)),
+            TimeoutOutcome::Probe { count: 2, .. }
+        ));
+        assert_eq!(ld.pto_count(), 2);
+        assert_eq!(ld.timeout(), Some(at(750 + 1300)));
+    }
+
+    #[test]
+    fn tlp_ack_reveals_the_tail_loss_and_rearms() {
+        let mut ld = rack_tlp();
+        // Two packets in flight: no max_ack_delay, TLP at 2·SRTT after the last.
+        send(&mut ld, SpaceId::Data, 1, at(200));
+        send(&mut ld, SpaceId::Data, 2, at(201));
+        assert_eq!(ld.timeout(), Some(at(401)));
+        assert!(matches!(
+            ld.on_timeout(at(401)),
+            TimeoutOutcome::Probe { count: 1, .. }
+        ));
+        send(&mut ld, SpaceId::Data, 3, at(401));
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[3..=3], ms(0), at(501))
+            .expect("valid");
+        assert_eq!(
+            lost_pns(&out.losses),
+            [(1, LossTrigger::Pto), (2, LossTrigger::Pto)]
+        );
+        // Progress re-arms the TLP for the next tail.
+        send(&mut ld, SpaceId::Data, 4, at(510));
+        assert_eq!(ld.timeout(), Some(at(510 + 225)));
+        assert!(matches!(
+            ld.on_timeout(at(735)),
+            TimeoutOutcome::Probe { count: 1, .. }
+        ));
+    }
+
     #[test]
     fn huge_ranges_cost_only_what_is_in_flight() {
         let mut ld = confirmed(true);

@@ -82,7 +82,10 @@ impl Rack {
         }
         // Step 2: advance to the most recently sent delivered packet.
         if let Some((pn, sent)) = ack.newest {
-            if self.newest.is_none_or(|(ts, end)| sent_after(sent, pn, ts, end)) {
+            if self
+                .newest
+                .is_none_or(|(ts, end)| sent_after(sent, pn, ts, end))
+            {
                 self.newest = Some((sent, pn));
                 self.rtt = now.saturating_duration_since(sent);
             }
@@ -142,9 +145,7 @@ impl Rack {
     /// after its send. Floored at the timer granularity (RFC 9002 §6.1.2) so a zero RTT cannot
     /// declare a whole flight lost at once.
     pub(super) fn loss_delay(&self, rtt: &RttEstimator) -> Duration {
-        self.rtt
-            .saturating_add(self.reo_wnd(rtt))
-            .max(GRANULARITY)
+        self.rtt.saturating_add(self.reo_wnd(rtt)).max(GRANULARITY)
     }
 }
 
@@ -190,7 +191,13 @@ mod tests {
     #[test]
     fn spurious_losses_widen_once_per_round_and_expire_after_16_recoveries() {
         let mut rtt = RttEstimator::new(Duration::from_millis(100));
-        rtt.update(at(100), Duration::from_millis(100), Duration::ZERO, Duration::ZERO, true);
+        rtt.update(
+            at(100),
+            Duration::from_millis(100),
+            Duration::ZERO,
+            Duration::ZERO,
+            true,
+        );
         let mut r = Rack::new();
         assert_eq!(r.reo_wnd(&rtt), Duration::from_millis(25));
         r.on_ack(&ack((1, 0), 1, true, 10), at(100));

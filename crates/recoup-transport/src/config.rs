@@ -6,6 +6,7 @@ use std::time::Duration;
 use recoup_recovery::{Policy, PolicySpec, RecoveryPolicy};
 
 use crate::cc::CcAlgorithm;
+use crate::loss::LossDetectionMode;
 
 /// The smallest datagram QUIC allows on a path (RFC 9000 §14): Initial packets are padded to it.
 pub const MIN_INITIAL_SIZE: usize = 1200;
@@ -71,6 +72,8 @@ pub struct TransportConfig {
     pub packet_threshold: u64,
     /// RFC 9002 §6.1.2 kTimeThreshold as a fraction (numerator, denominator): 9/8.
     pub time_threshold: (u32, u32),
+    /// Loss detection algorithm: RFC 9002's or RACK-TLP (RFC 8985).
+    pub loss_detection: LossDetectionMode,
     /// Initiate a 1-RTT key update after this many packets sent with one key (RFC 9001 §6);
     /// `None` updates only when asked (or when the AEAD limit nears).
     pub key_update_interval: Option<u64>,
@@ -103,6 +106,7 @@ impl Default for TransportConfig {
             custom_policy: None,
             packet_threshold: 3,
             time_threshold: (9, 8),
+            loss_detection: LossDetectionMode::Rfc9002,
             key_update_interval: None,
             record_recovery: false,
             seed: 0,

@@ -5,17 +5,26 @@
 //! detection timer (time-threshold losses and probe timeouts). It knows nothing of frames: each
 //! packet carries the connection's payload `T`, handed back when the packet is acknowledged, lost
 //! or discarded. Lost packets are removed at once, so state is bounded by what is in flight.
+//!
+//! [`LossDetectionMode::RackTlp`] swaps in RACK-TLP (RFC 8985): RACK's time-based detection
+//! ([`rack`]) replaces RFC 9002's thresholds, and a tail loss probe replaces the first PTO. Both
+//! run on the same sent-packet maps, RTT estimator and timer.
+
+mod rack;
 
 use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
 use std::ops::{Index, IndexMut, RangeInclusive};
+use std::str::FromStr;
 use std::time::Duration;
 
 use recoup_recovery::LossTrigger;
 use recoup_time::Instant;
 
 use crate::delivery_rate::{DeliveryRateEstimator, RateSample, RateSnapshot};
-use crate::error::{transport_err, TransportError};
+use crate::error::{transport_err, DecodeError, TransportError};
 use crate::rtt::{mul_ratio, RttEstimator, DEFAULT_INITIAL_RTT, GRANULARITY};
+use rack::{Rack, RackAck};
 
 /// A packet number space (RFC 9000 §12.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -187,6 +196,54 @@ pub enum TimeoutOutcome<T> {
     Probe { space: SpaceId, count: u8 },
 }
 
+/// Which loss detection algorithm runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum LossDetectionMode {
+    /// RFC 9002 §6: packet and time thresholds, probe timeouts.
+    #[default]
+    Rfc9002,
+    /// RFC 8985: RACK's time-based detection with an adaptive reordering window, and a tail loss
+    /// probe before the first PTO (the loss detection of the LADR paper).
+    RackTlp,
+}
+
+impl LossDetectionMode {
+    /// Accepted names, in the order of the error message.
+    pub const NAMES: [&'static str; 2] = ["rfc9002", "rack-tlp"];
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            LossDetectionMode::Rfc9002 => "rfc9002",
+            LossDetectionMode::RackTlp => "rack-tlp",
+        }
+    }
+}
+
+impl fmt::Display for LossDetectionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LossDetectionMode {
+    type Err = DecodeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "rfc9002" => Ok(LossDetectionMode::Rfc9002),
+            "rack-tlp" | "rack_tlp" | "racktlp" | "rack" => Ok(LossDetectionMode::RackTlp),
+            _ => Err(DecodeError::invalid(
+                "loss detection",
+                format!(
+                    "unknown name {s:?}; accepted: {}",
+                    LossDetectionMode::NAMES.join(", ")
+                ),
+            )),
+        }
+    }
+}
+
 /// Loss detection settings. Defaults are RFC 9002's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LossConfig {
@@ -202,6 +259,9 @@ pub struct LossConfig {
     /// The peer's max_ack_delay (RFC 9000 §18.2); replace with
     /// [`LossDetection::set_max_ack_delay`] once transport parameters arrive.
     pub max_ack_delay: Duration,
+    /// The detection algorithm. In [`LossDetectionMode::RackTlp`] `time_threshold` is unused and
+    /// `packet_threshold` applies only until reordering is seen.
+    pub detection: LossDetectionMode,
 }
 
 impl Default for LossConfig {
@@ -212,6 +272,7 @@ impl Default for LossConfig {
             time_threshold: (9, 8),
             initial_rtt: DEFAULT_INITIAL_RTT,
             max_ack_delay: Duration::from_millis(25),
+            detection: LossDetectionMode::Rfc9002,
         }
     }
 }
@@ -235,6 +296,8 @@ struct Space<T> {
     ack_eliciting_in_flight: u64,
     recently_lost: VecDeque<u64>,
     discarded: bool,
+    /// Used only in [`LossDetectionMode::RackTlp`].
+    rack: Rack,
 }
 
 impl<T> Space<T> {
@@ -248,6 +311,7 @@ impl<T> Space<T> {
             ack_eliciting_in_flight: 0,
             recently_lost: VecDeque::new(),
             discarded: false,
+            rack: Rack::new(),
         }
     }
 }
@@ -261,6 +325,8 @@ pub struct LossDetection<T> {
     rate: DeliveryRateEstimator,
     bytes_in_flight: u64,
     pto_count: u32,
+    /// RackTlp: the tail loss probe fired and no ACK has made progress since (RFC 8985 §7.3).
+    tlp_fired: bool,
     handshake_confirmed: bool,
     handshake_ack_received: bool,
     amplification_blocked: bool,
@@ -277,6 +343,7 @@ impl<T> LossDetection<T> {
             rate: DeliveryRateEstimator::new(),
             bytes_in_flight: 0,
             pto_count: 0,
+            tlp_fired: false,
             handshake_confirmed: false,
             handshake_ack_received: false,
             amplification_blocked: false,
@@ -386,6 +453,22 @@ impl<T> LossDetection<T> {
             s.recently_lost.retain(|pn| !r.contains(pn));
             outcome.spurious += (before - s.recently_lost.len()) as u64;
         }
+        if self.config.detection == LossDetectionMode::RackTlp {
+            // RFC 8985 §6.2 steps 2-4, before detection (step 5). A spurious-only ACK still
+            // counts as reordering evidence.
+            let s = &mut self.spaces[space.index()];
+            let ack = RackAck {
+                newest: outcome
+                    .acked
+                    .iter()
+                    .max_by_key(|p| p.pn)
+                    .map(|p| (p.pn, p.time_sent)),
+                oldest: outcome.acked.iter().map(|p| p.pn).min(),
+                spurious: outcome.spurious > 0,
+                largest_sent: s.largest_sent,
+            };
+            s.rack.on_ack(&ack, now);
+        }
         if outcome.acked.is_empty() {
             return Ok(outcome);
         }
@@ -422,6 +505,7 @@ impl<T> LossDetection<T> {
         // keeps backing off.
         if self.peer_completed_address_validation() {
             self.pto_count = 0;
+            self.tlp_fired = false;
         }
         self.set_timer(now);
         Ok(outcome)
@@ -430,27 +514,46 @@ impl<T> LossDetection<T> {
     /// RFC 9002 Appendix A.10 DetectAndRemoveLostPackets, plus the persistent congestion check of
     /// Appendix B.8.
     fn detect_and_remove_lost(&mut self, space: SpaceId, now: Instant) -> LossReport<T> {
-        let (num, den) = self.config.time_threshold;
-        // RFC 9002 §6.1.2: kTimeThreshold · max(smoothed_rtt, latest_rtt), at least kGranularity.
-        let loss_delay = mul_ratio(
-            self.rtt.latest().max(self.rtt.smoothed()),
-            u64::from(num),
-            u64::from(den),
-        )
-        .max(GRANULARITY);
+        let rack_mode = self.config.detection == LossDetectionMode::RackTlp;
+        let loss_delay = if rack_mode {
+            // RFC 8985 §6.2 step 5: RACK.rtt + RACK.reo_wnd.
+            self.space(space).rack.loss_delay(&self.rtt)
+        } else {
+            let (num, den) = self.config.time_threshold;
+            // RFC 9002 §6.1.2: kTimeThreshold · max(smoothed_rtt, latest_rtt), at least
+            // kGranularity.
+            mul_ratio(
+                self.rtt.latest().max(self.rtt.smoothed()),
+                u64::from(num),
+                u64::from(den),
+            )
+            .max(GRANULARITY)
+        };
         let lost_send_time = now.checked_sub(loss_delay);
         let packet_threshold = self.config.packet_threshold;
         // A loss found only because a probe was acknowledged is the probe timeout's doing.
-        let after_pto = self.pto_count > 0;
+        let after_pto = self.pto_count > 0 || self.tlp_fired;
         let s = &mut self.spaces[space.index()];
         s.loss_time = None;
-        let Some(largest_acked) = s.largest_acked else {
+        // RACK judges only packets sent before the newest delivered one (RACK.end_seq), which
+        // with increasing packet numbers are those below it, as with RFC 9002's largest acked.
+        let horizon = if rack_mode {
+            s.rack.end_seq()
+        } else {
+            s.largest_acked
+        };
+        let Some(largest_acked) = horizon else {
             return LossReport::default();
         };
+        // RFC 8985 §6.2: counting later deliveries is only sound until reordering is seen.
+        let count_applies = !rack_mode || s.rack.packet_threshold_applies();
         let mut lost_pns = Vec::new();
         for (&pn, p) in s.sent.range(..largest_acked) {
+            if rack_mode && !s.rack.sent_before_newest(p.time_sent, pn) {
+                continue;
+            }
             // RFC 9002 §6.1.1 (assumes no sender-induced gaps in packet numbers).
-            let by_count = largest_acked - pn >= packet_threshold;
+            let by_count = count_applies && largest_acked - pn >= packet_threshold;
             let by_time = lost_send_time.is_some_and(|t| p.time_sent <= t);
             if by_count || by_time {
                 let trigger = if after_pto {
@@ -482,6 +585,9 @@ impl<T> LossDetection<T> {
             }
             s.recently_lost.push_back(pn);
             lost.push(LostPacket { packet, trigger });
+        }
+        if rack_mode && !lost.is_empty() {
+            s.rack.on_loss(s.largest_sent);
         }
         let persistent_congestion = self.persistent_congestion(&lost);
         LossReport {
@@ -569,6 +675,9 @@ impl<T> LossDetection<T> {
                 }
                 d = d.saturating_add(self.config.max_ack_delay.saturating_mul(backoff));
             }
+            if self.tlp_armed() {
+                d = d.min(self.tlp_period(id));
+            }
             let Some(last) = s.time_of_last_ack_eliciting else {
                 continue;
             };
@@ -578,6 +687,26 @@ impl<T> LossDetection<T> {
             }
         }
         best
+    }
+
+    /// RFC 8985 §7.2: a tail loss probe takes the place of the first probe timeout. Without an
+    /// RTT sample RFC 8985 falls back to the initial RTO; here that is RFC 9002's PTO.
+    fn tlp_armed(&self) -> bool {
+        self.config.detection == LossDetectionMode::RackTlp
+            && self.pto_count == 0
+            && !self.tlp_fired
+            && self.rtt.has_sample()
+    }
+
+    /// RFC 8985 §7.2: PTO = 2·SRTT, plus the peer's worst-case ACK delay when a lone packet is
+    /// in flight (it may wait for the delayed-ACK timer). Only Application Data ACKs are delayed
+    /// (RFC 9000 §13.2.1). The caller caps it by the regular PTO, as RFC 8985 caps it by the RTO.
+    fn tlp_period(&self, id: SpaceId) -> Duration {
+        let mut d = self.rtt.smoothed().saturating_mul(2).max(GRANULARITY);
+        if id == SpaceId::Data && self.space(id).ack_eliciting_in_flight == 1 {
+            d = d.saturating_add(self.config.max_ack_delay);
+        }
+        d
     }
 
     fn earliest_loss_time(&self) -> Option<(Instant, SpaceId)> {
@@ -630,6 +759,13 @@ impl<T> LossDetection<T> {
             TimeoutOutcome::Probe { space, count: 1 }
         } else {
             match self.pto_time_and_space(now) {
+                Some((_, space)) if self.tlp_armed() => {
+                    // RFC 8985 §7.3: one probe; the PTO that follows is not backed off, as TCP
+                    // arms its unbacked RTO after a TLP.
+                    self.tlp_fired = true;
+                    self.set_timer(now);
+                    return TimeoutOutcome::Probe { space, count: 1 };
+                }
                 // RFC 9002 §6.2.4: up to two probes.
                 Some((_, space)) => TimeoutOutcome::Probe { space, count: 2 },
                 None => {
@@ -663,6 +799,7 @@ impl<T> LossDetection<T> {
             .sum();
         self.bytes_in_flight = self.bytes_in_flight.saturating_sub(in_flight);
         self.pto_count = 0;
+        self.tlp_fired = false;
         self.set_timer(now);
         sent.into_values().collect()
     }
@@ -714,7 +851,15 @@ impl<T> LossDetection<T> {
         &self.rate
     }
 
-    /// Consecutive probe timeouts without progress (RFC 9002 §6.2.1).
+    /// RACK.reo_wnd of `space` (RFC 8985 §6.2 step 4), in [`LossDetectionMode::RackTlp`] only.
+    #[must_use]
+    pub fn reordering_window(&self, space: SpaceId) -> Option<Duration> {
+        (self.config.detection == LossDetectionMode::RackTlp)
+            .then(|| self.space(space).rack.reo_wnd(&self.rtt))
+    }
+
+    /// Consecutive probe timeouts without progress (RFC 9002 §6.2.1). A tail loss probe does not
+    /// count.
     #[must_use]
     pub fn pto_count(&self) -> u32 {
         self.pto_count
@@ -1088,6 +1233,205 @@ mod tests {
             .on_ack_received(SpaceId::Initial, &[0..=9], ms(0), at(5))
             .expect("ignored");
         assert!(out.acked.is_empty());
+    }
+
+    fn rack_tlp() -> LossDetection<u64> {
+        let mut ld = LossDetection::new(LossConfig {
+            server: true,
+            detection: LossDetectionMode::RackTlp,
+            ..LossConfig::default()
+        });
+        ld.set_handshake_confirmed(Instant::ZERO);
+        // One sample: srtt = min_rtt = 100 ms, rttvar 50 ms, so RACK.reo_wnd = 25 ms.
+        send(&mut ld, SpaceId::Data, 0, at(0));
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[0..=0], ms(0), at(100))
+            .expect("valid");
+        assert!(out.rtt_updated);
+        ld
+    }
+
+    #[test]
+    fn detection_mode_names() {
+        assert_eq!(
+            "rfc9002".parse::<LossDetectionMode>().ok(),
+            Some(LossDetectionMode::Rfc9002)
+        );
+        assert_eq!(
+            " RACK-TLP ".parse::<LossDetectionMode>().ok(),
+            Some(LossDetectionMode::RackTlp)
+        );
+        for m in [LossDetectionMode::Rfc9002, LossDetectionMode::RackTlp] {
+            assert_eq!(m.to_string().parse::<LossDetectionMode>().ok(), Some(m));
+        }
+        let err = "fack".parse::<LossDetectionMode>().expect_err("unknown");
+        assert!(err.to_string().contains("rfc9002, rack-tlp"), "{err}");
+        assert_eq!(LossConfig::default().detection, LossDetectionMode::Rfc9002);
+        assert_eq!(confirmed(true).reordering_window(SpaceId::Data), None);
+    }
+
+    #[test]
+    fn rack_loses_a_packet_one_rtt_plus_reo_wnd_after_its_send_with_a_short_tail() {
+        let mut ld = rack_tlp();
+        assert_eq!(ld.reordering_window(SpaceId::Data), Some(ms(25)));
+        // 1 is followed by only two packets: the packet threshold cannot fire.
+        send(&mut ld, SpaceId::Data, 1, at(200));
+        send(&mut ld, SpaceId::Data, 2, at(201));
+        send(&mut ld, SpaceId::Data, 3, at(202));
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[2..=3], ms(0), at(302))
+            .expect("valid");
+        assert!(out.losses.lost.is_empty());
+        // RACK.rtt (100 ms, measured on 3) + reo_wnd after 1's send; RFC 9002 would use
+        // 9/8 · 100 ms instead.
+        assert_eq!(ld.loss_time(SpaceId::Data), Some(at(325)));
+        assert_eq!(ld.timeout(), Some(at(325)));
+        assert!(matches!(ld.on_timeout(at(324)), TimeoutOutcome::NotDue));
+        match ld.on_timeout(at(325)) {
+            TimeoutOutcome::Lost { space, losses } => {
+                assert_eq!(space, SpaceId::Data);
+                assert_eq!(lost_pns(&losses), [(1, LossTrigger::TimeThreshold)]);
+            }
+            other => panic!("expected a RACK loss, got {other:?}"),
+        }
+        assert_eq!(ld.bytes_in_flight(), 0);
+
+        // A packet sent more than reo_wnd before the newest delivered one is lost on the ACK
+        // itself, with a single later packet acknowledged.
+        send(&mut ld, SpaceId::Data, 4, at(400));
+        send(&mut ld, SpaceId::Data, 5, at(430));
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[5..=5], ms(0), at(530))
+            .expect("valid");
+        assert_eq!(lost_pns(&out.losses), [(4, LossTrigger::TimeThreshold)]);
+        assert_eq!(ld.loss_time(SpaceId::Data), None);
+    }
+
+    #[test]
+    fn rack_tolerates_reordering_within_the_window() {
+        fn run(detection: LossDetectionMode) -> (u64, u64) {
+            let mut ld = rack_tlp();
+            ld.config.detection = detection;
+            let mut lost = 0;
+            let mut spurious = 0;
+            let mut ack = |ld: &mut LossDetection<u64>, r: RangeInclusive<u64>, t: u64| {
+                let out = ld
+                    .on_ack_received(SpaceId::Data, &[r], ms(0), at(t))
+                    .expect("valid");
+                lost += out.losses.lost.len() as u64;
+                spurious += out.spurious;
+            };
+            // 1 arrives 15 ms after 2 (inside reo_wnd = 25 ms).
+            send(&mut ld, SpaceId::Data, 1, at(200));
+            send(&mut ld, SpaceId::Data, 2, at(210));
+            ack(&mut ld, 2..=2, 310);
+            if detection == LossDetectionMode::RackTlp {
+                assert_eq!(ld.timeout(), Some(at(325)));
+            }
+            ack(&mut ld, 1..=1, 315);
+            // Reordering was seen: four later packets acknowledged no longer mean a loss.
+            for pn in 3..=7 {
+                send(&mut ld, SpaceId::Data, pn, at(397 + pn));
+            }
+            ack(&mut ld, 4..=7, 504);
+            ack(&mut ld, 3..=3, 510);
+            assert!(!ld.ack_eliciting_in_flight());
+            (lost, spurious)
+        }
+        assert_eq!(run(LossDetectionMode::RackTlp), (0, 0));
+        // RFC 9002's packet threshold declares 3 lost, spuriously.
+        assert_eq!(run(LossDetectionMode::Rfc9002), (1, 1));
+    }
+
+    #[test]
+    fn rack_spurious_loss_widens_the_reordering_window() {
+        let mut ld = rack_tlp();
+        for pn in 1..=4 {
+            send(&mut ld, SpaceId::Data, pn, at(199 + pn));
+        }
+        // No reordering seen yet: the packet threshold applies.
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[2..=4], ms(0), at(303))
+            .expect("valid");
+        assert_eq!(lost_pns(&out.losses), [(1, LossTrigger::PacketThreshold)]);
+        let late = ld
+            .on_ack_received(SpaceId::Data, &[1..=4], ms(0), at(305))
+            .expect("valid");
+        assert_eq!(late.spurious, 1);
+        assert_eq!(ld.reordering_window(SpaceId::Data), Some(ms(50)));
+        // Now neither the count nor the old window declares 5 lost; the wider one will.
+        for pn in 5..=8 {
+            send(&mut ld, SpaceId::Data, pn, at(395 + pn));
+        }
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[6..=8], ms(0), at(503))
+            .expect("valid");
+        assert!(out.losses.lost.is_empty());
+        assert_eq!(ld.loss_time(SpaceId::Data), Some(at(400 + 100 + 50)));
+    }
+
+    #[test]
+    fn tlp_fires_at_two_srtt_with_one_probe_then_pto_backs_off() {
+        let mut ld = rack_tlp();
+        // One packet in flight: 2·SRTT + max_ack_delay = 225 ms (the PTO would be 325 ms).
+        send(&mut ld, SpaceId::Data, 1, at(200));
+        assert_eq!(ld.timeout(), Some(at(425)));
+        assert!(matches!(ld.on_timeout(at(424)), TimeoutOutcome::NotDue));
+        match ld.on_timeout(at(425)) {
+            TimeoutOutcome::Probe { space, count } => {
+                assert_eq!((space, count), (SpaceId::Data, 1));
+            }
+            other => panic!("expected a tail loss probe, got {other:?}"),
+        }
+        assert_eq!(ld.pto_count(), 0);
+        // The probe goes out; then the regular, unbacked PTO.
+        send(&mut ld, SpaceId::Data, 2, at(425));
+        assert_eq!(ld.timeout(), Some(at(425 + 325)));
+        assert!(matches!(
+            ld.on_timeout(at(750)),
+            TimeoutOutcome::Probe {
+                space: SpaceId::Data,
+                count: 2
+            }
+        ));
+        assert_eq!(ld.pto_count(), 1);
+        send(&mut ld, SpaceId::Data, 3, at(750));
+        send(&mut ld, SpaceId::Data, 4, at(750));
+        assert_eq!(ld.timeout(), Some(at(750 + 650)));
+        assert!(matches!(
+            ld.on_timeout(at(1400)),
+            TimeoutOutcome::Probe { count: 2, .. }
+        ));
+        assert_eq!(ld.pto_count(), 2);
+        assert_eq!(ld.timeout(), Some(at(750 + 1300)));
+    }
+
+    #[test]
+    fn tlp_ack_reveals_the_tail_loss_and_rearms() {
+        let mut ld = rack_tlp();
+        // Two packets in flight: no max_ack_delay, TLP at 2·SRTT after the last.
+        send(&mut ld, SpaceId::Data, 1, at(200));
+        send(&mut ld, SpaceId::Data, 2, at(201));
+        assert_eq!(ld.timeout(), Some(at(401)));
+        assert!(matches!(
+            ld.on_timeout(at(401)),
+            TimeoutOutcome::Probe { count: 1, .. }
+        ));
+        send(&mut ld, SpaceId::Data, 3, at(401));
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[3..=3], ms(0), at(501))
+            .expect("valid");
+        assert_eq!(
+            lost_pns(&out.losses),
+            [(1, LossTrigger::Pto), (2, LossTrigger::Pto)]
+        );
+        // Progress re-arms the TLP for the next tail.
+        send(&mut ld, SpaceId::Data, 4, at(510));
+        assert_eq!(ld.timeout(), Some(at(510 + 225)));
+        assert!(matches!(
+            ld.on_timeout(at(735)),
+            TimeoutOutcome::Probe { count: 1, .. }
+        ));
     }
 
     #[test]

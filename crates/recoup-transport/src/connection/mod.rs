@@ -319,6 +319,7 @@ impl Connection {
             time_threshold: config.time_threshold,
             initial_rtt: config.initial_rtt,
             max_ack_delay: Duration::from_millis(25),
+            detection: config.loss_detection,
         });
         let cc = Controller::new(
             config.cc,

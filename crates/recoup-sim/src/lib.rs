@@ -9,6 +9,7 @@
 //! Gilbert-Elliott, replay, `mm-onoff`). [`PathSpec`] parses element chains from scenario
 //! strings. Every random element draws from its own stream, [`element_rng`]`(seed, name)`.
 
+pub mod app;
 mod datagram;
 mod delay;
 mod error;

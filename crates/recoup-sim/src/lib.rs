@@ -16,6 +16,7 @@ mod error;
 mod link;
 mod log;
 mod loss;
+pub mod metrics;
 mod node;
 mod path;
 mod queue;

@@ -21,6 +21,7 @@ mod node;
 mod path;
 mod queue;
 mod rng;
+pub mod scenario;
 mod sim;
 mod trace;
 mod traffic;

@@ -430,6 +430,7 @@ mod tests {
         Instant::from_nanos(ms * 1_000_000)
     }
 
+    #[expect(clippy::too_many_arguments, reason = "one row of a hand-built table")]
     /// A range first sent at `sent`, detected lost and retransmitted at `detected`; recovered by
     /// a send at `by` (acknowledged at `by + 30`); `arrived`: the first retransmission arrived.
     fn range(

@@ -9,17 +9,20 @@
 //! Gilbert-Elliott, replay, `mm-onoff`). [`PathSpec`] parses element chains from scenario
 //! strings. Every random element draws from its own stream, [`element_rng`]`(seed, name)`.
 
+pub mod app;
 mod datagram;
 mod delay;
 mod error;
 mod link;
 mod log;
 mod loss;
+pub mod metrics;
 mod node;
 mod path;
 mod queue;
 mod quic;
 mod rng;
+pub mod scenario;
 mod sim;
 mod trace;
 mod traffic;

@@ -1,0 +1,612 @@
+//! The wire format of application frames: live video frames, RTC frames, file and RPC transfers.
+//!
+//! Every frame is a fixed 32-byte header followed by its payload. The header carries what a
+//! receiver needs to check integrity and measure timeliness without any side channel, so the
+//! simulator's players and `recoup-net`'s live server and client speak the same format.
+//!
+//! ```text
+//! offset size field
+//!      0    4 magic       b"RCPF"
+//!      4    1 version     1
+//!      5    1 kind        0 = P frame / data, 1 = I frame, 2 = request
+//!      6    2 reserved    0
+//!      8    8 sequence    u64, big-endian; 0, 1, 2 ... per byte stream (or per transfer index)
+//!     16    8 capture_us  u64, big-endian; sender's clock in microseconds since its epoch
+//!     24    4 payload_len u32, big-endian; at most MAX_PAYLOAD
+//!     28    4 checksum    u32, big-endian; CRC-32 (IEEE 802.3, as zlib's crc32) of the payload
+//! ```
+//!
+//! The payload content is arbitrary; [`fill_payload`] gives the deterministic pattern recoup's
+//! senders use, but receivers check only the checksum.
+//!
+//! Frames are streamed: [`FrameSource`] produces one piece by piece, [`FrameParser`] consumes
+//! an in-order byte stream of them, checksumming on the fly, and never keeps a payload.
+
+use recoup_time::Instant;
+
+/// First four bytes of every frame.
+pub const FRAME_MAGIC: [u8; 4] = *b"RCPF";
+/// The only version defined.
+pub const FRAME_VERSION: u8 = 1;
+/// Header length in bytes.
+pub const FRAME_HEADER_LEN: usize = 32;
+/// Largest payload (1 GiB): bounds what a bad header can make a receiver wait for.
+pub const MAX_PAYLOAD: u32 = 1 << 30;
+
+/// What a frame carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FrameKind {
+    /// A predicted video frame, or plain data (file and RPC responses).
+    Delta,
+    /// A key (intra) frame.
+    Key,
+    /// An RPC request.
+    Request,
+}
+
+impl FrameKind {
+    fn to_byte(self) -> u8 {
+        match self {
+            Self::Delta => 0,
+            Self::Key => 1,
+            Self::Request => 2,
+        }
+    }
+
+    fn from_byte(b: u8) -> Option<Self> {
+        match b {
+            0 => Some(Self::Delta),
+            1 => Some(Self::Key),
+            2 => Some(Self::Request),
+            _ => None,
+        }
+    }
+}
+
+/// A decoded frame header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FrameHeader {
+    pub kind: FrameKind,
+    pub sequence: u64,
+    /// Capture (or write) time on the sender's clock, in microseconds.
+    pub capture_us: u64,
+    pub payload_len: u32,
+    /// CRC-32 of the payload.
+    pub checksum: u32,
+}
+
+/// Why bytes are not a valid frame (or frame stream).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("need {needed} header bytes, have {have}")]
+    Truncated { needed: usize, have: usize },
+    #[error("bad magic {found:02x?} (expected \"RCPF\")")]
+    BadMagic { found: [u8; 4] },
+    #[error("unsupported frame version {0}")]
+    BadVersion(u8),
+    #[error("unknown frame kind {0}")]
+    BadKind(u8),
+    #[error("reserved bytes are {0:#06x}, must be zero")]
+    Reserved(u16),
+    #[error("payload length {0} exceeds the maximum {MAX_PAYLOAD}")]
+    TooLong(u32),
+    #[error("frame {sequence}: checksum {computed:#010x} does not match header {expected:#010x}")]
+    Checksum {
+        sequence: u64,
+        expected: u32,
+        computed: u32,
+    },
+    #[error("frame sequence {found}, expected {expected}")]
+    Sequence { expected: u64, found: u64 },
+    #[error("stream ended inside a frame ({missing} bytes missing)")]
+    EndedInFrame { missing: u64 },
+    #[error("{0}")]
+    Protocol(String),
+}
+
+impl FrameHeader {
+    /// The 32 header bytes.
+    #[must_use]
+    pub fn encode(&self) -> [u8; FRAME_HEADER_LEN] {
+        let mut out = [0u8; FRAME_HEADER_LEN];
+        out[0..4].copy_from_slice(&FRAME_MAGIC);
+        out[4] = FRAME_VERSION;
+        out[5] = self.kind.to_byte();
+        out[8..16].copy_from_slice(&self.sequence.to_be_bytes());
+        out[16..24].copy_from_slice(&self.capture_us.to_be_bytes());
+        out[24..28].copy_from_slice(&self.payload_len.to_be_bytes());
+        out[28..32].copy_from_slice(&self.checksum.to_be_bytes());
+        out
+    }
+
+    /// Parse a header from the start of `bytes` (extra bytes are ignored).
+    pub fn decode(bytes: &[u8]) -> Result<Self, FrameError> {
+        let Some(h) = bytes.get(..FRAME_HEADER_LEN) else {
+            return Err(FrameError::Truncated {
+                needed: FRAME_HEADER_LEN,
+                have: bytes.len(),
+            });
+        };
+        let be_u64 = |r: std::ops::Range<usize>| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&h[r]);
+            u64::from_be_bytes(b)
+        };
+        let be_u32 = |r: std::ops::Range<usize>| {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&h[r]);
+            u32::from_be_bytes(b)
+        };
+        let magic = [h[0], h[1], h[2], h[3]];
+        if magic != FRAME_MAGIC {
+            return Err(FrameError::BadMagic { found: magic });
+        }
+        if h[4] != FRAME_VERSION {
+            return Err(FrameError::BadVersion(h[4]));
+        }
+        let kind = FrameKind::from_byte(h[5]).ok_or(FrameError::BadKind(h[5]))?;
+        let reserved = u16::from_be_bytes([h[6], h[7]]);
+        if reserved != 0 {
+            return Err(FrameError::Reserved(reserved));
+        }
+        let payload_len = be_u32(24..28);
+        if payload_len > MAX_PAYLOAD {
+            return Err(FrameError::TooLong(payload_len));
+        }
+        Ok(Self {
+            kind,
+            sequence: be_u64(8..16),
+            capture_us: be_u64(16..24),
+            payload_len,
+            checksum: be_u32(28..32),
+        })
+    }
+}
+
+/// A whole frame (header and payload) with the deterministic payload of [`fill_payload`].
+/// `payload_len` is clamped to [`MAX_PAYLOAD`].
+#[must_use]
+pub fn encode_frame(kind: FrameKind, sequence: u64, capture: Instant, payload_len: u32) -> Vec<u8> {
+    let mut source = FrameSource::new(kind, sequence, capture, payload_len);
+    source.read(usize::MAX)
+}
+
+fn splitmix_word(sequence: u64, word: u64) -> u64 {
+    let mut z = (sequence ^ 0x5243_5046_0000_0000)
+        .wrapping_add(word.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Bytes `offset..offset + out.len()` of the payload pattern of frame `sequence`: SplitMix64
+/// words seeded by the sequence number (little-endian), so a misplaced or stale payload fails
+/// the checksum of the frame it lands in, and any part can be produced without the rest.
+pub fn fill_payload(sequence: u64, offset: u64, out: &mut [u8]) {
+    let mut cached: Option<(u64, [u8; 8])> = None;
+    for (i, byte) in out.iter_mut().enumerate() {
+        let pos = offset + i as u64;
+        let index = pos / 8;
+        let word = match cached {
+            Some((w, bytes)) if w == index => bytes,
+            _ => {
+                let bytes = splitmix_word(sequence, index).to_le_bytes();
+                cached = Some((index, bytes));
+                bytes
+            }
+        };
+        *byte = word[(pos % 8) as usize];
+    }
+}
+
+/// CRC-32 of the `len`-byte payload pattern of frame `sequence`, computed in bounded chunks.
+#[must_use]
+pub fn payload_checksum(sequence: u64, len: u32) -> u32 {
+    let mut crc = Crc32::default();
+    let mut buf = [0u8; 4096];
+    let mut offset = 0u64;
+    while offset < u64::from(len) {
+        let n = (u64::from(len) - offset).min(buf.len() as u64) as usize;
+        fill_payload(sequence, offset, &mut buf[..n]);
+        crc.update(&buf[..n]);
+        offset += n as u64;
+    }
+    crc.finish()
+}
+
+/// A frame produced lazily, piece by piece, so a large transfer never sits in memory whole.
+#[derive(Clone, Debug)]
+pub struct FrameSource {
+    header: [u8; FRAME_HEADER_LEN],
+    sequence: u64,
+    payload_len: u32,
+    /// Bytes of the frame (header included) already read.
+    offset: u64,
+}
+
+impl FrameSource {
+    /// `payload_len` is clamped to [`MAX_PAYLOAD`].
+    #[must_use]
+    pub fn new(kind: FrameKind, sequence: u64, capture: Instant, payload_len: u32) -> Self {
+        let payload_len = payload_len.min(MAX_PAYLOAD);
+        let header = FrameHeader {
+            kind,
+            sequence,
+            capture_us: capture.as_nanos() / 1_000,
+            payload_len,
+            checksum: payload_checksum(sequence, payload_len),
+        };
+        Self {
+            header: header.encode(),
+            sequence,
+            payload_len,
+            offset: 0,
+        }
+    }
+
+    /// Header plus payload length.
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        FRAME_HEADER_LEN as u64 + u64::from(self.payload_len)
+    }
+
+    /// Bytes not read yet.
+    #[must_use]
+    pub fn remaining(&self) -> u64 {
+        self.len() - self.offset
+    }
+
+    /// Whether every byte has been read.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// The next at most `max` bytes.
+    pub fn read(&mut self, max: usize) -> Vec<u8> {
+        let n = usize::try_from(self.remaining())
+            .unwrap_or(usize::MAX)
+            .min(max);
+        let mut out = vec![0u8; n];
+        let mut filled = 0;
+        let header_len = FRAME_HEADER_LEN as u64;
+        if self.offset < header_len {
+            let from = self.offset as usize;
+            let take = (FRAME_HEADER_LEN - from).min(n);
+            out[..take].copy_from_slice(&self.header[from..from + take]);
+            filled = take;
+        }
+        let payload_offset = (self.offset + filled as u64).saturating_sub(header_len);
+        fill_payload(self.sequence, payload_offset, &mut out[filled..]);
+        self.offset += n as u64;
+        out
+    }
+}
+
+const CRC_TABLE: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 {
+                0xedb8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+            k += 1;
+        }
+        table[i] = c;
+        i += 1;
+    }
+    table
+};
+
+/// Incremental CRC-32 (IEEE 802.3 polynomial, reflected, as zlib).
+#[derive(Clone, Copy, Debug)]
+pub struct Crc32(u32);
+
+impl Default for Crc32 {
+    fn default() -> Self {
+        Self(0xffff_ffff)
+    }
+}
+
+impl Crc32 {
+    pub fn update(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = CRC_TABLE[((self.0 ^ u32::from(b)) & 0xff) as usize] ^ (self.0 >> 8);
+        }
+    }
+
+    #[must_use]
+    pub fn finish(self) -> u32 {
+        self.0 ^ 0xffff_ffff
+    }
+}
+
+/// CRC-32 of `bytes` (zlib's `crc32`).
+#[must_use]
+pub fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = Crc32::default();
+    c.update(bytes);
+    c.finish()
+}
+
+/// A frame fully received and verified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReceivedFrame {
+    pub header: FrameHeader,
+    /// When its last byte arrived.
+    pub completed: Instant,
+}
+
+/// Parses frames out of an in-order byte stream as bytes arrive, checking each payload's
+/// checksum and that sequence numbers count up from a given start. Payloads are checksummed on
+/// the fly and not kept, so memory stays at one header whatever the frame sizes.
+///
+/// After the first error the parser is poisoned: the framing is lost, and every later call
+/// returns the same error.
+#[derive(Clone, Debug)]
+pub struct FrameParser {
+    header_buf: Vec<u8>,
+    current: Option<(FrameHeader, u64, Crc32)>,
+    next_sequence: Option<u64>,
+    error: Option<FrameError>,
+    bytes: u64,
+}
+
+impl FrameParser {
+    /// `first_sequence`: the sequence number the first frame must carry; `None` accepts any
+    /// first number and then requires +1 steps.
+    #[must_use]
+    pub fn new(first_sequence: Option<u64>) -> Self {
+        Self {
+            header_buf: Vec::with_capacity(FRAME_HEADER_LEN),
+            current: None,
+            next_sequence: first_sequence,
+            error: None,
+            bytes: 0,
+        }
+    }
+
+    /// Bytes consumed so far.
+    #[must_use]
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The first error met, if any.
+    #[must_use]
+    pub fn error(&self) -> Option<&FrameError> {
+        self.error.as_ref()
+    }
+
+    /// Whether the stream is between frames (nothing partial buffered).
+    #[must_use]
+    pub fn at_boundary(&self) -> bool {
+        self.header_buf.is_empty() && self.current.is_none()
+    }
+
+    /// Feed the next bytes of the stream, received at `now`; completed frames are appended to
+    /// `out` in order.
+    pub fn push(
+        &mut self,
+        now: Instant,
+        mut data: &[u8],
+        out: &mut Vec<ReceivedFrame>,
+    ) -> Result<(), FrameError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        while !data.is_empty() {
+            if let Some((header, remaining, crc)) = &mut self.current {
+                let take = data
+                    .len()
+                    .min(usize::try_from(*remaining).unwrap_or(usize::MAX));
+                crc.update(&data[..take]);
+                *remaining -= take as u64;
+                self.bytes += take as u64;
+                data = &data[take..];
+                if *remaining == 0 {
+                    let header = *header;
+                    let computed = crc.finish();
+                    self.current = None;
+                    if computed != header.checksum {
+                        return Err(self.fail(FrameError::Checksum {
+                            sequence: header.sequence,
+                            expected: header.checksum,
+                            computed,
+                        }));
+                    }
+                    out.push(ReceivedFrame {
+                        header,
+                        completed: now,
+                    });
+                }
+                continue;
+            }
+            let take = (FRAME_HEADER_LEN - self.header_buf.len()).min(data.len());
+            self.header_buf.extend_from_slice(&data[..take]);
+            self.bytes += take as u64;
+            data = &data[take..];
+            if self.header_buf.len() < FRAME_HEADER_LEN {
+                break;
+            }
+            let header = match FrameHeader::decode(&self.header_buf) {
+                Ok(h) => h,
+                Err(e) => return Err(self.fail(e)),
+            };
+            self.header_buf.clear();
+            if let Some(expected) = self.next_sequence {
+                if header.sequence != expected {
+                    return Err(self.fail(FrameError::Sequence {
+                        expected,
+                        found: header.sequence,
+                    }));
+                }
+            }
+            self.next_sequence = Some(header.sequence.wrapping_add(1));
+            if header.payload_len == 0 {
+                // An empty payload's CRC-32 is 0.
+                if header.checksum != 0 {
+                    return Err(self.fail(FrameError::Checksum {
+                        sequence: header.sequence,
+                        expected: header.checksum,
+                        computed: 0,
+                    }));
+                }
+                out.push(ReceivedFrame {
+                    header,
+                    completed: now,
+                });
+            } else {
+                self.current = Some((header, u64::from(header.payload_len), Crc32::default()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The stream ended (FIN): an error if it ended inside a frame.
+    pub fn finish(&mut self) -> Result<(), FrameError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let missing = match (&self.current, self.header_buf.len()) {
+            (Some((_, remaining, _)), _) => *remaining,
+            (None, 0) => return Ok(()),
+            (None, n) => (FRAME_HEADER_LEN - n) as u64,
+        };
+        Err(self.fail(FrameError::EndedInFrame { missing }))
+    }
+
+    fn fail(&mut self, e: FrameError) -> FrameError {
+        self.error = Some(e.clone());
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Instant {
+        Instant::from_nanos(n * 1_000_000)
+    }
+
+    #[test]
+    fn crc32_matches_zlib() {
+        // zlib.crc32(b"123456789") == 0xcbf43926 (the CRC-32 check value).
+        assert_eq!(crc32(b"123456789"), 0xcbf4_3926);
+        assert_eq!(crc32(b""), 0);
+    }
+
+    #[test]
+    fn header_round_trips_and_rejects_bad_input() {
+        let h = FrameHeader {
+            kind: FrameKind::Key,
+            sequence: 7,
+            capture_us: 1_234_567,
+            payload_len: 1000,
+            checksum: 0xdead_beef,
+        };
+        let bytes = h.encode();
+        assert_eq!(&bytes[..4], b"RCPF");
+        assert_eq!(FrameHeader::decode(&bytes), Ok(h));
+        assert_eq!(
+            FrameHeader::decode(&bytes[..31]),
+            Err(FrameError::Truncated {
+                needed: 32,
+                have: 31
+            })
+        );
+        let mut bad = bytes;
+        bad[0] = b'X';
+        assert!(matches!(
+            FrameHeader::decode(&bad),
+            Err(FrameError::BadMagic { .. })
+        ));
+        let mut bad = bytes;
+        bad[4] = 2;
+        assert_eq!(FrameHeader::decode(&bad), Err(FrameError::BadVersion(2)));
+        let mut bad = bytes;
+        bad[5] = 9;
+        assert_eq!(FrameHeader::decode(&bad), Err(FrameError::BadKind(9)));
+        let mut bad = bytes;
+        bad[7] = 1;
+        assert_eq!(FrameHeader::decode(&bad), Err(FrameError::Reserved(1)));
+        let mut bad = bytes;
+        bad[24..28].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert_eq!(
+            FrameHeader::decode(&bad),
+            Err(FrameError::TooLong(u32::MAX))
+        );
+    }
+
+    #[test]
+    fn parser_reassembles_frames_split_anywhere() {
+        let mut stream = Vec::new();
+        for seq in 0..5u64 {
+            stream.extend(encode_frame(
+                FrameKind::Delta,
+                seq,
+                ms(seq * 33),
+                (seq * 100) as u32,
+            ));
+        }
+        for chunk in [1usize, 7, 31, 32, 33, 1000] {
+            let mut p = FrameParser::new(Some(0));
+            let mut out = Vec::new();
+            for (i, piece) in stream.chunks(chunk).enumerate() {
+                p.push(ms(i as u64), piece, &mut out).expect("valid stream");
+            }
+            p.finish().expect("ends on a boundary");
+            let seqs: Vec<u64> = out.iter().map(|f| f.header.sequence).collect();
+            assert_eq!(seqs, [0, 1, 2, 3, 4], "chunk {chunk}");
+            assert_eq!(out[3].header.capture_us, 99_000);
+            assert_eq!(p.bytes(), stream.len() as u64);
+        }
+    }
+
+    #[test]
+    fn parser_reports_corruption_gaps_and_truncation() {
+        let mut stream = encode_frame(FrameKind::Key, 0, ms(0), 500);
+        stream[100] ^= 1;
+        let mut p = FrameParser::new(Some(0));
+        let mut out = Vec::new();
+        let e = p.push(ms(1), &stream, &mut out).expect_err("flipped bit");
+        assert!(matches!(e, FrameError::Checksum { sequence: 0, .. }), "{e}");
+        assert!(out.is_empty());
+        // Poisoned: the same error again, even for valid bytes.
+        assert_eq!(
+            p.push(
+                ms(2),
+                &encode_frame(FrameKind::Delta, 1, ms(0), 1),
+                &mut out
+            ),
+            Err(e)
+        );
+
+        let mut p = FrameParser::new(Some(0));
+        let mut skipped = encode_frame(FrameKind::Key, 0, ms(0), 10);
+        skipped.extend(encode_frame(FrameKind::Delta, 2, ms(0), 10));
+        assert_eq!(
+            p.push(ms(1), &skipped, &mut out),
+            Err(FrameError::Sequence {
+                expected: 1,
+                found: 2
+            })
+        );
+
+        let mut p = FrameParser::new(None);
+        let whole = encode_frame(FrameKind::Key, 5, ms(0), 10);
+        p.push(ms(1), &whole[..20], &mut out)
+            .expect("partial header");
+        assert_eq!(p.finish(), Err(FrameError::EndedInFrame { missing: 12 }));
+        let mut p = FrameParser::new(None);
+        p.push(ms(1), &whole[..35], &mut out)
+            .expect("partial payload");
+        assert_eq!(p.finish(), Err(FrameError::EndedInFrame { missing: 7 }));
+    }
+}

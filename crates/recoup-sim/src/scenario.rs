@@ -1,0 +1,1301 @@
+//! Scenario files (DESIGN.md "Scenario file (TOML)") and sweep plans.
+//!
+//! A file describes a run, or with a `[sweep]` table a grid of runs: seed and repetitions,
+//! duration, the path (`[path]` for both directions, `[path.down]` / `[path.up]` overriding it
+//! key by key), the application (`[app]`), the transport (`[transport]`) and the policies
+//! (`[[policy]]`) that all run on the same seeds. Unknown keys are errors naming the key, with
+//! the file, line and column; every string value is checked by the parser that will use it
+//! (rates, durations, loss and queue descriptions, congestion controllers, policies). Relative
+//! paths (traces, loss replay files) resolve against the folder of the file.
+//!
+//! A `[sweep]` table maps axes to values: any scenario key path (`"path.loss"`,
+//! `"path.down.rate"`, `"app.bitrate"`, `"transport.cc"`, `"duration"` ...) or a policy parameter
+//! (`"policy.<label>.<param>"`), to a list of values or a range `{ from, to, step }` (numbers, or
+//! strings with one unit such as `"10ms"`). The sweep expands to the cartesian product, in the
+//! order of the axes in the file, each point named `base[axis=value,...]`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use recoup_recovery::PolicySpec;
+use recoup_transport::cc::CcAlgorithm;
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+
+use crate::app::live::LiveConfig;
+use crate::app::rtc::RtcConfig;
+use crate::app::source::EncoderConfig;
+use crate::app::transfer::{FileConfig, RpcConfig};
+use crate::app::AppSpec;
+use crate::loss::LossSpec;
+use crate::path::{ElementSpec, PathSpec, ServiceSpec};
+use crate::queue::QueueSpec;
+use crate::units::{parse_duration, parse_rate};
+
+/// Largest scenario file read (1 MiB).
+pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
+/// Most points one sweep may expand to.
+pub const MAX_SWEEP_POINTS: usize = 100_000;
+
+/// Why a scenario could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("{file}: {source}")]
+    Io {
+        file: String,
+        source: std::io::Error,
+    },
+    /// Malformed TOML, an unknown key or a bad value, located in the file.
+    #[error("{file}:{line}:{column}: {message}\n  | {text}")]
+    Parse {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+        /// The offending line.
+        text: String,
+    },
+    /// A value is wrong in combination with others, or in a sweep point; `key` names it.
+    #[error("{file}: `{key}`: {detail}")]
+    Invalid {
+        file: String,
+        key: String,
+        detail: String,
+    },
+}
+
+fn invalid(file: &str, key: &str, detail: impl Into<String>) -> ScenarioError {
+    ScenarioError::Invalid {
+        file: file.to_owned(),
+        key: key.to_owned(),
+        detail: detail.into(),
+    }
+}
+
+fn parse_error(file: &str, src: &str, e: &toml::de::Error) -> ScenarioError {
+    let at = e.span().map_or(0, |s| s.start).min(src.len());
+    let before = &src[..at];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = src[line_start..at].chars().count() + 1;
+    let text = src[line_start..].lines().next().unwrap_or("").to_owned();
+    ScenarioError::Parse {
+        file: file.to_owned(),
+        line,
+        column,
+        message: e.message().trim().to_owned(),
+        text,
+    }
+}
+
+// ---- values checked while deserializing (so errors carry the value's position) ----
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Dur(Duration);
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        parse_duration(&s)
+            .map(Dur)
+            .map_err(|e| de::Error::custom(format!("bad duration `{s}`: {e}")))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Rate(u64);
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        parse_rate(&s)
+            .map(Rate)
+            .map_err(|e| de::Error::custom(format!("bad rate `{s}`: {e}")))
+    }
+}
+
+/// A string parsed by `T::from_str` (loss, queue, congestion controller).
+#[derive(Clone, Debug, PartialEq)]
+struct Parsed<T>(T);
+
+impl<'de, T> Deserialize<'de> for Parsed<T>
+where
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map(Parsed).map_err(de::Error::custom)
+    }
+}
+
+/// A byte count: an integer, or a string with a unit (`B`, `kB`, `MB`, `GB`, `KiB`, `MiB`,
+/// `GiB`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Size(u64);
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let end = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(end);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("bad size `{s}` (e.g. 1500, \"64KiB\", \"1MB\")"))?;
+    let mult = match unit.trim() {
+        "" | "B" => 1.0,
+        "kB" | "KB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        other => return Err(format!("bad size `{s}`: unknown unit `{other}`")),
+    };
+    let bytes = (value * mult).round();
+    if !(0.0..=1e12).contains(&bytes) {
+        return Err(format!("bad size `{s}`: out of range"));
+    }
+    Ok(bytes as u64)
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Size;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a byte count (integer or string such as \"1MB\")")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Size, E> {
+                u64::try_from(v)
+                    .map(Size)
+                    .map_err(|_| E::custom("size must not be negative"))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Size, E> {
+                Ok(Size(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Size, E> {
+                parse_size(v).map(Size).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+// ---- the file's shape ----
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    name: Option<String>,
+    seed: Option<u64>,
+    repetitions: Option<u32>,
+    duration: Option<Dur>,
+    path: Option<RawPath>,
+    app: Option<RawApp>,
+    transport: Option<RawTransport>,
+    policy: Option<Vec<RawPolicy>>,
+    sweep: Option<toml::Table>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDirection {
+    delay: Option<Dur>,
+    jitter: Option<Dur>,
+    rate: Option<Rate>,
+    trace: Option<String>,
+    queue: Option<Parsed<QueueSpec>>,
+    loss: Option<Parsed<LossSpec>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPath {
+    rtt: Option<Dur>,
+    delay: Option<Dur>,
+    jitter: Option<Dur>,
+    rate: Option<Rate>,
+    trace: Option<String>,
+    queue: Option<Parsed<QueueSpec>>,
+    loss: Option<Parsed<LossSpec>>,
+    down: Option<RawDirection>,
+    up: Option<RawDirection>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+enum RawApp {
+    Live {
+        bitrate: Option<Rate>,
+        fps: Option<u32>,
+        gop: Option<u32>,
+        key_ratio: Option<f64>,
+        size_noise: Option<f64>,
+        startup: Option<Dur>,
+        rebuffer: Option<Dur>,
+    },
+    File {
+        size: Size,
+        count: Option<u32>,
+        interval: Option<Dur>,
+    },
+    Rpc {
+        request: Option<Size>,
+        response: Size,
+        count: Option<u32>,
+        think: Option<Dur>,
+    },
+    Rtc {
+        bitrate: Option<Rate>,
+        fps: Option<u32>,
+        gop: Option<u32>,
+        key_ratio: Option<f64>,
+        size_noise: Option<f64>,
+        deadline: Option<Dur>,
+    },
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTransport {
+    cc: Option<Parsed<CcAlgorithm>>,
+    initial_window: Option<u64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    name: String,
+    #[serde(default)]
+    params: String,
+    label: Option<String>,
+}
+
+/// Keys each table accepts, for sweep axes.
+const TOP_KEYS: [&str; 4] = ["name", "seed", "repetitions", "duration"];
+const PATH_KEYS: [&str; 7] = ["rtt", "delay", "jitter", "rate", "trace", "queue", "loss"];
+const DIRECTION_KEYS: [&str; 6] = ["delay", "jitter", "rate", "trace", "queue", "loss"];
+const APP_KEYS: [&str; 15] = [
+    "kind",
+    "bitrate",
+    "fps",
+    "gop",
+    "key_ratio",
+    "size_noise",
+    "startup",
+    "rebuffer",
+    "size",
+    "count",
+    "interval",
+    "request",
+    "response",
+    "think",
+    "deadline",
+];
+const TRANSPORT_KEYS: [&str; 2] = ["cc", "initial_window"];
+
+// ---- the checked scenario ----
+
+/// One direction of the path: loss, then a queue feeding a link, then delay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DirectionSpec {
+    pub loss: LossSpec,
+    pub queue: QueueSpec,
+    /// Rate or trace; a relative trace path is already resolved against the scenario's folder.
+    pub service: ServiceSpec,
+    /// One-way delay.
+    pub delay: Duration,
+    pub jitter: Duration,
+}
+
+impl DirectionSpec {
+    /// The element chain: always `loss | queue + link | delay`, so element names (and so their
+    /// random streams) do not depend on parameter values.
+    #[must_use]
+    pub fn path_spec(&self) -> PathSpec {
+        PathSpec {
+            elements: vec![
+                ElementSpec::Loss(self.loss.clone()),
+                ElementSpec::Link {
+                    service: self.service.clone(),
+                    queue: self.queue,
+                },
+                ElementSpec::Delay {
+                    delay: self.delay,
+                    jitter: self.jitter,
+                },
+            ],
+        }
+    }
+}
+
+/// Transport settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TransportSpec {
+    pub cc: CcAlgorithm,
+    /// Initial congestion window in packets; `None` keeps the transport's default.
+    pub initial_window: Option<u64>,
+}
+
+/// One policy to run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyEntry {
+    /// Unique within the scenario; names the policy in results (default: `name`).
+    pub label: String,
+    pub name: String,
+    pub params: String,
+    pub spec: PolicySpec,
+}
+
+/// One concrete scenario (a sweep point, or the whole file without a sweep).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    /// First seed; runs use `seed .. seed + repetitions`.
+    pub seed: u64,
+    pub repetitions: u32,
+    pub duration: Duration,
+    pub down: DirectionSpec,
+    pub up: DirectionSpec,
+    pub app: AppSpec,
+    pub transport: TransportSpec,
+    pub policies: Vec<PolicyEntry>,
+}
+
+/// The built-in default: AutoRec's testbed (§VII): 5 % loss, 60 ms RTT, 12 Mbit/s, a 4 Mbit/s
+/// live stream for 60 s, BBR, several seeds, and the policies compared there.
+pub const DEFAULT_SCENARIO_TOML: &str = r#"# AutoRec testbed setting (AutoRec §VII): 5 % loss, 60 ms RTT, 12 Mbit/s, 4 Mbit/s live stream.
+name = "default"
+seed = 1
+repetitions = 10
+duration = "60s"
+
+[path]
+rtt = "60ms"
+rate = "12Mbps"
+queue = "droptail packets=100"
+loss = "bernoulli 5%"
+
+[app]
+kind = "live"
+bitrate = "4Mbps"
+fps = 30
+
+[transport]
+cc = "bbr"
+
+[[policy]]
+name = "arq"
+
+[[policy]]
+name = "or3"
+
+[[policy]]
+name = "art"
+
+[[policy]]
+name = "too"
+
+[[policy]]
+name = "autorec"
+params = "alpha=30ms,beta=0.3,gamma=0.2"
+"#;
+
+impl Scenario {
+    /// The built-in default scenario ([`DEFAULT_SCENARIO_TOML`]).
+    #[must_use]
+    pub fn builtin_default() -> Self {
+        match load_str(DEFAULT_SCENARIO_TOML, "<default>", None, "default") {
+            Ok(mut v) if v.len() == 1 => v.remove(0),
+            // The text is a constant checked by a test.
+            other => unreachable!("built-in default scenario is invalid: {other:?}"),
+        }
+    }
+
+    /// The seeds of its runs.
+    pub fn seeds(&self) -> impl Iterator<Item = u64> {
+        let first = self.seed;
+        (0..u64::from(self.repetitions)).map(move |i| first.wrapping_add(i))
+    }
+}
+
+/// Loads a scenario file and expands its sweep (one scenario without one).
+pub fn load(path: &Path) -> Result<Vec<Scenario>, ScenarioError> {
+    let file = path.display().to_string();
+    let io = |source| ScenarioError::Io {
+        file: file.clone(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if meta.len() > MAX_SCENARIO_BYTES {
+        return Err(invalid(
+            &file,
+            "",
+            format!("file larger than {MAX_SCENARIO_BYTES} bytes"),
+        ));
+    }
+    let src = std::fs::read_to_string(path).map_err(io)?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "scenario".to_owned());
+    let base = path.parent().map(Path::to_owned);
+    load_str(&src, &file, base.as_deref(), &stem)
+}
+
+/// Parses scenario text. `file` names it in errors; relative paths resolve against `base_dir`
+/// (kept relative without one). Scenarios are named by the file's `name` key, else
+/// `default_name` (for a file, its stem); sweep points add `[axis=value,...]`.
+pub fn load_str(
+    src: &str,
+    file: &str,
+    base_dir: Option<&Path>,
+    default_name: &str,
+) -> Result<Vec<Scenario>, ScenarioError> {
+    // Typed first, so errors carry line and column.
+    let raw: RawFile = toml::from_str(src).map_err(|e| parse_error(file, src, &e))?;
+    let Some(sweep) = raw.sweep.clone() else {
+        let name = raw.name.clone().unwrap_or_else(|| default_name.to_owned());
+        return Ok(vec![check(raw, file, base_dir, name)?]);
+    };
+    let table: toml::Table = toml::from_str(src).map_err(|e| parse_error(file, src, &e))?;
+    let points = expand_axes(&sweep, &raw, file)?;
+    let base_name = raw.name.clone().unwrap_or_else(|| default_name.to_owned());
+    let mut out = Vec::with_capacity(points.len());
+    for point in points {
+        let mut t = table.clone();
+        t.remove("sweep");
+        let mut label = Vec::new();
+        for (axis, value) in &point {
+            apply_axis(&mut t, axis, value, file)?;
+            label.push(format!("{axis}={}", display_value(value)));
+        }
+        let name = format!("{base_name}[{}]", label.join(","));
+        let raw: RawFile = toml::Value::Table(t)
+            .try_into()
+            .map_err(|e: toml::de::Error| invalid(file, &name, e.message().trim()))?;
+        out.push(check(raw, file, base_dir, name)?);
+    }
+    Ok(out)
+}
+
+fn display_value(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Axis values in file order; the cartesian product of all axes.
+fn expand_axes(
+    sweep: &toml::Table,
+    raw: &RawFile,
+    file: &str,
+) -> Result<Vec<Vec<(String, toml::Value)>>, ScenarioError> {
+    let labels: Vec<String> = raw
+        .policy
+        .iter()
+        .flatten()
+        .map(|p| p.label.clone().unwrap_or_else(|| p.name.clone()))
+        .collect();
+    let mut points: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
+    for (axis, values) in sweep {
+        check_axis(axis, &labels, file)?;
+        let values = axis_values(axis, values, file)?;
+        if points.len().saturating_mul(values.len()) > MAX_SWEEP_POINTS {
+            return Err(invalid(
+                file,
+                &format!("sweep.{axis}"),
+                format!("more than {MAX_SWEEP_POINTS} points"),
+            ));
+        }
+        points = points
+            .into_iter()
+            .flat_map(|p| {
+                values.iter().map(move |v| {
+                    let mut p = p.clone();
+                    p.push((axis.clone(), v.clone()));
+                    p
+                })
+            })
+            .collect();
+    }
+    Ok(points)
+}
+
+fn check_axis(axis: &str, policy_labels: &[String], file: &str) -> Result<(), ScenarioError> {
+    let parts: Vec<&str> = axis.split('.').collect();
+    let known = match parts.as_slice() {
+        [k] => TOP_KEYS.contains(k),
+        ["path", "down" | "up", k] => DIRECTION_KEYS.contains(k),
+        ["path", k] => PATH_KEYS.contains(k),
+        ["app", k] => APP_KEYS.contains(k),
+        ["transport", k] => TRANSPORT_KEYS.contains(k),
+        ["policy", label, param] if !param.is_empty() => {
+            if !policy_labels.iter().any(|l| l == label) {
+                return Err(invalid(
+                    file,
+                    &format!("sweep.\"{axis}\""),
+                    format!(
+                        "no [[policy]] labelled `{label}` (have: {})",
+                        policy_labels.join(", ")
+                    ),
+                ));
+            }
+            true
+        }
+        _ => false,
+    };
+    if known {
+        Ok(())
+    } else {
+        Err(invalid(
+            file,
+            &format!("sweep.\"{axis}\""),
+            "unknown axis (a scenario key such as path.loss, path.down.rate, app.bitrate, \
+             transport.cc, duration, or policy.<label>.<param>)",
+        ))
+    }
+}
+
+/// A list, or a range `{ from, to, step }`.
+fn axis_values(axis: &str, v: &toml::Value, file: &str) -> Result<Vec<toml::Value>, ScenarioError> {
+    let key = format!("sweep.\"{axis}\"");
+    match v {
+        toml::Value::Array(a) if a.is_empty() => Err(invalid(file, &key, "no values")),
+        toml::Value::Array(a) => {
+            if a.len() > MAX_SWEEP_POINTS {
+                return Err(invalid(file, &key, "too many values"));
+            }
+            Ok(a.clone())
+        }
+        toml::Value::Table(t) => {
+            for k in t.keys() {
+                if !["from", "to", "step"].contains(&k.as_str()) {
+                    return Err(invalid(
+                        file,
+                        &format!("{key}.{k}"),
+                        "unknown range key (from, to, step)",
+                    ));
+                }
+            }
+            let get = |k: &str| {
+                t.get(k)
+                    .ok_or_else(|| invalid(file, &key, format!("range needs `{k}`")))
+            };
+            range_values(get("from")?, get("to")?, get("step")?).map_err(|d| invalid(file, &key, d))
+        }
+        _ => Err(invalid(
+            file,
+            &key,
+            "expected a list of values or a range { from, to, step }",
+        )),
+    }
+}
+
+/// A number with an optional unit suffix.
+fn split_unit(v: &toml::Value) -> Option<(f64, String, bool)> {
+    match v {
+        toml::Value::Integer(i) => Some((*i as f64, String::new(), true)),
+        toml::Value::Float(f) => Some((*f, String::new(), false)),
+        toml::Value::String(s) => {
+            let end = s
+                .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+                .unwrap_or(s.len());
+            let n: f64 = s[..end].parse().ok()?;
+            let integral = !s[..end].contains('.');
+            Some((n, s[end..].to_owned(), integral))
+        }
+        _ => None,
+    }
+}
+
+fn range_values(
+    from: &toml::Value,
+    to: &toml::Value,
+    step: &toml::Value,
+) -> Result<Vec<toml::Value>, String> {
+    let bad = || "range values must be numbers, or strings with one unit (\"10ms\")".to_owned();
+    let (a, ua, ia) = split_unit(from).ok_or_else(bad)?;
+    let (b, ub, ib) = split_unit(to).ok_or_else(bad)?;
+    let (s, us, is) = split_unit(step).ok_or_else(bad)?;
+    if ua != ub || ua != us {
+        return Err(format!(
+            "from, to and step must have the same unit (`{ua}`, `{ub}`, `{us}`)"
+        ));
+    }
+    if !(s > 0.0 && s.is_finite() && a.is_finite() && b.is_finite()) || b < a {
+        return Err("need step > 0 and from <= to".to_owned());
+    }
+    let n = ((b - a) / s + 1e-9).floor() as usize + 1;
+    if n > MAX_SWEEP_POINTS {
+        return Err(format!("more than {MAX_SWEEP_POINTS} values"));
+    }
+    let integral = ia && ib && is;
+    let string = matches!(from, toml::Value::String(_));
+    Ok((0..n)
+        .map(|i| {
+            let x = a + i as f64 * s;
+            if string {
+                let num = if integral {
+                    format!("{}", x.round() as i64)
+                } else {
+                    let t = format!("{x:.9}");
+                    t.trim_end_matches('0').trim_end_matches('.').to_owned()
+                };
+                toml::Value::String(format!("{num}{ua}"))
+            } else if integral {
+                toml::Value::Integer(x.round() as i64)
+            } else {
+                toml::Value::Float((x * 1e9).round() / 1e9)
+            }
+        })
+        .collect())
+}
+
+/// Sets `axis` to `value` in the scenario table.
+fn apply_axis(
+    t: &mut toml::Table,
+    axis: &str,
+    value: &toml::Value,
+    file: &str,
+) -> Result<(), ScenarioError> {
+    let parts: Vec<&str> = axis.split('.').collect();
+    if let ["policy", label, param] = parts.as_slice() {
+        let value = display_value(value);
+        let policies = t
+            .get_mut("policy")
+            .and_then(toml::Value::as_array_mut)
+            .ok_or_else(|| invalid(file, axis, "no [[policy]] list"))?;
+        for p in policies.iter_mut().filter_map(toml::Value::as_table_mut) {
+            let name = p.get("name").and_then(toml::Value::as_str).unwrap_or("");
+            let l = p.get("label").and_then(toml::Value::as_str).unwrap_or(name);
+            if l != *label {
+                continue;
+            }
+            let params = p.get("params").and_then(toml::Value::as_str).unwrap_or("");
+            let mut items: Vec<(String, String)> = params
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, v)) => (k.trim().to_owned(), v.trim().to_owned()),
+                    None => (kv.trim().to_owned(), String::new()),
+                })
+                .collect();
+            match items.iter_mut().find(|(k, _)| k == param) {
+                Some(item) => item.1 = value.clone(),
+                None => items.push(((*param).to_owned(), value.clone())),
+            }
+            let joined: Vec<String> = items
+                .into_iter()
+                .map(|(k, v)| if v.is_empty() { k } else { format!("{k}={v}") })
+                .collect();
+            p.insert("params".into(), toml::Value::String(joined.join(",")));
+        }
+        return Ok(());
+    }
+    let (last, tables) = parts
+        .split_last()
+        .ok_or_else(|| invalid(file, axis, "empty axis"))?;
+    if parts.first() == Some(&"app") && !t.contains_key("app") {
+        // Without an [app] table the scenario runs the default live stream.
+        let mut app = toml::Table::new();
+        app.insert("kind".into(), toml::Value::String("live".into()));
+        t.insert("app".into(), toml::Value::Table(app));
+    }
+    let mut cur = t;
+    for k in tables {
+        let entry = cur
+            .entry((*k).to_owned())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        cur = entry
+            .as_table_mut()
+            .ok_or_else(|| invalid(file, axis, format!("`{k}` is not a table")))?;
+    }
+    cur.insert((*last).to_owned(), value.clone());
+    Ok(())
+}
+
+fn resolve(base_dir: Option<&Path>, p: &str) -> PathBuf {
+    let p = PathBuf::from(p);
+    match base_dir {
+        Some(dir) if p.is_relative() => dir.join(p),
+        _ => p,
+    }
+}
+
+fn direction(
+    base: &RawDirection,
+    over: Option<&RawDirection>,
+    which: &str,
+    file: &str,
+    base_dir: Option<&Path>,
+) -> Result<DirectionSpec, ScenarioError> {
+    let o = over.cloned().unwrap_or_default();
+    let (rate, trace) = if o.rate.is_some() || o.trace.is_some() {
+        (o.rate, o.trace.clone())
+    } else {
+        (base.rate, base.trace.clone())
+    };
+    let service = match (rate, trace) {
+        (Some(Rate(bps)), None) => ServiceSpec::Rate(bps),
+        (None, Some(t)) => ServiceSpec::Trace(resolve(base_dir, &t)),
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                file,
+                &format!("path.{which}"),
+                "set `rate` or `trace`, not both",
+            ))
+        }
+        (None, None) => {
+            return Err(invalid(
+                file,
+                &format!("path.{which}"),
+                "needs `rate` or `trace`",
+            ))
+        }
+    };
+    let loss = match o.loss.or_else(|| base.loss.clone()) {
+        Some(Parsed(LossSpec::Replay(p))) => {
+            LossSpec::Replay(resolve(base_dir, &p.to_string_lossy()))
+        }
+        Some(Parsed(l)) => l,
+        None => LossSpec::Bernoulli(crate::units::Prob::ZERO),
+    };
+    Ok(DirectionSpec {
+        loss,
+        queue: o
+            .queue
+            .or_else(|| base.queue.clone())
+            .map_or(QueueSpec::Infinite, |q| q.0),
+        service,
+        delay: o.delay.or(base.delay).map_or(Duration::ZERO, |d| d.0),
+        jitter: o.jitter.or(base.jitter).map_or(Duration::ZERO, |d| d.0),
+    })
+}
+
+fn encoder(
+    bitrate: Option<Rate>,
+    fps: Option<u32>,
+    gop: Option<u32>,
+    key_ratio: Option<f64>,
+    size_noise: Option<f64>,
+    defaults: EncoderConfig,
+    file: &str,
+) -> Result<EncoderConfig, ScenarioError> {
+    let fps = fps.unwrap_or(defaults.fps);
+    if !(1..=1000).contains(&fps) {
+        return Err(invalid(file, "app.fps", "must be between 1 and 1000"));
+    }
+    let key_ratio = key_ratio.unwrap_or(defaults.key_ratio);
+    if !(key_ratio.is_finite() && key_ratio > 0.0) {
+        return Err(invalid(file, "app.key_ratio", "must be > 0"));
+    }
+    let size_noise = size_noise.unwrap_or(defaults.size_noise);
+    if !(0.0..1.0).contains(&size_noise) {
+        return Err(invalid(file, "app.size_noise", "must be in [0, 1)"));
+    }
+    Ok(EncoderConfig {
+        bitrate: bitrate.map_or(defaults.bitrate, |r| r.0),
+        fps,
+        gop: gop.unwrap_or(defaults.gop),
+        key_ratio,
+        size_noise,
+    })
+}
+
+const MAX_TRANSFERS: u32 = 1_000_000;
+
+fn app(raw: Option<RawApp>, file: &str) -> Result<AppSpec, ScenarioError> {
+    let count = |c: Option<u32>| match c.unwrap_or(1) {
+        0 => Err(invalid(file, "app.count", "must be at least 1")),
+        n if n > MAX_TRANSFERS => Err(invalid(
+            file,
+            "app.count",
+            format!("at most {MAX_TRANSFERS}"),
+        )),
+        n => Ok(n),
+    };
+    let size = |key: &str, s: Size| {
+        if s.0 > u64::from(crate::app::frame::MAX_PAYLOAD) {
+            Err(invalid(file, key, "larger than 1 GiB"))
+        } else {
+            Ok(s.0)
+        }
+    };
+    Ok(match raw {
+        None => AppSpec::Live(LiveConfig::default()),
+        Some(RawApp::Live {
+            bitrate,
+            fps,
+            gop,
+            key_ratio,
+            size_noise,
+            startup,
+            rebuffer,
+        }) => {
+            let d = LiveConfig::default();
+            AppSpec::Live(LiveConfig {
+                encoder: encoder(bitrate, fps, gop, key_ratio, size_noise, d.encoder, file)?,
+                startup: startup.map_or(d.startup, |x| x.0),
+                rebuffer: rebuffer.map_or(d.rebuffer, |x| x.0),
+            })
+        }
+        Some(RawApp::File {
+            size: s,
+            count: c,
+            interval,
+        }) => AppSpec::File(FileConfig {
+            size: size("app.size", s)?,
+            count: count(c)?,
+            interval: interval.map_or(Duration::ZERO, |x| x.0),
+        }),
+        Some(RawApp::Rpc {
+            request,
+            response,
+            count: c,
+            think,
+        }) => AppSpec::Rpc(RpcConfig {
+            request: size("app.request", request.unwrap_or(Size(100)))?,
+            response: size("app.response", response)?,
+            count: count(c)?,
+            think: think.map_or(Duration::ZERO, |x| x.0),
+        }),
+        Some(RawApp::Rtc {
+            bitrate,
+            fps,
+            gop,
+            key_ratio,
+            size_noise,
+            deadline,
+        }) => {
+            let d = RtcConfig::default();
+            AppSpec::Rtc(RtcConfig {
+                encoder: encoder(bitrate, fps, gop, key_ratio, size_noise, d.encoder, file)?,
+                deadline: deadline.map_or(d.deadline, |x| x.0),
+            })
+        }
+    })
+}
+
+/// Checks a parsed file (or sweep point) and builds the scenario.
+fn check(
+    raw: RawFile,
+    file: &str,
+    base_dir: Option<&Path>,
+    name: String,
+) -> Result<Scenario, ScenarioError> {
+    let path = raw.path.unwrap_or_default();
+    if path.rtt.is_some() && path.delay.is_some() {
+        return Err(invalid(
+            file,
+            "path",
+            "set `rtt` or `delay` (one way), not both",
+        ));
+    }
+    let base = RawDirection {
+        delay: path.delay.or(path.rtt.map(|r| Dur(r.0 / 2))),
+        jitter: path.jitter,
+        rate: path.rate,
+        trace: path.trace,
+        queue: path.queue,
+        loss: path.loss,
+    };
+    let down = direction(&base, path.down.as_ref(), "down", file, base_dir)?;
+    let up = direction(&base, path.up.as_ref(), "up", file, base_dir)?;
+    let transport = raw.transport.unwrap_or_default();
+    if transport.initial_window == Some(0) {
+        return Err(invalid(
+            file,
+            "transport.initial_window",
+            "must be at least 1 packet",
+        ));
+    }
+    let raw_policies = raw.policy.unwrap_or_else(|| {
+        vec![RawPolicy {
+            name: "arq".into(),
+            params: String::new(),
+            label: None,
+        }]
+    });
+    let mut policies: Vec<PolicyEntry> = Vec::with_capacity(raw_policies.len());
+    for (i, p) in raw_policies.into_iter().enumerate() {
+        let key = format!("policy[{i}]");
+        let spec = PolicySpec::from_name_params(&p.name, &p.params)
+            .map_err(|e| invalid(file, &key, e.to_string()))?;
+        let label = p.label.unwrap_or_else(|| p.name.trim().to_owned());
+        if policies.iter().any(|q| q.label == label) {
+            return Err(invalid(
+                file,
+                &key,
+                format!("duplicate policy label `{label}` (set `label`)"),
+            ));
+        }
+        policies.push(PolicyEntry {
+            label,
+            name: p.name.trim().to_owned(),
+            params: p.params,
+            spec,
+        });
+    }
+    let repetitions = raw.repetitions.unwrap_or(1);
+    if repetitions == 0 {
+        return Err(invalid(file, "repetitions", "must be at least 1"));
+    }
+    let duration = raw.duration.map_or(Duration::from_secs(60), |d| d.0);
+    if duration.is_zero() {
+        return Err(invalid(file, "duration", "must be > 0"));
+    }
+    Ok(Scenario {
+        name,
+        seed: raw.seed.unwrap_or(1),
+        repetitions,
+        duration,
+        down,
+        up,
+        app: app(raw.app, file)?,
+        transport: TransportSpec {
+            cc: transport.cc.map_or_else(CcAlgorithm::default, |c| c.0),
+            initial_window: transport.initial_window,
+        },
+        policies,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::Prob;
+
+    fn one(src: &str) -> Result<Scenario, ScenarioError> {
+        let mut v = load_str(src, "t.toml", Some(Path::new("/base")), "t")?;
+        assert_eq!(v.len(), 1);
+        Ok(v.remove(0))
+    }
+
+    fn err(src: &str) -> String {
+        load_str(src, "t.toml", None, "t")
+            .expect_err("should fail")
+            .to_string()
+    }
+
+    const MINIMAL: &str = "[path]\nrate = \"10Mbps\"\n";
+
+    #[test]
+    fn builtin_default_is_autorecs_testbed_and_matches_the_file() {
+        let d = Scenario::builtin_default();
+        assert_eq!(d.name, "default");
+        assert_eq!(d.duration, Duration::from_secs(60));
+        assert_eq!(d.repetitions, 10);
+        assert_eq!(d.seeds().collect::<Vec<_>>(), (1..=10).collect::<Vec<_>>());
+        assert_eq!(d.down.delay, Duration::from_millis(30));
+        assert_eq!(d.down.service, ServiceSpec::Rate(12_000_000));
+        assert_eq!(d.down.loss, LossSpec::Bernoulli(Prob::from_fraction(0.05)));
+        assert_eq!(d.up, d.down);
+        assert_eq!(d.transport.cc, CcAlgorithm::Bbr);
+        let AppSpec::Live(live) = &d.app else {
+            panic!("live app expected")
+        };
+        assert_eq!(live.encoder.bitrate, 4_000_000);
+        let labels: Vec<&str> = d.policies.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(labels, ["arq", "or3", "art", "too", "autorec"]);
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/default.toml");
+        let loaded = load(&file).expect("scenarios/default.toml");
+        assert_eq!(loaded, vec![d]);
+    }
+
+    #[test]
+    fn defaults_and_overrides_per_direction() {
+        let s = one(
+            "seed = 7\n[path]\nrtt = \"40ms\"\nrate = \"5Mbps\"\nloss = \"bernoulli 1%\"\n\
+             [path.down]\nloss = \"gemodel 1% 10% 70% 0.1%\"\nqueue = \"codel\"\n\
+             [path.up]\ntrace = \"traces/x.up\"\ndelay = \"5ms\"\n",
+        )
+        .expect("valid");
+        assert_eq!((s.seed, s.repetitions), (7, 1));
+        assert_eq!(s.duration, Duration::from_secs(60));
+        assert!(matches!(s.down.loss, LossSpec::GilbertElliott(_)));
+        assert!(matches!(s.down.queue, QueueSpec::CoDel { .. }));
+        assert_eq!(s.down.service, ServiceSpec::Rate(5_000_000));
+        assert_eq!(s.down.delay, Duration::from_millis(20));
+        assert_eq!(s.up.loss, LossSpec::Bernoulli(Prob::from_fraction(0.01)));
+        assert_eq!(s.up.service, ServiceSpec::Trace("/base/traces/x.up".into()));
+        assert_eq!(s.up.delay, Duration::from_millis(5));
+        assert_eq!(s.up.queue, QueueSpec::Infinite);
+        assert_eq!(s.transport, TransportSpec::default());
+        assert_eq!(s.policies.len(), 1);
+        assert_eq!(s.policies[0].spec, PolicySpec::Arq);
+        assert!(matches!(s.app, AppSpec::Live(_)));
+        let names: Vec<String> = s
+            .down
+            .path_spec()
+            .build(1, "down", None, 0)
+            .expect("build")
+            .into_iter()
+            .map(|n| n.0)
+            .collect();
+        assert_eq!(names, ["down/0-loss", "down/1-rate", "down/2-delay"]);
+        let r = one("[path]\nrate = \"1Mbps\"\nloss = \"replay losses.txt\"\n").expect("valid");
+        assert_eq!(r.down.loss, LossSpec::Replay("/base/losses.txt".into()));
+    }
+
+    #[test]
+    fn every_app_kind() {
+        let s = one(&format!(
+            "{MINIMAL}[app]\nkind = \"file\"\nsize = \"1MB\"\ncount = 3\ninterval = \"1s\"\n"
+        ))
+        .expect("file");
+        assert_eq!(
+            s.app,
+            AppSpec::File(FileConfig {
+                size: 1_000_000,
+                count: 3,
+                interval: Duration::from_secs(1)
+            })
+        );
+        let s = one(&format!(
+            "{MINIMAL}[app]\nkind = \"rpc\"\nresponse = 65536\nthink = \"10ms\"\ncount = 100\n"
+        ))
+        .expect("rpc");
+        assert_eq!(
+            s.app,
+            AppSpec::Rpc(RpcConfig {
+                request: 100,
+                response: 65_536,
+                count: 100,
+                think: Duration::from_millis(10)
+            })
+        );
+        let s = one(&format!(
+            "{MINIMAL}[app]\nkind = \"rtc\"\nfps = 60\ndeadline = \"100ms\"\nbitrate = \"2Mbps\"\n"
+        ))
+        .expect("rtc");
+        let AppSpec::Rtc(rtc) = s.app else {
+            panic!("rtc")
+        };
+        assert_eq!((rtc.encoder.fps, rtc.encoder.bitrate), (60, 2_000_000));
+        assert_eq!(rtc.deadline, Duration::from_millis(100));
+        let s = one(&format!(
+            "{MINIMAL}[app]\nkind = \"live\"\ngop = 60\nkey_ratio = 3.5\nstartup = \"2s\"\n"
+        ))
+        .expect("live");
+        let AppSpec::Live(live) = s.app else {
+            panic!("live")
+        };
+        assert_eq!((live.encoder.gop, live.encoder.key_ratio), (60, 3.5));
+        assert_eq!(live.startup, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn errors_name_the_key_with_file_line_and_column() {
+        let e = err("seed = 1\nrepetitons = 5\n");
+        assert!(e.starts_with("t.toml:2:1: "), "{e}");
+        assert!(e.contains("repetitons"), "{e}");
+        let e = err("[path]\nrate = \"10Mbps\"\nrtt = \"60\"\n");
+        assert!(e.starts_with("t.toml:3:7: "), "{e}");
+        assert!(e.contains("bad duration `60`"), "{e}");
+        let e = err("[path]\nrate = \"10Mbps\"\nloss = \"bernouli 5%\"\n");
+        assert!(e.starts_with("t.toml:3:8: "), "{e}");
+        assert!(e.contains("bernouli"), "{e}");
+        let e = err("[path]\nrate = \"10Mbps\"\nqueue = \"droptail\"\n");
+        assert!(
+            e.contains("t.toml:3:9") && e.contains("needs a limit"),
+            "{e}"
+        );
+        let e = err("[path]\nrate = \"12 Mbps\"\n");
+        assert!(e.contains("t.toml:2:8") && e.contains("bad rate"), "{e}");
+        let e = err(&format!("{MINIMAL}[path.down]\nrtt = \"10ms\"\n"));
+        assert!(e.contains("t.toml:4:1") && e.contains("rtt"), "{e}");
+        let e = err(&format!("{MINIMAL}[transport]\ncc = \"copa\"\n"));
+        assert!(e.contains("t.toml:4:6") && e.contains("copa"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[app]\nkind = \"live\"\nbitrat = \"1Mbps\"\n"
+        ));
+        assert!(e.contains("bitrat"), "{e}");
+        let e = err(&format!("{MINIMAL}[app]\nkind = \"tv\"\n"));
+        assert!(e.contains("tv"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[[policy]]\nname = \"autorec\"\nparams = \"alpah=3ms\"\n"
+        ));
+        assert!(e.contains("policy[0]") && e.contains("alpah"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[[policy]]\nname = \"arq\"\n[[policy]]\nname = \"arq\"\n"
+        ));
+        assert!(e.contains("policy[1]") && e.contains("duplicate"), "{e}");
+        let e = err("[path]\nrate = \"1Mbps\"\ntrace = \"x\"\n");
+        assert!(e.contains("path.down") && e.contains("not both"), "{e}");
+        let e = err("duration = \"1s\"\n");
+        assert!(
+            e.contains("`path.down`") && e.contains("needs `rate` or `trace`"),
+            "{e}"
+        );
+        let e = err("[path\n");
+        assert!(e.starts_with("t.toml:1:"), "{e}");
+        let e = err(&format!("{MINIMAL}repetitions = 0\n"));
+        assert!(e.contains("`repetitions`"), "{e}");
+    }
+
+    #[test]
+    fn sweeps_expand_in_order_with_stable_names() {
+        let src = format!(
+            "name = \"s\"\n{MINIMAL}loss = \"bernoulli 1%\"\n\
+             [[policy]]\nname = \"arq\"\n[[policy]]\nname = \"autorec\"\nparams = \"beta=0.3\"\n\
+             [sweep]\n\"path.loss\" = [\"bernoulli 1%\", \"bernoulli 5%\"]\n\
+             \"policy.autorec.alpha\" = {{ from = \"10ms\", to = \"30ms\", step = \"10ms\" }}\n"
+        );
+        let v = load_str(&src, "t.toml", None, "t").expect("sweep");
+        let names: Vec<&str> = v.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "s[path.loss=bernoulli 1%,policy.autorec.alpha=10ms]",
+                "s[path.loss=bernoulli 1%,policy.autorec.alpha=20ms]",
+                "s[path.loss=bernoulli 1%,policy.autorec.alpha=30ms]",
+                "s[path.loss=bernoulli 5%,policy.autorec.alpha=10ms]",
+                "s[path.loss=bernoulli 5%,policy.autorec.alpha=20ms]",
+                "s[path.loss=bernoulli 5%,policy.autorec.alpha=30ms]",
+            ]
+        );
+        assert_eq!(
+            v[4].down.loss,
+            LossSpec::Bernoulli(Prob::from_fraction(0.05))
+        );
+        assert_eq!(v[4].policies[1].params, "beta=0.3,alpha=20ms");
+        assert_eq!(
+            v[4].policies[1].spec,
+            PolicySpec::from_name_params("autorec", "alpha=20ms,beta=0.3").expect("valid")
+        );
+        assert_eq!(v[4].policies[0].spec, PolicySpec::Arq);
+        // Numeric ranges, and keys that create tables.
+        let src = format!("{MINIMAL}[sweep]\nseed = {{ from = 1, to = 3, step = 1 }}\n\"path.down.rate\" = [\"1Mbps\"]\n\"app.fps\" = [25]\n");
+        let v = load_str(&src, "t.toml", None, "t").expect("sweep");
+        assert_eq!(v.iter().map(|s| s.seed).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(v[0].down.service, ServiceSpec::Rate(1_000_000));
+        assert_eq!(v[0].up.service, ServiceSpec::Rate(10_000_000));
+        assert_eq!(v[0].name, "t[seed=1,path.down.rate=1Mbps,app.fps=25]");
+        let AppSpec::Live(l) = &v[0].app else {
+            panic!("live")
+        };
+        assert_eq!(l.encoder.fps, 25);
+        let src = format!(
+            "{MINIMAL}[sweep]\n\"app.size_noise\" = {{ from = 0.1, to = 0.3, step = 0.1 }}\n"
+        );
+        let v = load_str(&src, "t.toml", None, "t").expect("float range");
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[2].name, "t[app.size_noise=0.3]");
+    }
+
+    #[test]
+    fn sweep_errors_name_the_axis() {
+        let e = err(&format!(
+            "{MINIMAL}[sweep]\n\"path.los\" = [\"bernoulli 1%\"]\n"
+        ));
+        assert!(
+            e.contains("sweep.\"path.los\"") && e.contains("unknown axis"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{MINIMAL}[sweep]\n\"policy.autorec.alpha\" = [\"1ms\"]\n"
+        ));
+        assert!(e.contains("no [[policy]] labelled `autorec`"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[sweep]\n\"path.loss\" = [\"bernoulli 1%\", \"bogus\"]\n"
+        ));
+        assert!(
+            e.contains("t[path.loss=bogus]") && e.contains("bogus"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{MINIMAL}[sweep]\nseed = {{ from = 1, to = 3 }}\n"
+        ));
+        assert!(e.contains("range needs `step`"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[sweep]\nseed = {{ from = 1, to = 3, step = 0 }}\n"
+        ));
+        assert!(e.contains("step > 0"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[sweep]\nduration = {{ from = \"1s\", to = \"3ms\", step = \"1s\" }}\n"
+        ));
+        assert!(e.contains("same unit"), "{e}");
+        let e = err(&format!("{MINIMAL}[sweep]\nseed = []\n"));
+        assert!(e.contains("no values"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[sweep]\nseed = {{ from = 1, to = 1000000000, step = 1 }}\n"
+        ));
+        assert!(e.contains("more than"), "{e}");
+        let e = err(&format!("{MINIMAL}[[policy]]\nname = \"autorec\"\n[sweep]\n\"policy.autorec.alpha\" = [\"fast\"]\n"));
+        assert!(e.contains("policy[0]"), "{e}");
+    }
+
+    #[test]
+    fn example_scenarios_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+        let load_one = |name: &str| load(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .expect("scenarios/")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".toml"))
+            .collect();
+        files.sort();
+        assert_eq!(
+            files,
+            [
+                "autorec-testbed.toml",
+                "default.toml",
+                "ge-burst.toml",
+                "lte-trace.toml"
+            ]
+        );
+        for f in &files {
+            for s in load_one(f) {
+                for d in [&s.down, &s.up] {
+                    // Traces beside the repository exist in a full checkout only.
+                    let has_files = match &d.service {
+                        ServiceSpec::Trace(p) => p.exists(),
+                        ServiceSpec::Rate(_) => true,
+                    };
+                    if has_files {
+                        d.path_spec()
+                            .build(1, "down", None, 0)
+                            .unwrap_or_else(|e| panic!("{f}: {e}"));
+                    }
+                }
+            }
+        }
+        let alpha = load_one("autorec-testbed.toml");
+        assert_eq!(alpha.len(), 5);
+        assert_eq!(
+            alpha[0].name,
+            "autorec-testbed-alpha[policy.autorec.alpha=10ms]"
+        );
+        let ge = load_one("ge-burst.toml");
+        assert_eq!(ge.len(), 5);
+        let LossSpec::SlottedGe { slot, params } = &ge[0].down.loss else {
+            panic!("slotted GE")
+        };
+        assert_eq!(*slot, Duration::from_millis(30));
+        assert_eq!(params.p, Prob::from_fraction(0.2));
+        assert_eq!(params.r, Prob::from_fraction(0.8));
+        assert_eq!(params.h.complement(), Prob::from_fraction(0.1));
+        assert_eq!(params.k1, Prob::from_fraction(0.01));
+        assert_eq!(ge[0].up.loss, LossSpec::Bernoulli(Prob::ZERO));
+        assert_eq!(ge[0].policies.len(), 4);
+        assert!(matches!(ge[0].app, AppSpec::Rtc(_)));
+        let lte = load_one("lte-trace.toml");
+        let ServiceSpec::Trace(down) = &lte[0].down.service else {
+            panic!("trace")
+        };
+        assert!(
+            down.ends_with("scenarios/../../shared/traces/mahimahi/TMobile-LTE-short.down"),
+            "{}",
+            down.display()
+        );
+        assert_eq!(lte[0].name, "lte-trace");
+    }
+}

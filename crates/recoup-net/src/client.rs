@@ -28,6 +28,8 @@ pub struct GetOptions {
     pub tls: std::sync::Arc<rustls::ClientConfig>,
     pub transport: TransportConfig,
     pub qlog: Option<QlogDir>,
+    /// Batch datagrams with UDP GSO where the OS supports it.
+    pub gso: bool,
 }
 
 /// What a finished download measured.
@@ -62,7 +64,7 @@ impl Client {
             server_name: options.url.host.clone(),
         };
         let endpoint = Endpoint::new(None, config.transport.local_cid_len);
-        let mut driver = Driver::bind(bind, endpoint)?;
+        let mut driver = Driver::bind(bind, endpoint, options.gso)?;
         let start = driver.clock().now();
         let handle = driver.endpoint_mut().connect(start, &config, remote)?;
         if let Some(dir) = &options.qlog {

@@ -93,8 +93,9 @@ pub struct Driver {
 }
 
 impl Driver {
-    /// Binds `addr` (port 0 picks a free one) for `endpoint`.
-    pub fn bind(addr: SocketAddr, endpoint: Endpoint) -> Result<Self, Error> {
+    /// Binds `addr` (port 0 picks a free one) for `endpoint`. `gso: false` sends one datagram
+    /// per system call: packet captures on loopback see a GSO batch as one oversized datagram.
+    pub fn bind(addr: SocketAddr, endpoint: Endpoint, gso: bool) -> Result<Self, Error> {
         let std_socket =
             std::net::UdpSocket::bind(addr).map_err(|e| Error::io(format!("binding {addr}"), e))?;
         let state = UdpSocketState::new((&std_socket).into())
@@ -119,7 +120,11 @@ impl Driver {
             .register(&mut socket, SOCKET, Interest::READABLE | Interest::WRITABLE)
             .map_err(|e| Error::io("registering the socket", e))?;
         let waker = Waker::new(poll.registry(), WAKER).map_err(|e| Error::io("waker", e))?;
-        let max_segments = state.max_gso_segments().max(1);
+        let max_segments = if gso {
+            state.max_gso_segments().max(1)
+        } else {
+            1
+        };
         tracing::debug!(
             gso_segments = max_segments,
             gro_segments = state.gro_segments(),

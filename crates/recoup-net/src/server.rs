@@ -33,6 +33,8 @@ pub struct ServeOptions {
     pub identity: Identity,
     pub transport: TransportConfig,
     pub qlog: Option<QlogDir>,
+    /// Batch datagrams with UDP GSO where the OS supports it.
+    pub gso: bool,
 }
 
 /// A bound server; [`Server::run`] serves until stopped.
@@ -50,7 +52,7 @@ impl Server {
             transport: options.transport,
         };
         let endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
-        let driver = Driver::bind(options.listen, endpoint)?;
+        let driver = Driver::bind(options.listen, endpoint, options.gso)?;
         Ok(Self {
             driver,
             app: HqServer {

@@ -45,6 +45,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         tls,
         transport: args.transport.config(),
         qlog: args.transport.qlog(),
+        gso: !args.transport.no_gso,
     })?;
     let stopper = client.stopper();
     ctrlc::set_handler(move || stopper.stop())

@@ -43,6 +43,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         identity,
         transport: args.transport.config(),
         qlog: args.transport.qlog(),
+        gso: !args.transport.no_gso,
     })?;
     let stopper = server.stopper();
     ctrlc::set_handler(move || stopper.stop())

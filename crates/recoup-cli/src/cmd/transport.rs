@@ -17,6 +17,10 @@ pub struct TransportArgs {
     /// Write one qlog trace per connection here (default: $QLOGDIR if set).
     #[arg(long, value_name = "DIR")]
     pub qlog_dir: Option<PathBuf>,
+    /// Send one datagram per system call instead of UDP GSO batches (for packet captures on
+    /// loopback, which record a GSO batch as one oversized datagram).
+    #[arg(long)]
+    pub no_gso: bool,
 }
 
 impl TransportArgs {

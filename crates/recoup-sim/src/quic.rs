@@ -1,0 +1,103 @@
+//! The QUIC transport as a simulator [`Node`]: an [`Endpoint`] with an application on top.
+//!
+//! The very same transport code that serves real clients runs here (DESIGN.md principle 2); only
+//! the clock is virtual.
+
+use std::any::Any;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use recoup_time::Instant;
+use recoup_transport::Endpoint;
+
+use crate::datagram::Datagram;
+use crate::node::{Node, Output};
+
+/// What runs on top of an endpoint: opens streams, writes and reads, closes.
+pub trait Application {
+    /// Called after every datagram and timer the endpoint handled, before it sends. Use the
+    /// endpoint's connections freely; return when to be called again even if nothing arrives.
+    fn poll(&mut self, now: Instant, endpoint: &mut Endpoint) -> Option<Instant>;
+}
+
+/// A QUIC endpoint and its application, addressable at `addr`.
+#[derive(Debug)]
+pub struct QuicNode<A> {
+    addr: SocketAddr,
+    endpoint: Endpoint,
+    app: A,
+    app_wakeup: Option<Instant>,
+}
+
+/// Smallest step a wake-up moves forward when a timer is already due, so the loop advances.
+const MIN_STEP: Duration = Duration::from_micros(1);
+
+impl<A: Application> QuicNode<A> {
+    pub fn new(addr: SocketAddr, endpoint: Endpoint, app: A) -> Self {
+        Self {
+            addr,
+            endpoint,
+            app,
+            app_wakeup: None,
+        }
+    }
+
+    #[must_use]
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    pub fn endpoint_mut(&mut self) -> &mut Endpoint {
+        &mut self.endpoint
+    }
+
+    #[must_use]
+    pub fn app(&self) -> &A {
+        &self.app
+    }
+
+    pub fn app_mut(&mut self) -> &mut A {
+        &mut self.app
+    }
+
+    #[must_use]
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl<A: Application + 'static> Node for QuicNode<A> {
+    fn process(&mut self, input: Option<Datagram>, now: Instant) -> Output {
+        match input {
+            Some(d) => {
+                let _ = self.endpoint.handle_datagram(now, d.src, &d.payload);
+            }
+            None => {
+                if self.endpoint.poll_timeout().is_some_and(|t| t <= now) {
+                    self.endpoint.handle_timeout(now);
+                }
+            }
+        }
+        // The application reacts to what arrived (and to its own timers) before anything is sent.
+        self.app_wakeup = self.app.poll(now, &mut self.endpoint);
+        if let Some(t) = self.endpoint.poll_transmit(now) {
+            return Output::Datagram(Datagram::new(self.addr, t.destination, t.contents));
+        }
+        match [self.endpoint.poll_timeout(), self.app_wakeup]
+            .into_iter()
+            .flatten()
+            .min()
+        {
+            Some(t) => Output::Callback(t.max(now + MIN_STEP)),
+            None => Output::None,
+        }
+    }
+
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(self)
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn Any> {
+        Some(self)
+    }
+}

@@ -10,7 +10,7 @@ mod logging;
 
 /// Sender-side loss recovery for QUIC: simulate, serve and fetch.
 #[derive(Parser, Debug)]
-#[command(name = "recoup", version, about, propagate_version = true)]
+#[command(name = "recoup", version, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -90,6 +90,7 @@ pub struct Driver {
     /// drains.
     blocked: VecDeque<Batch>,
     recv_bufs: Vec<Vec<u8>>,
+    recv_meta: Vec<RecvMeta>,
 }
 
 impl Driver {
@@ -144,6 +145,7 @@ impl Driver {
             max_segments,
             blocked: VecDeque::new(),
             recv_bufs: vec![vec![0; RECV_BUF]; batch],
+            recv_meta: vec![RecvMeta::default(); batch],
         })
     }
 
@@ -213,7 +215,6 @@ impl Driver {
     /// may remain.
     fn receive(&mut self) -> Result<bool, Error> {
         let mut handled = 0;
-        let mut meta = vec![RecvMeta::default(); self.recv_bufs.len()];
         while handled < MAX_RECV_PER_TURN {
             let mut slices: Vec<IoSliceMut<'_>> = self
                 .recv_bufs
@@ -222,7 +223,7 @@ impl Driver {
                 .collect();
             let n = match self
                 .state
-                .recv((&self.socket).into(), &mut slices, &mut meta)
+                .recv((&self.socket).into(), &mut slices, &mut self.recv_meta)
             {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
@@ -232,7 +233,7 @@ impl Driver {
                 Err(e) => return Err(Error::io("receiving", e)),
             };
             let now = self.clock.now();
-            for (m, buf) in meta.iter().zip(&self.recv_bufs).take(n) {
+            for (m, buf) in self.recv_meta.iter().zip(&self.recv_bufs).take(n) {
                 let data = buf.get(..m.len).unwrap_or_default();
                 let stride = m.stride.max(1);
                 for datagram in data.chunks(stride) {

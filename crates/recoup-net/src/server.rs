@@ -128,7 +128,10 @@ impl Application for HqServer {
                 Event::Connected => {
                     tracing::debug!(remote = %conn.remote_address(), "handshake done")
                 }
-                Event::Closed(reason) => log_close(conn.remote_address(), &reason),
+                Event::Closed(reason) => {
+                    log_close(conn.remote_address(), &reason);
+                    tracing::debug!(remote = %conn.remote_address(), stats = ?conn.stats(), "connection stats");
+                }
                 Event::Stream(StreamEvent::Reset { id, code })
                 | Event::Stream(StreamEvent::Stopped { id, code }) => {
                     tracing::debug!(stream = id.0, code, "stream abandoned by the peer");

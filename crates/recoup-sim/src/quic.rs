@@ -27,6 +27,8 @@ pub struct QuicNode<A> {
     endpoint: Endpoint,
     app: A,
     app_wakeup: Option<Instant>,
+    /// (send time, FNV-1a hash of the payload) of every datagram sent, when recording.
+    sent_log: Option<Vec<(Instant, u64)>>,
 }
 
 /// Smallest step a wake-up moves forward when a timer is already due, so the loop advances.
@@ -39,7 +41,26 @@ impl<A: Application> QuicNode<A> {
             endpoint,
             app,
             app_wakeup: None,
+            sent_log: None,
         }
+    }
+
+    /// Keep a log of every datagram sent (time and content hash), for determinism checks.
+    pub fn record_sends(&mut self) {
+        self.sent_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The log kept since [`QuicNode::record_sends`].
+    #[must_use]
+    pub fn sent_log(&self) -> &[(Instant, u64)] {
+        self.sent_log.as_deref().unwrap_or(&[])
+    }
+
+    fn emit(&mut self, now: Instant, t: recoup_transport::Transmit) -> Output {
+        if let Some(log) = self.sent_log.as_mut() {
+            log.push((now, fnv1a(&t.contents)));
+        }
+        Output::Datagram(Datagram::new(self.addr, t.destination, t.contents))
     }
 
     #[must_use]
@@ -81,7 +102,7 @@ impl<A: Application + 'static> Node for QuicNode<A> {
         // The application reacts to what arrived (and to its own timers) before anything is sent.
         self.app_wakeup = self.app.poll(now, &mut self.endpoint);
         if let Some(t) = self.endpoint.poll_transmit(now) {
-            return Output::Datagram(Datagram::new(self.addr, t.destination, t.contents));
+            return self.emit(now, t);
         }
         match [self.endpoint.poll_timeout(), self.app_wakeup]
             .into_iter()
@@ -100,4 +121,10 @@ impl<A: Application + 'static> Node for QuicNode<A> {
     fn as_any_mut(&mut self) -> Option<&mut dyn Any> {
         Some(self)
     }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }

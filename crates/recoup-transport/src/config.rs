@@ -3,12 +3,33 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use recoup_recovery::PolicySpec;
+use recoup_recovery::{Policy, PolicySpec, RecoveryPolicy};
 
 use crate::cc::CcAlgorithm;
 
 /// The smallest datagram QUIC allows on a path (RFC 9000 §14): Initial packets are padded to it.
 pub const MIN_INITIAL_SIZE: usize = 1200;
+
+/// Builds a user-defined recovery policy for each connection, from the connection's seed.
+#[derive(Clone)]
+pub struct PolicyFactory(Arc<dyn Fn(u64) -> Box<dyn RecoveryPolicy + Send> + Send + Sync>);
+
+impl PolicyFactory {
+    pub fn new(f: impl Fn(u64) -> Box<dyn RecoveryPolicy + Send> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    #[must_use]
+    pub fn build(&self, seed: u64) -> Policy {
+        Policy::User((self.0)(seed))
+    }
+}
+
+impl std::fmt::Debug for PolicyFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PolicyFactory(..)")
+    }
+}
 
 /// Settings shared by every connection of an endpoint. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -44,6 +65,8 @@ pub struct TransportConfig {
     pub pacing: bool,
     /// Loss-recovery policy; built per connection with a seed derived from `seed`.
     pub policy: PolicySpec,
+    /// A user policy (DESIGN.md principle 4): when set, it replaces `policy`.
+    pub custom_policy: Option<PolicyFactory>,
     /// RFC 9002 §6.1.1 kPacketThreshold.
     pub packet_threshold: u64,
     /// RFC 9002 §6.1.2 kTimeThreshold as a fraction (numerator, denominator): 9/8.
@@ -77,6 +100,7 @@ impl Default for TransportConfig {
             cc: CcAlgorithm::default(),
             pacing: true,
             policy: PolicySpec::default(),
+            custom_policy: None,
             packet_threshold: 3,
             time_threshold: (9, 8),
             key_update_interval: None,

@@ -18,14 +18,16 @@ pub mod pacing;
 pub mod packet;
 pub mod qlog;
 pub mod rtt;
+mod seeded_tls;
 pub mod streams;
 pub mod tls;
 pub mod transport_params;
 
-pub use config::{ClientConfig, ServerConfig, TransportConfig};
+pub use config::{ClientConfig, PolicyFactory, ServerConfig, TransportConfig};
 pub use connection::{CloseError, CloseReason, Connection, ConnectionStats, Event, Transmit};
 pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side};
 pub use endpoint::{ConnectionHandle, Endpoint};
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};
 pub use lineage::Recovered;
+pub use seeded_tls::simulation_tls;
 pub use tls::{client_config, self_signed, server_config, NewKeys, ServerVerification, TlsSession};

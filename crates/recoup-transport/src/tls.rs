@@ -57,7 +57,15 @@ pub fn client_config(
     verify: ServerVerification,
     key_log: Option<Arc<dyn KeyLog>>,
 ) -> Result<ClientConfig, Error> {
-    let provider = provider();
+    client_config_with(provider(), alpn, verify, key_log)
+}
+
+pub(crate) fn client_config_with(
+    provider: Arc<CryptoProvider>,
+    alpn: &[&[u8]],
+    verify: ServerVerification,
+    key_log: Option<Arc<dyn KeyLog>>,
+) -> Result<ClientConfig, Error> {
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(TLS13_ONLY)
         .map_err(|e| tls_error("client config", e))?;
@@ -92,7 +100,17 @@ pub fn server_config(
     alpn: &[&[u8]],
     key_log: Option<Arc<dyn KeyLog>>,
 ) -> Result<ServerConfig, Error> {
-    let mut config = ServerConfig::builder_with_provider(provider())
+    server_config_with(provider(), cert_chain, key, alpn, key_log)
+}
+
+pub(crate) fn server_config_with(
+    provider: Arc<CryptoProvider>,
+    cert_chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    alpn: &[&[u8]],
+    key_log: Option<Arc<dyn KeyLog>>,
+) -> Result<ServerConfig, Error> {
+    let mut config = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(TLS13_ONLY)
         .map_err(|e| tls_error("server config", e))?
         .with_no_client_auth()

@@ -338,7 +338,11 @@ impl Connection {
             initial_max_streams_uni: config.max_streams_uni,
         };
         let streams = Streams::new(side, local_limits, config.send_buffer);
-        let policy = config.policy.build(rng.next_u64());
+        let policy_seed = rng.next_u64();
+        let policy = match &config.custom_policy {
+            Some(factory) => factory.build(policy_seed),
+            None => config.policy.build(policy_seed),
+        };
         let idle_timeout = (!config.max_idle_timeout.is_zero()).then_some(config.max_idle_timeout);
         Self {
             side,

@@ -14,6 +14,25 @@ fi
 rustup component add clippy rustfmt >/dev/null 2>&1 || true
 cargo --version
 
+step "interop peers: aioquic (PyPI), tshark (Debian)"
+# The interop tests (crates/recoup-cli/tests/interop.rs) run the unmodified aioquic client and
+# server; they fail loudly if aioquic is missing. tshark is optional: its test skips with a
+# message when tshark is absent or cannot capture on loopback.
+AIOQUIC_VERSION=1.7.2
+if ! python3 -c "import aioquic, sys; sys.exit(aioquic.__version__ != '$AIOQUIC_VERSION')" 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check "aioquic==$AIOQUIC_VERSION"
+fi
+python3 -c "import aioquic; print('aioquic', aioquic.__version__)"
+if ! command -v tshark >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark >/dev/null) \
+      || echo "tshark could not be installed: its test will be skipped"
+  else
+    echo "tshark not installed (needs root for apt-get): its test will be skipped"
+  fi
+fi
+command -v tshark >/dev/null 2>&1 && tshark --version | head -1
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -1,0 +1,5 @@
+//! One module per subcommand.
+
+pub mod get;
+pub mod serve;
+pub mod transport;

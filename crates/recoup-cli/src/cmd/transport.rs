@@ -1,0 +1,49 @@
+//! Transport options shared by the subcommands that open QUIC connections.
+
+use std::path::PathBuf;
+
+use recoup_recovery::PolicySpec;
+use recoup_transport::cc::CcAlgorithm;
+use recoup_transport::TransportConfig;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct TransportArgs {
+    /// Loss-recovery policy, e.g. `arq`, `fixed:2`, `autorec:alpha=30ms` (see recoup-recovery).
+    #[arg(long, default_value = "arq", value_parser = parse_policy)]
+    pub policy: PolicySpec,
+    /// Congestion controller: newreno, cubic or bbr.
+    #[arg(long, default_value = "cubic", value_parser = parse_cc)]
+    pub cc: CcAlgorithm,
+    /// Write one qlog trace per connection here (default: $QLOGDIR if set).
+    #[arg(long, value_name = "DIR")]
+    pub qlog_dir: Option<PathBuf>,
+    /// Send one datagram per system call instead of UDP GSO batches (for packet captures on
+    /// loopback, which record a GSO batch as one oversized datagram).
+    #[arg(long)]
+    pub no_gso: bool,
+}
+
+impl TransportArgs {
+    #[must_use]
+    pub fn config(&self) -> TransportConfig {
+        TransportConfig {
+            cc: self.cc,
+            policy: self.policy.clone(),
+            seed: recoup_net::os_seed(),
+            ..TransportConfig::default()
+        }
+    }
+
+    #[must_use]
+    pub fn qlog(&self) -> Option<recoup_net::qlog_dir::QlogDir> {
+        recoup_net::qlog_dir::QlogDir::from_option_or_env(self.qlog_dir.clone())
+    }
+}
+
+fn parse_policy(s: &str) -> Result<PolicySpec, String> {
+    s.parse::<PolicySpec>().map_err(|e| e.to_string())
+}
+
+fn parse_cc(s: &str) -> Result<CcAlgorithm, String> {
+    s.parse::<CcAlgorithm>().map_err(|e| e.to_string())
+}

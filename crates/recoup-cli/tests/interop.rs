@@ -1,0 +1,445 @@
+//! Interoperability over loopback with unmodified peers (issue 4):
+//! - the quinn client (crates.io, in-process) and the aioquic client (PyPI,
+//!   `tests/interop/aioquic_client.py`) download 10 MB from `recoup serve`, sha256 compared;
+//! - `recoup get` downloads 10 MB from an aioquic server (`tests/interop/aioquic_server.py`);
+//! - the same with `--policy fixed:2`;
+//! - tshark dissects a capture of one download, decrypted with the key log, without malformed
+//!   packets or expert warnings (skipped, with a message, only when tshark cannot capture).
+//!
+//! A failing peer fails its test, and the panic message carries the peer's and the server's
+//! output. Every process started here is killed when its guard drops, and every wait is bounded.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+const FILE_SIZE: usize = 10 * 1024 * 1024;
+const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the interop tests bound real waits on real processes"
+)]
+fn now() -> Instant {
+    Instant::now()
+}
+
+fn recoup() -> &'static str {
+    env!("CARGO_BIN_EXE_recoup")
+}
+
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
+}
+
+fn python() -> String {
+    std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+/// A directory with `name` holding `size` deterministic pseudo-random bytes (xorshift64).
+fn fixture(name: &str, size: usize) -> (tempfile::TempDir, Vec<u8>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut data = Vec::with_capacity(size);
+    while data.len() < size {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        data.extend_from_slice(&x.to_le_bytes());
+    }
+    data.truncate(size);
+    std::fs::write(dir.path().join(name), &data).expect("write fixture");
+    (dir, data)
+}
+
+fn sha256(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A started process: killed on drop; its stderr (and stdout after the first line) go to files
+/// shown when something fails.
+struct Proc {
+    name: String,
+    child: Child,
+    log_dir: tempfile::TempDir,
+}
+
+impl Proc {
+    /// Starts `cmd` and waits for a `listening on ADDR` line on its stdout.
+    fn server(name: &str, mut cmd: Command) -> (Self, SocketAddr) {
+        let log_dir = tempfile::tempdir().expect("tempdir");
+        let stderr = std::fs::File::create(log_dir.path().join("stderr")).expect("log");
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name} ({cmd:?}): {e}"));
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let first = lines.next();
+            tx.send(first).ok();
+            // Keep draining so the server never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let mut proc = Self {
+            name: name.to_owned(),
+            child,
+            log_dir,
+        };
+        let line = match rx.recv_timeout(STARTUP_TIMEOUT) {
+            Ok(Some(Ok(line))) => line,
+            other => panic!(
+                "{name} did not print its address ({other:?})\n{}",
+                proc.output()
+            ),
+        };
+        let addr = line
+            .strip_prefix("listening on ")
+            .and_then(|a| a.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} printed {line:?}\n{}", proc.output()));
+        (proc, addr)
+    }
+
+    fn output(&mut self) -> String {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            format!(
+                "--- {} exited ({status}); stderr:\n{}",
+                self.name,
+                read_log(&self.log_dir.path().join("stderr"))
+            )
+        } else {
+            format!(
+                "--- {} (running) stderr:\n{}",
+                self.name,
+                read_log(&self.log_dir.path().join("stderr"))
+            )
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+fn read_log(path: &Path) -> String {
+    let mut s = String::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        f.read_to_string(&mut s).ok();
+    }
+    // The end of a long log is where the failure is.
+    let cut = s.len().saturating_sub(20_000);
+    let cut = (cut..s.len()).find(|&i| s.is_char_boundary(i)).unwrap_or(0);
+    s[cut..].to_owned()
+}
+
+/// Runs a peer to completion within `DOWNLOAD_TIMEOUT`; panics with its output (and the
+/// server's) if it fails or hangs.
+fn run_peer(name: &str, mut cmd: Command, server: &mut Proc) -> String {
+    let log_dir = tempfile::tempdir().expect("tempdir");
+    let out = log_dir.path().join("out");
+    let err = log_dir.path().join("err");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("log"))
+        .stderr(std::fs::File::create(&err).expect("log"))
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {name} ({cmd:?}): {e}"));
+    let deadline = now() + DOWNLOAD_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if now() > deadline {
+            child.kill().ok();
+            child.wait().ok();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let report = format!(
+        "--- {name} stdout:\n{}\n--- {name} stderr:\n{}\n{}",
+        read_log(&out),
+        read_log(&err),
+        server.output()
+    );
+    match status {
+        Some(s) if s.success() => report,
+        Some(s) => panic!("{name} failed ({s}):\n{report}"),
+        None => panic!("{name} did not finish within {DOWNLOAD_TIMEOUT:?}:\n{report}"),
+    }
+}
+
+fn recoup_serve(root: &Path, extra: &[&str]) -> (Proc, SocketAddr) {
+    let mut cmd = Command::new(recoup());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(root)
+        .args(extra)
+        .env("RUST_LOG", "info");
+    Proc::server("recoup serve", cmd)
+}
+
+fn check_download(got: &Path, want: &[u8], report: &str) {
+    let got = std::fs::read(got).unwrap_or_else(|e| panic!("no output file ({e}):\n{report}"));
+    assert_eq!(
+        (got.len(), sha256(&got)),
+        (want.len(), sha256(want)),
+        "downloaded file differs:\n{report}"
+    );
+}
+
+fn quinn_client_from_recoup(policy: &[&str]) {
+    let (root, data) = fixture("file.bin", FILE_SIZE);
+    let (mut server, addr) = recoup_serve(root.path(), policy);
+    let out = tempfile::tempdir().expect("tempdir");
+    let got = out.path().join("got.bin");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let result = runtime.block_on(async {
+        tokio::time::timeout(
+            DOWNLOAD_TIMEOUT,
+            recoup_interop::client::get(addr, "localhost", "/file.bin", &got),
+        )
+        .await
+    });
+    let download = match result {
+        Ok(Ok(d)) => d,
+        Ok(Err(e)) => panic!("quinn client failed: {e}\n{}", server.output()),
+        Err(_) => panic!("quinn client timed out\n{}", server.output()),
+    };
+    eprintln!(
+        "quinn client <- recoup serve {policy:?}: {:.1} Mbit/s",
+        download.goodput_mbps()
+    );
+    check_download(&got, &data, &server.output());
+}
+
+fn aioquic_client_from_recoup(policy: &[&str]) {
+    let (root, data) = fixture("file.bin", FILE_SIZE);
+    let (mut server, addr) = recoup_serve(root.path(), policy);
+    let out = tempfile::tempdir().expect("tempdir");
+    let got = out.path().join("got.bin");
+    let mut cmd = Command::new(python());
+    cmd.arg(interop_dir().join("aioquic_client.py"))
+        .arg(format!("https://{addr}/file.bin"))
+        .arg("-o")
+        .arg(&got);
+    let report = run_peer("aioquic client", cmd, &mut server);
+    eprintln!("{}", report.lines().nth(1).unwrap_or_default());
+    check_download(&got, &data, &report);
+}
+
+fn recoup_get_from_aioquic(policy: &[&str]) {
+    let (root, data) = fixture("file.bin", FILE_SIZE);
+    let mut cmd = Command::new(python());
+    cmd.arg(interop_dir().join("aioquic_server.py"))
+        .arg("--root")
+        .arg(root.path());
+    let (mut server, addr) = Proc::server("aioquic server", cmd);
+    let out = tempfile::tempdir().expect("tempdir");
+    let got = out.path().join("got.bin");
+    let mut get = Command::new(recoup());
+    get.args(["get", "--insecure"])
+        .args(policy)
+        .arg(format!("https://{addr}/file.bin"))
+        .arg("-o")
+        .arg(&got)
+        .env("RUST_LOG", "info");
+    let report = run_peer("recoup get", get, &mut server);
+    check_download(&got, &data, &report);
+}
+
+#[test]
+fn quinn_client_downloads_from_recoup_serve() {
+    quinn_client_from_recoup(&[]);
+}
+
+#[test]
+fn quinn_client_downloads_from_recoup_serve_fixed2() {
+    quinn_client_from_recoup(&["--policy", "fixed:2"]);
+}
+
+#[test]
+fn aioquic_client_downloads_from_recoup_serve() {
+    aioquic_client_from_recoup(&[]);
+}
+
+#[test]
+fn aioquic_client_downloads_from_recoup_serve_fixed2() {
+    aioquic_client_from_recoup(&["--policy", "fixed:2"]);
+}
+
+#[test]
+fn recoup_get_downloads_from_aioquic_server() {
+    recoup_get_from_aioquic(&[]);
+}
+
+/// The aioquic server is not ours, so here the policy applies to recoup get's (small) sending.
+#[test]
+fn recoup_get_downloads_from_aioquic_server_fixed2() {
+    recoup_get_from_aioquic(&["--policy", "fixed:2"]);
+}
+
+#[test]
+fn traversal_is_refused_and_the_server_keeps_serving() {
+    let (root, data) = fixture("file.bin", 1000);
+    let (mut server, addr) = recoup_serve(root.path(), &[]);
+    let out = tempfile::tempdir().expect("tempdir");
+    for path in ["/../file.bin", "/%2e%2e/etc/passwd", "/missing"] {
+        let status = Command::new(recoup())
+            .args(["get", "--insecure"])
+            .arg(format!("https://{addr}{path}"))
+            .arg("-o")
+            .arg(out.path().join("refused"))
+            .stderr(Stdio::null())
+            .status()
+            .expect("run recoup get");
+        assert!(!status.success(), "{path} was served\n{}", server.output());
+    }
+    let mut get = Command::new(recoup());
+    get.args(["get", "--insecure"])
+        .arg(format!("https://{addr}/file.bin"))
+        .arg("-o")
+        .arg(out.path().join("ok"));
+    let report = run_peer("recoup get", get, &mut server);
+    check_download(&out.path().join("ok"), &data, &report);
+}
+
+/// tshark dissects a decrypted capture of one download with no malformed packets and no expert
+/// warnings, and sees the stream data (so decryption worked).
+#[test]
+fn tshark_dissects_a_decrypted_capture() {
+    if Command::new("tshark").arg("--version").output().is_err() {
+        eprintln!("SKIPPED tshark_dissects_a_decrypted_capture: tshark is not installed");
+        return;
+    }
+    let (root, data) = fixture("file.bin", 1024 * 1024);
+    let work = tempfile::tempdir().expect("tempdir");
+    let keys = work.path().join("keys.log");
+    let pcap = work.path().join("capture.pcapng");
+    let mut cmd = Command::new(recoup());
+    // Loopback captures record a GSO batch as one oversized datagram: send them one by one.
+    cmd.args(["serve", "--no-gso", "--listen", "127.0.0.1:0", "--root"])
+        .arg(root.path())
+        .env("SSLKEYLOGFILE", &keys);
+    let (mut server, addr) = Proc::server("recoup serve", cmd);
+
+    let Some(mut capture) = start_capture(addr.port(), &pcap) else {
+        return;
+    };
+    let got = work.path().join("got.bin");
+    let mut get = Command::new(recoup());
+    get.args(["get", "--no-gso", "--insecure"])
+        .arg(format!("https://{addr}/file.bin"))
+        .arg("-o")
+        .arg(&got);
+    let report = run_peer("recoup get", get, &mut server);
+    check_download(&got, &data, &report);
+    // Let the last packets reach the capture, then stop tshark cleanly so the file is complete.
+    std::thread::sleep(Duration::from_millis(500));
+    Command::new("kill")
+        .args(["-INT", &capture.child.id().to_string()])
+        .status()
+        .ok();
+    let deadline = now() + Duration::from_secs(10);
+    while capture.child.try_wait().ok().flatten().is_none() && now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let keylog = format!("tls.keylog_file:{}", keys.display());
+    let dissect = |filter: &str| -> Vec<String> {
+        let out = Command::new("tshark")
+            .arg("-r")
+            .arg(&pcap)
+            .args(["-o", &keylog, "-Y", filter])
+            .output()
+            .expect("tshark -r");
+        assert!(
+            out.status.success(),
+            "tshark -r failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let quic = dissect("quic");
+    let stream = dissect("quic.stream.stream_id == 0");
+    let bad = dissect("_ws.malformed || _ws.expert.severity >= warning");
+    eprintln!(
+        "tshark: {} QUIC packets, {} with decrypted stream 0 data, {} malformed or warned",
+        quic.len(),
+        stream.len(),
+        bad.len()
+    );
+    assert!(
+        quic.len() > 100,
+        "capture holds {} QUIC packets",
+        quic.len()
+    );
+    assert!(
+        stream.len() > 50,
+        "only {} packets decrypted to stream data: key log not used?",
+        stream.len()
+    );
+    assert!(bad.is_empty(), "tshark flags packets:\n{}", bad.join("\n"));
+}
+
+/// Starts tshark on loopback for one UDP port, or explains why the test is skipped.
+fn start_capture(port: u16, pcap: &Path) -> Option<Proc> {
+    let mut cmd = Command::new("tshark");
+    cmd.args(["-i", "lo", "-f", &format!("udp port {port}"), "-w"])
+        .arg(pcap);
+    let log_dir = tempfile::tempdir().expect("tempdir");
+    let err_path = log_dir.path().join("stderr");
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err_path).expect("log"))
+        .spawn()
+        .ok()?;
+    let mut proc = Proc {
+        name: "tshark".into(),
+        child,
+        log_dir,
+    };
+    let deadline = now() + STARTUP_TIMEOUT;
+    loop {
+        let log = read_log(&err_path);
+        if log.contains("Capturing on") {
+            // dumpcap reports before its first poll; give it a moment to attach.
+            std::thread::sleep(Duration::from_millis(300));
+            return Some(proc);
+        }
+        if let Ok(Some(_)) = proc.child.try_wait() {
+            eprintln!(
+                "SKIPPED tshark_dissects_a_decrypted_capture: tshark cannot capture on loopback:\n{log}"
+            );
+            return None;
+        }
+        if now() > deadline {
+            eprintln!(
+                "SKIPPED tshark_dissects_a_decrypted_capture: tshark did not start capturing:\n{log}"
+            );
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,99 @@
+//! An hq-interop download with the unmodified quinn client.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+
+use crate::error::Error;
+use crate::tls;
+
+/// What one download measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Download {
+    pub bytes: u64,
+    /// From the connection attempt to the last byte.
+    pub elapsed: Duration,
+}
+
+impl Download {
+    /// Application bytes per second, in Mbit/s.
+    #[must_use]
+    pub fn goodput_mbps(&self) -> f64 {
+        self.bytes as f64 * 8.0 / self.elapsed.as_secs_f64().max(1e-9) / 1e6
+    }
+}
+
+/// `https://HOST:PORT/PATH` split into an address, a server name and a path.
+pub fn parse_url(url: &str) -> Result<(SocketAddr, String, String), Error> {
+    let rest = url
+        .strip_prefix("https://")
+        .ok_or_else(|| Error::Usage(format!("{url}: not an https:// URL")))?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = if path.is_empty() { "/" } else { path };
+    let addr = authority
+        .to_socket_addrs()
+        .map_err(|e| Error::Usage(format!("{url}: {e}")))?
+        .next()
+        .ok_or_else(|| Error::Usage(format!("{url}: no address")))?;
+    let host = authority
+        .rsplit_once(':')
+        .map_or(authority, |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    Ok((addr, host.to_owned(), path.to_owned()))
+}
+
+/// Downloads `path` from `addr` over hq-interop into `out`, then closes the connection.
+pub async fn get(
+    addr: SocketAddr,
+    server_name: &str,
+    path: &str,
+    out: &Path,
+) -> Result<Download, Error> {
+    let bind: SocketAddr = if addr.is_ipv4() {
+        "127.0.0.1:0"
+    } else {
+        "[::1]:0"
+    }
+    .parse()
+    .map_err(|_| Error::Usage("bind address".into()))?;
+    let mut endpoint = quinn::Endpoint::client(bind).map_err(Error::io("client socket"))?;
+    endpoint.set_default_client_config(tls::insecure_client()?);
+    let start = tokio::time::Instant::now();
+    let conn = endpoint.connect(addr, server_name)?.await?;
+    let (mut send, mut recv) = conn.open_bi().await?;
+    send.write_all(format!("GET {path}\r\n").as_bytes()).await?;
+    send.finish()
+        .map_err(|e| Error::Usage(format!("finish: {e}")))?;
+    let mut file = tokio::fs::File::create(out)
+        .await
+        .map_err(Error::io("output file"))?;
+    let mut bytes = 0u64;
+    while let Some(chunk) = recv.read_chunk(usize::MAX, true).await? {
+        bytes += chunk.bytes.len() as u64;
+        file.write_all(&chunk.bytes)
+            .await
+            .map_err(Error::io("writing output"))?;
+    }
+    file.flush().await.map_err(Error::io("writing output"))?;
+    let elapsed = start.elapsed();
+    conn.close(0u32.into(), b"done");
+    endpoint.wait_idle().await;
+    Ok(Download { bytes, elapsed })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_split_into_address_name_and_path() {
+        let (addr, host, path) = parse_url("https://127.0.0.1:4433/f/x.bin").expect("url");
+        assert_eq!(addr, "127.0.0.1:4433".parse().expect("addr"));
+        assert_eq!((host.as_str(), path.as_str()), ("127.0.0.1", "/f/x.bin"));
+        assert!(parse_url("http://127.0.0.1:1/").is_err());
+        assert!(parse_url("https://127.0.0.1/").is_err(), "no port");
+    }
+}

@@ -1,0 +1,114 @@
+//! An hq-interop file server on the unmodified quinn server.
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::Error;
+use crate::tls;
+
+const CHUNK: usize = 64 * 1024;
+const MAX_REQUEST: usize = 8 * 1024;
+
+/// A bound quinn endpoint serving files from `root`.
+#[derive(Debug)]
+pub struct Server {
+    endpoint: quinn::Endpoint,
+    root: Arc<PathBuf>,
+}
+
+impl Server {
+    pub fn bind(listen: SocketAddr, root: &Path) -> Result<Self, Error> {
+        let endpoint = quinn::Endpoint::server(tls::self_signed_server()?, listen)
+            .map_err(Error::io("server socket"))?;
+        let root = root.canonicalize().map_err(Error::io("root"))?;
+        Ok(Self {
+            endpoint,
+            root: Arc::new(root),
+        })
+    }
+
+    pub fn local_addr(&self) -> Result<SocketAddr, Error> {
+        self.endpoint
+            .local_addr()
+            .map_err(Error::io("local address"))
+    }
+
+    /// Serves until the endpoint is closed.
+    pub async fn run(self) {
+        while let Some(incoming) = self.endpoint.accept().await {
+            let root = self.root.clone();
+            tokio::spawn(async move {
+                match incoming.await {
+                    Ok(conn) => serve_connection(conn, root).await,
+                    Err(e) => tracing::warn!("handshake failed: {e}"),
+                }
+            });
+        }
+    }
+}
+
+async fn serve_connection(conn: quinn::Connection, root: Arc<PathBuf>) {
+    while let Ok((send, recv)) = conn.accept_bi().await {
+        let root = root.clone();
+        tokio::spawn(async move {
+            if let Err(e) = serve_request(send, recv, &root).await {
+                tracing::warn!("request failed: {e}");
+            }
+        });
+    }
+}
+
+async fn serve_request(
+    mut send: quinn::SendStream,
+    mut recv: quinn::RecvStream,
+    root: &Path,
+) -> Result<(), Error> {
+    let request = recv
+        .read_to_end(MAX_REQUEST)
+        .await
+        .map_err(|e| Error::Usage(format!("request: {e}")))?;
+    let Some(file) = resolve(root, &request) else {
+        send.reset(0x10u32.into()).ok();
+        return Ok(());
+    };
+    let mut file = std::fs::File::open(file).map_err(Error::io("open"))?;
+    let mut buf = vec![0; CHUNK];
+    loop {
+        let n = file.read(&mut buf).map_err(Error::io("read"))?;
+        if n == 0 {
+            break;
+        }
+        send.write_all(&buf[..n]).await?;
+    }
+    send.finish()
+        .map_err(|e| Error::Usage(format!("finish: {e}")))?;
+    send.stopped().await.ok();
+    Ok(())
+}
+
+/// `GET /name` to a regular file directly under `root` (test server: no subdirectories).
+fn resolve(root: &Path, request: &[u8]) -> Option<PathBuf> {
+    let line = std::str::from_utf8(request).ok()?;
+    let path = line.trim_end().strip_prefix("GET /")?;
+    if path.is_empty() || path.contains('/') || path.contains('\\') || path.starts_with('.') {
+        return None;
+    }
+    let full = root.join(path);
+    full.is_file().then_some(full)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_names_under_the_root_resolve() {
+        let dir = std::env::temp_dir();
+        assert!(resolve(&dir, b"GET /../etc/passwd\r\n").is_none());
+        assert!(resolve(&dir, b"GET /a/b\r\n").is_none());
+        assert!(resolve(&dir, b"PUT /x\r\n").is_none());
+        assert!(resolve(Path::new("/etc"), b"GET /hostname-that-is-missing\r\n").is_none());
+    }
+}

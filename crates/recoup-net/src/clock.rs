@@ -1,0 +1,60 @@
+//! The one place real time enters: a monotonic epoch mapped onto `recoup_time::Instant`.
+
+use std::time::Duration;
+
+use recoup_time::Instant;
+
+/// Monotonic clock whose zero is when it was created.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    epoch: std::time::Instant,
+}
+
+impl Clock {
+    #[must_use]
+    pub fn new() -> Self {
+        Self { epoch: real_now() }
+    }
+
+    /// Now, as the transport counts time.
+    #[must_use]
+    pub fn now(&self) -> Instant {
+        Instant::from_duration_since_epoch(real_now().saturating_duration_since(self.epoch))
+    }
+
+    /// How long until `deadline` (zero if it has passed).
+    #[must_use]
+    pub fn until(&self, deadline: Instant) -> Duration {
+        deadline.saturating_duration_since(self.now())
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "recoup-net is the real-time driver: it alone reads the clock (DESIGN.md principle 1)"
+)]
+fn real_now() -> std::time::Instant {
+    std::time::Instant::now()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_moves_forward_from_zero() {
+        let clock = Clock::new();
+        let a = clock.now();
+        std::thread::sleep(Duration::from_millis(2));
+        let b = clock.now();
+        assert!(b.saturating_duration_since(a) >= Duration::from_millis(2));
+        assert_eq!(clock.until(a), Duration::ZERO);
+        assert!(clock.until(b + Duration::from_secs(10)) > Duration::from_secs(9));
+    }
+}

@@ -1,0 +1,339 @@
+//! The UDP driver: one non-blocking socket, one sans-IO [`Endpoint`] behind it, real-time timers.
+//!
+//! Single-threaded loop: receive everything queued (GRO batches split by their stride), run due
+//! timers, let the application act on each connection, send everything the endpoint has (runs of
+//! equal-size datagrams to one destination leave as one GSO send where the OS supports it), then
+//! sleep in `epoll` until the socket is readable, the next transport timer, or a stop request.
+
+use std::collections::VecDeque;
+use std::io::{self, IoSliceMut};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mio::{Events, Interest, Poll, Token, Waker};
+use quinn_udp::{RecvMeta, UdpSocketState};
+use recoup_time::Instant;
+use recoup_transport::{Connection, ConnectionHandle, Endpoint, Transmit};
+
+use crate::clock::Clock;
+use crate::error::Error;
+
+const SOCKET: Token = Token(0);
+const WAKER: Token = Token(1);
+
+/// Largest UDP payload, so one receive buffer holds any (GRO-coalesced) datagram.
+const RECV_BUF: usize = u16::MAX as usize;
+/// Socket buffers asked for; the kernel may cap them (net.core.rmem_max).
+const SOCKET_BUFFER: usize = 8 * 1024 * 1024;
+/// Datagrams handled before sending again, so a flood of input cannot starve output.
+const MAX_RECV_PER_TURN: usize = 256;
+/// Bytes in one GSO send: a UDP payload's limit with room for headers.
+const MAX_GSO_BYTES: usize = 65_000;
+/// `epoll` counts whole milliseconds; a shorter wait (a pacing gap) is slept precisely instead.
+const EPOLL_GRANULARITY: Duration = Duration::from_millis(1);
+
+/// What an application does with the connections of a [`Driver`].
+pub trait Application {
+    /// A connection a peer opened (servers only), before its first [`Application::drive`].
+    fn accepted(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection);
+    /// Reacts to events and moves stream data; called for every live connection every turn.
+    fn drive(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection);
+    /// The endpoint dropped a closed connection.
+    fn removed(&mut self, handle: ConnectionHandle);
+    /// Whether the driver should return now.
+    fn finished(&self) -> bool;
+}
+
+/// Asks a running driver to stop, from any thread (a Ctrl-C handler).
+#[derive(Clone, Debug)]
+pub struct Stopper {
+    flag: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+}
+
+impl Stopper {
+    pub fn stop(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        if let Err(e) = self.waker.wake() {
+            tracing::warn!("waking the driver: {e}");
+        }
+    }
+
+    #[must_use]
+    pub fn is_stopped(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+}
+
+/// Datagrams of one destination and size, sent in one call.
+#[derive(Debug)]
+struct Batch {
+    destination: SocketAddr,
+    contents: Vec<u8>,
+    segment: usize,
+    count: usize,
+}
+
+/// One socket and the endpoint behind it.
+#[derive(Debug)]
+pub struct Driver {
+    socket: mio::net::UdpSocket,
+    state: UdpSocketState,
+    poll: Poll,
+    stopper: Stopper,
+    endpoint: Endpoint,
+    clock: Clock,
+    max_segments: usize,
+    /// Batches the socket refused for lack of buffer space (at most two), sent first when it
+    /// drains.
+    blocked: VecDeque<Batch>,
+    recv_bufs: Vec<Vec<u8>>,
+    recv_meta: Vec<RecvMeta>,
+}
+
+impl Driver {
+    /// Binds `addr` (port 0 picks a free one) for `endpoint`. `gso: false` sends one datagram
+    /// per system call: packet captures on loopback see a GSO batch as one oversized datagram.
+    pub fn bind(addr: SocketAddr, endpoint: Endpoint, gso: bool) -> Result<Self, Error> {
+        let std_socket =
+            std::net::UdpSocket::bind(addr).map_err(|e| Error::io(format!("binding {addr}"), e))?;
+        let state = UdpSocketState::new((&std_socket).into())
+            .map_err(|e| Error::io("configuring the UDP socket", e))?;
+        for (what, result) in [
+            (
+                "send",
+                state.set_send_buffer_size((&std_socket).into(), SOCKET_BUFFER),
+            ),
+            (
+                "receive",
+                state.set_recv_buffer_size((&std_socket).into(), SOCKET_BUFFER),
+            ),
+        ] {
+            if let Err(e) = result {
+                tracing::debug!("socket {what} buffer not enlarged: {e}");
+            }
+        }
+        let mut socket = mio::net::UdpSocket::from_std(std_socket);
+        let poll = Poll::new().map_err(|e| Error::io("epoll", e))?;
+        poll.registry()
+            .register(&mut socket, SOCKET, Interest::READABLE | Interest::WRITABLE)
+            .map_err(|e| Error::io("registering the socket", e))?;
+        let waker = Waker::new(poll.registry(), WAKER).map_err(|e| Error::io("waker", e))?;
+        let max_segments = if gso {
+            state.max_gso_segments().max(1)
+        } else {
+            1
+        };
+        tracing::debug!(
+            gso_segments = max_segments,
+            gro_segments = state.gro_segments(),
+            "UDP socket ready"
+        );
+        let batch = quinn_udp::BATCH_SIZE.max(1);
+        Ok(Self {
+            socket,
+            state,
+            poll,
+            stopper: Stopper {
+                flag: Arc::new(AtomicBool::new(false)),
+                waker: Arc::new(waker),
+            },
+            endpoint,
+            clock: Clock::new(),
+            max_segments,
+            blocked: VecDeque::new(),
+            recv_bufs: vec![vec![0; RECV_BUF]; batch],
+            recv_meta: vec![RecvMeta::default(); batch],
+        })
+    }
+
+    /// The bound address (with the real port when bound to port 0).
+    pub fn local_addr(&self) -> Result<SocketAddr, Error> {
+        self.socket
+            .local_addr()
+            .map_err(|e| Error::io("local address", e))
+    }
+
+    #[must_use]
+    pub fn stopper(&self) -> Stopper {
+        self.stopper.clone()
+    }
+
+    #[must_use]
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    pub fn endpoint_mut(&mut self) -> &mut Endpoint {
+        &mut self.endpoint
+    }
+
+    /// Runs until the application is finished or [`Stopper::stop`] is called; returns whether it
+    /// was stopped. On a stop every connection is closed with `stop_code` before returning.
+    pub fn run(&mut self, app: &mut impl Application, stop_code: u64) -> Result<bool, Error> {
+        let mut events = Events::with_capacity(16);
+        loop {
+            let more_input = self.receive()?;
+            let now = self.clock.now();
+            if self.endpoint.poll_timeout().is_some_and(|t| t <= now) {
+                self.endpoint.handle_timeout(now);
+            }
+            while let Some(handle) = self.endpoint.accept() {
+                if let Some(conn) = self.endpoint.connection_mut(handle) {
+                    app.accepted(now, handle, conn);
+                }
+            }
+            let stopping = self.stopper.is_stopped();
+            let handles: Vec<ConnectionHandle> = self.endpoint.handles().collect();
+            for handle in handles {
+                if let Some(conn) = self.endpoint.connection_mut(handle) {
+                    app.drive(now, handle, conn);
+                    if stopping {
+                        conn.close(now, stop_code, "stopped");
+                    }
+                }
+            }
+            self.send(now)?;
+            for handle in self.endpoint.remove_closed() {
+                app.removed(handle);
+            }
+            if stopping {
+                return Ok(true);
+            }
+            if app.finished() {
+                return Ok(false);
+            }
+            if !more_input {
+                self.wait(&mut events)?;
+            }
+        }
+    }
+
+    /// Receives until the socket is empty or the turn's budget is used; returns whether input
+    /// may remain.
+    fn receive(&mut self) -> Result<bool, Error> {
+        let mut handled = 0;
+        while handled < MAX_RECV_PER_TURN {
+            let mut slices: Vec<IoSliceMut<'_>> = self
+                .recv_bufs
+                .iter_mut()
+                .map(|b| IoSliceMut::new(b))
+                .collect();
+            let n = match self
+                .state
+                .recv((&self.socket).into(), &mut slices, &mut self.recv_meta)
+            {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // ICMP errors (a peer gone) surface here on Linux; the transport's timers cope.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                Err(e) => return Err(Error::io("receiving", e)),
+            };
+            let now = self.clock.now();
+            for (m, buf) in self.recv_meta.iter().zip(&self.recv_bufs).take(n) {
+                let data = buf.get(..m.len).unwrap_or_default();
+                let stride = m.stride.max(1);
+                for datagram in data.chunks(stride) {
+                    self.endpoint.handle_datagram(now, m.addr, datagram);
+                    handled += 1;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Sends everything the endpoint has, batching for GSO; stops early if the socket is full.
+    fn send(&mut self, now: Instant) -> Result<(), Error> {
+        if !self.flush_blocked() {
+            return Ok(());
+        }
+        let mut batch: Option<Batch> = None;
+        while let Some(Transmit {
+            destination,
+            contents,
+        }) = self.endpoint.poll_transmit(now)
+        {
+            if let Some(b) = batch.as_mut() {
+                let fits = b.destination == destination
+                    && contents.len() <= b.segment
+                    && b.contents.len() == b.segment * b.count
+                    && b.count < self.max_segments
+                    && b.contents.len() + contents.len() <= MAX_GSO_BYTES;
+                if fits {
+                    b.contents.extend_from_slice(&contents);
+                    b.count += 1;
+                    continue;
+                }
+            }
+            let next = Batch {
+                destination,
+                segment: contents.len(),
+                contents,
+                count: 1,
+            };
+            if let Some(full) = batch.replace(next) {
+                self.blocked.push_back(full);
+                if !self.flush_blocked() {
+                    // The datagram in hand waits behind the refused batch.
+                    self.blocked.extend(batch.take());
+                    return Ok(());
+                }
+            }
+        }
+        self.blocked.extend(batch);
+        self.flush_blocked();
+        Ok(())
+    }
+
+    /// Sends held batches in order; `false` while the socket buffer is full.
+    fn flush_blocked(&mut self) -> bool {
+        while let Some(batch) = self.blocked.front() {
+            let transmit = quinn_udp::Transmit {
+                destination: batch.destination,
+                ecn: None,
+                contents: &batch.contents,
+                segment_size: (batch.count > 1).then_some(batch.segment),
+                src_ip: None,
+            };
+            match self.state.try_send((&self.socket).into(), &transmit) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                // Any other send error loses these datagrams; the transport recovers them as it
+                // would any loss.
+                Err(e) => tracing::debug!("send to {} failed: {e}", batch.destination),
+            }
+            self.blocked.pop_front();
+        }
+        true
+    }
+
+    /// Sleeps until input, the next timer, or a stop.
+    fn wait(&mut self, events: &mut Events) -> Result<(), Error> {
+        let timeout = self
+            .endpoint
+            .poll_timeout()
+            .map(|deadline| self.clock.until(deadline));
+        if timeout == Some(Duration::ZERO) {
+            return Ok(());
+        }
+        if let Some(t) = timeout.filter(|t| *t < EPOLL_GRANULARITY) {
+            self.poll_events(events, Some(Duration::ZERO))?;
+            if events.is_empty() {
+                std::thread::sleep(t);
+            }
+            return Ok(());
+        }
+        self.poll_events(events, timeout)
+    }
+
+    fn poll_events(&mut self, events: &mut Events, timeout: Option<Duration>) -> Result<(), Error> {
+        match self.poll.poll(events, timeout) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            Err(e) => Err(Error::io("epoll wait", e)),
+        }
+    }
+}

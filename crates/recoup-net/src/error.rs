@@ -1,0 +1,37 @@
+//! The crate's one error type.
+
+/// Errors of the UDP driver and the hq-interop application.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("transport: {0}")]
+    Transport(#[from] recoup_transport::Error),
+    #[error("configuration: {0}")]
+    Config(String),
+    #[error("bad URL {url:?}: {why}")]
+    Url { url: String, why: &'static str },
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    #[error("refused: {0}")]
+    Refused(String),
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("connection failed: {0}")]
+    Connection(String),
+    #[error("stopped by the user")]
+    Interrupted,
+}
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}

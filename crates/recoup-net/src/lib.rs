@@ -1,0 +1,30 @@
+//! Real time for recoup: a UDP driver for the sans-IO transport and the `hq-interop` (HTTP/0.9)
+//! application that `recoup serve` and `recoup get` run on it.
+//!
+//! This crate and the CLI are the only places that read a clock ([`clock::Clock`]).
+
+pub mod client;
+pub mod clock;
+pub mod driver;
+pub mod error;
+pub mod hq;
+pub mod qlog_dir;
+pub mod server;
+mod stream_io;
+pub mod tls;
+pub mod url;
+
+pub use client::{Client, Download, GetOptions};
+pub use driver::{Application, Driver, Stopper};
+pub use error::Error;
+pub use server::{ServeOptions, Server};
+
+/// A seed for connection IDs and policies from the OS's randomness (std seeds its hash maps
+/// from it), since a real server must not repeat IDs across runs.
+#[must_use]
+pub fn os_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+}

@@ -1,0 +1,266 @@
+//! `recoup serve`: hq-interop file serving on the UDP driver.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use recoup_time::Instant;
+use recoup_transport::qlog::VantagePoint;
+use recoup_transport::streams::{StreamEvent, StreamId};
+use recoup_transport::{
+    CloseReason, Connection, ConnectionHandle, Endpoint, Event, ServerConfig, TransportConfig,
+};
+
+use crate::driver::{Application, Driver, Stopper};
+use crate::error::Error;
+use crate::hq::{self, RequestBuffer, Root};
+use crate::qlog_dir::{hex_id, QlogDir};
+use crate::stream_io;
+use crate::tls::{self, Identity};
+
+/// File bytes read per refill of a response buffer.
+const CHUNK: usize = 64 * 1024;
+/// Application close code when the server stops (no error, RFC 9000 §20.2 leaves codes to it).
+const SHUTDOWN_CODE: u64 = 0;
+
+/// What `recoup serve` needs.
+#[derive(Debug)]
+pub struct ServeOptions {
+    pub listen: SocketAddr,
+    pub root: PathBuf,
+    pub identity: Identity,
+    pub transport: TransportConfig,
+    pub qlog: Option<QlogDir>,
+    /// Batch datagrams with UDP GSO where the OS supports it.
+    pub gso: bool,
+}
+
+/// A bound server; [`Server::run`] serves until stopped.
+#[derive(Debug)]
+pub struct Server {
+    driver: Driver,
+    app: HqServer,
+}
+
+impl Server {
+    pub fn bind(options: ServeOptions) -> Result<Self, Error> {
+        let root = Root::new(&options.root)?;
+        let config = ServerConfig {
+            tls: tls::server_tls(options.identity)?,
+            transport: options.transport,
+        };
+        let endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
+        let driver = Driver::bind(options.listen, endpoint, options.gso)?;
+        Ok(Self {
+            driver,
+            app: HqServer {
+                root,
+                qlog: options.qlog,
+                conns: HashMap::new(),
+            },
+        })
+    }
+
+    pub fn local_addr(&self) -> Result<SocketAddr, Error> {
+        self.driver.local_addr()
+    }
+
+    /// Stops [`Server::run`] from another thread (Ctrl-C).
+    #[must_use]
+    pub fn stopper(&self) -> Stopper {
+        self.driver.stopper()
+    }
+
+    /// Serves until stopped, then closes every connection.
+    pub fn run(mut self) -> Result<(), Error> {
+        self.driver.run(&mut self.app, SHUTDOWN_CODE).map(|_| ())
+    }
+}
+
+#[derive(Debug)]
+struct HqServer {
+    root: Root,
+    qlog: Option<QlogDir>,
+    conns: HashMap<ConnectionHandle, ServerConn>,
+}
+
+#[derive(Debug, Default)]
+struct ServerConn {
+    requests: HashMap<StreamId, RequestBuffer>,
+    responses: HashMap<StreamId, Response>,
+}
+
+/// A file being sent on one stream.
+#[derive(Debug)]
+struct Response {
+    file: File,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already taken by the stream.
+    sent: usize,
+    eof: bool,
+}
+
+impl Application for HqServer {
+    fn accepted(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
+        tracing::info!(remote = %conn.remote_address(), "connection accepted");
+        if let Some(dir) = &self.qlog {
+            let id = conn
+                .local_cids()
+                .next()
+                .map(|c| hex_id(&c))
+                .unwrap_or_default();
+            match dir.create(VantagePoint::Server, &id, now) {
+                Ok(writer) => conn.set_qlog(writer),
+                Err(e) => tracing::warn!("qlog: {e}"),
+            }
+        }
+        self.conns.insert(handle, ServerConn::default());
+    }
+
+    fn drive(&mut self, _now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
+        let Some(state) = self.conns.get_mut(&handle) else {
+            return;
+        };
+        while let Some(event) = conn.poll_event() {
+            match event {
+                Event::Connected => {
+                    tracing::debug!(remote = %conn.remote_address(), "handshake done")
+                }
+                Event::Closed(reason) => {
+                    log_close(conn.remote_address(), &reason);
+                    tracing::debug!(remote = %conn.remote_address(), stats = ?conn.stats(), "connection stats");
+                }
+                Event::Stream(StreamEvent::Reset { id, code })
+                | Event::Stream(StreamEvent::Stopped { id, code }) => {
+                    tracing::debug!(stream = id.0, code, "stream abandoned by the peer");
+                    state.requests.remove(&id);
+                    state.responses.remove(&id);
+                }
+                Event::Stream(StreamEvent::Finished(_)) => {}
+            }
+        }
+        while let Some(id) = conn.accept_stream(true) {
+            state.requests.insert(id, RequestBuffer::default());
+        }
+        // hq-interop has no unidirectional streams; refuse any the peer opens.
+        while let Some(id) = conn.accept_stream(false) {
+            conn.stream_stop(id, hq::REFUSED_CODE).ok();
+        }
+        for id in conn.readable_streams() {
+            state.read_request(conn, &self.root, id);
+        }
+        state.write_responses(conn);
+    }
+
+    fn removed(&mut self, handle: ConnectionHandle) {
+        self.conns.remove(&handle);
+    }
+
+    fn finished(&self) -> bool {
+        false
+    }
+}
+
+impl ServerConn {
+    fn read_request(&mut self, conn: &mut Connection, root: &Root, id: StreamId) {
+        let mut buf = [0u8; 4096];
+        let Some(request) = self.requests.get_mut(&id) else {
+            // Bytes after a complete request mean nothing in HTTP/0.9; drain them.
+            while let Ok((n, fin)) = stream_io::read(conn, id, &mut buf) {
+                if n == 0 || fin {
+                    break;
+                }
+            }
+            return;
+        };
+        let outcome = loop {
+            match stream_io::read(conn, id, &mut buf) {
+                Ok((n, fin)) => match request.push(&buf[..n], fin) {
+                    Ok(Some(path)) => break Some(Ok(path)),
+                    Ok(None) if n == 0 || fin => break None,
+                    Ok(None) => {}
+                    Err(e) => break Some(Err(e)),
+                },
+                Err(e) => break Some(Err(Error::Transport(e))),
+            }
+        };
+        let Some(outcome) = outcome else {
+            return;
+        };
+        self.requests.remove(&id);
+        let opened = outcome.and_then(|path| {
+            let file = root.resolve(&path)?;
+            tracing::info!(remote = %conn.remote_address(), stream = id.0, %path, "GET");
+            File::open(&file).map_err(|e| Error::io(format!("opening {}", file.display()), e))
+        });
+        match opened {
+            Ok(file) => {
+                self.responses.insert(
+                    id,
+                    Response {
+                        file,
+                        buf: Vec::with_capacity(CHUNK),
+                        sent: 0,
+                        eof: false,
+                    },
+                );
+            }
+            Err(e) => {
+                tracing::info!(remote = %conn.remote_address(), stream = id.0, "request refused: {e}");
+                conn.stream_reset(id, hq::REFUSED_CODE).ok();
+                conn.stream_stop(id, hq::REFUSED_CODE).ok();
+            }
+        }
+    }
+
+    fn write_responses(&mut self, conn: &mut Connection) {
+        self.responses
+            .retain(|&id, response| match response.pump(conn, id) {
+                Ok(done) => !done,
+                Err(e) => {
+                    tracing::warn!(stream = id.0, "response failed: {e}");
+                    conn.stream_reset(id, hq::REFUSED_CODE).ok();
+                    false
+                }
+            });
+    }
+}
+
+impl Response {
+    /// Moves file bytes into the stream until it pushes back; `true` once the FIN is queued.
+    fn pump(&mut self, conn: &mut Connection, id: StreamId) -> Result<bool, Error> {
+        loop {
+            if self.sent == self.buf.len() {
+                if self.eof {
+                    conn.stream_finish(id)?;
+                    return Ok(true);
+                }
+                self.buf.resize(CHUNK, 0);
+                let n = self
+                    .file
+                    .read(&mut self.buf)
+                    .map_err(|e| Error::io("reading the served file", e))?;
+                self.buf.truncate(n);
+                self.sent = 0;
+                self.eof = n == 0;
+                continue;
+            }
+            let n = stream_io::write(conn, id, &self.buf[self.sent..])?;
+            if n == 0 {
+                return Ok(false);
+            }
+            self.sent += n;
+        }
+    }
+}
+
+fn log_close(remote: SocketAddr, reason: &CloseReason) {
+    match reason {
+        CloseReason::Local(e) | CloseReason::Remote(e) if e.application && e.code == 0 => {
+            tracing::info!(%remote, "connection closed");
+        }
+        other => tracing::warn!(%remote, "connection closed: {other:?}"),
+    }
+}

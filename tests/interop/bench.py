@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Bulk-download benchmark over loopback: `recoup serve` next to a quinn server (crates/recoup-
+interop), each serving the same file to the same client (the quinn client), in one run.
+
+Reports goodput (client-measured, first packet to last byte) and server CPU time (user+system
+from /proc) per GB served, and the recoup/quinn ratios. Not a test: numbers go to BENCHMARKS.md.
+
+    cargo build --release -p recoup-cli -p recoup-interop
+    python3 tests/interop/bench.py --bin target/release --size-mb 200 --rounds 5
+"""
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # utime and stime are fields 14 and 15 of stat(5); index from the state field (3).
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def start(cmd):
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()
+    m = re.match(r"listening on (\S+)", line)
+    if not m:
+        proc.kill()
+        raise SystemExit(f"{cmd[0]} printed {line!r}")
+    return proc, m.group(1)
+
+
+def download(client, addr, out):
+    r = subprocess.run(
+        [client, f"https://{addr}/bulk.bin", "-o", out],
+        capture_output=True, text=True, timeout=300,
+    )
+    if r.returncode != 0:
+        raise SystemExit(f"client failed against {addr}:\n{r.stdout}\n{r.stderr}")
+    m = re.search(r"(\d+) bytes in ([\d.]+) s", r.stdout)
+    return int(m.group(1)), float(m.group(2))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--bin", default="target/release")
+    ap.add_argument("--size-mb", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--policy", default="arq")
+    args = ap.parse_args()
+    client = os.path.join(args.bin, "quinn-client")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, "www")
+        os.mkdir(root)
+        with open(os.path.join(root, "bulk.bin"), "wb") as f:
+            f.write(os.urandom(args.size_mb * 1024 * 1024))
+        out = os.path.join(tmp, "out.bin")
+        servers = {
+            "recoup": start([os.path.join(args.bin, "recoup"), "serve", "--listen", "127.0.0.1:0",
+                             "--root", root, "--policy", args.policy]),
+            "quinn": start([os.path.join(args.bin, "quinn-server"), "--listen", "127.0.0.1:0",
+                            "--root", root]),
+        }
+        results = {name: {"goodput": [], "bytes": 0, "cpu": 0.0} for name in servers}
+        try:
+            for name, (proc, addr) in servers.items():
+                download(client, addr, out)  # warm-up, not counted
+            for _ in range(args.rounds):
+                for name, (proc, addr) in servers.items():
+                    before = cpu_seconds(proc.pid)
+                    n, secs = download(client, addr, out)
+                    time.sleep(0.2)  # let the server finish closing before reading its CPU
+                    results[name]["cpu"] += cpu_seconds(proc.pid) - before
+                    results[name]["bytes"] += n
+                    results[name]["goodput"].append(n * 8 / secs / 1e6)
+        finally:
+            for proc, _ in servers.values():
+                proc.kill()
+                proc.wait()
+    print(f"{args.rounds} rounds of {args.size_mb} MiB, client quinn-client, policy {args.policy}, "
+          f"{os.cpu_count()} cores")
+    print("| server | goodput Mbit/s (median) | min | max | server CPU s per GB |")
+    print("|---|---|---|---|---|")
+    summary = {}
+    for name, r in results.items():
+        med = statistics.median(r["goodput"])
+        cpu_gb = r["cpu"] / (r["bytes"] / 1e9)
+        summary[name] = (med, cpu_gb)
+        print(f"| {name} | {med:.0f} | {min(r['goodput']):.0f} | {max(r['goodput']):.0f} | "
+              f"{cpu_gb:.2f} |")
+    g = summary["recoup"][0] / summary["quinn"][0]
+    c = summary["recoup"][1] / summary["quinn"][1]
+    print(f"\nrecoup/quinn goodput ratio: {g:.2f}x; CPU per GB ratio: {c:.2f}x")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

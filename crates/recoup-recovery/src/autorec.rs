@@ -143,10 +143,20 @@ impl RecoveryPolicy for AutoRec {
 
     fn on_packet_sent(&mut self, now: Instant, packet: &PacketInfo<'_>) {
         self.maybe_decide(now);
-        if packet.kind == SendKind::Retransmission {
-            for id in packet.ranges.iter().filter_map(|r| r.loss) {
-                self.queue.on_retransmitted(id, now);
+        match packet.kind {
+            SendKind::Retransmission => {
+                for id in packet.ranges.iter().filter_map(|r| r.loss) {
+                    self.queue.on_retransmitted(id, now);
+                }
             }
+            // T_stmp is the last (re)send time (AutoRec §V-B): when the copy left, not when it
+            // was chosen.
+            SendKind::Copy => {
+                for id in packet.ranges.iter().filter_map(|r| r.loss) {
+                    self.queue.on_copy_sent(id, now);
+                }
+            }
+            SendKind::New => {}
         }
     }
 

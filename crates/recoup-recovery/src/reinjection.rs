@@ -99,6 +99,18 @@ impl ReinjectionQueue {
     }
 
     /// Delete `id` (acknowledged, or a new round is starting). O(n), as AutoRec §VIII-A notes.
+    /// A copy of `id` actually left at `now` (it may wait for pacing after the policy chose it):
+    /// its silence counts from here. Moves it to the tail, keeping its reinjection count.
+    pub fn on_copy_sent(&mut self, id: LossId, now: Instant) {
+        if let Some(i) = self.entries.iter().position(|e| e.id == id) {
+            if let Some(mut entry) = self.entries.remove(i) {
+                entry.last_sent = now;
+                entry.seq = self.take_seq();
+                self.entries.push_back(entry);
+            }
+        }
+    }
+
     pub fn remove(&mut self, id: LossId) -> bool {
         match self.entries.iter().position(|e| e.id == id) {
             Some(i) => {
@@ -129,6 +141,21 @@ mod tests {
         let v: Vec<_> = q.iter().collect();
         v.windows(2)
             .all(|w| w[0].last_sent <= w[1].last_sent && w[0].seq < w[1].seq)
+    }
+
+    #[test]
+    fn a_copy_sent_late_restarts_its_silence_and_keeps_its_count() {
+        let t = |ms| Instant::ZERO + Duration::from_millis(ms);
+        let mut q = ReinjectionQueue::new();
+        q.on_retransmitted(1, t(0));
+        q.on_retransmitted(2, t(1));
+        assert_eq!(q.reinject_head(t(5), 3), Some(1));
+        q.on_copy_sent(1, t(9));
+        let tail = q.iter().last().copied().expect("entry");
+        assert_eq!((tail.id, tail.reinjections, tail.last_sent), (1, 1, t(9)));
+        assert!(ordered(&q));
+        q.on_copy_sent(7, t(10));
+        assert_eq!(q.len(), 2, "unknown ids are ignored");
     }
 
     #[test]

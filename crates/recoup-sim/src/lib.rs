@@ -22,6 +22,7 @@ mod path;
 mod queue;
 mod quic;
 mod rng;
+pub mod run;
 pub mod scenario;
 mod sim;
 mod trace;

@@ -62,6 +62,8 @@ pub struct TransportConfig {
     pub local_cid_len: usize,
     /// Congestion controller.
     pub cc: CcAlgorithm,
+    /// Initial congestion window in packets of `max_datagram_size`; `None` is RFC 9002 §7.2's.
+    pub initial_window: Option<u64>,
     /// Pace packets (RFC 9002 §7.7).
     pub pacing: bool,
     /// Loss-recovery policy; built per connection with a seed derived from `seed`.
@@ -101,6 +103,7 @@ impl Default for TransportConfig {
             active_connection_id_limit: 4,
             local_cid_len: 8,
             cc: CcAlgorithm::default(),
+            initial_window: None,
             pacing: true,
             policy: PolicySpec::default(),
             custom_policy: None,

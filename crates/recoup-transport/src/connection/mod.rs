@@ -325,7 +325,7 @@ impl Connection {
             config.cc,
             &CcConfig {
                 max_datagram_size: mds,
-                initial_window: None,
+                initial_window: config.initial_window.map(|p| p.saturating_mul(mds)),
                 seed: config.seed,
             },
             now,

@@ -1,0 +1,269 @@
+//! Runs scenarios: the QUIC transport with a policy and an application on both ends of a
+//! simulated path, measured with the metrics of DESIGN.md. One run is a pure function of
+//! (scenario, policy, seed).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use recoup_recovery::PolicySpec;
+use recoup_time::Instant;
+use recoup_transport::streams::StreamId;
+use recoup_transport::{
+    simulation_tls, ClientConfig, ConnectionHandle, Endpoint, Error as TransportError, Recovered,
+    ServerConfig, Side, TransportConfig,
+};
+
+use crate::app::{App, AppEndpoint, AppOutcome, StreamKey};
+use crate::error::SimError;
+use crate::metrics::{run_row, RunCounters, RunRow};
+use crate::quic::{Application, QuicNode};
+use crate::scenario::{PolicyEntry, Scenario};
+use crate::sim::Simulator;
+
+const CLIENT: &str = "10.0.0.1:50000";
+const SERVER: &str = "10.0.0.2:443";
+/// How long after the scenario's duration the run goes on so data in flight can arrive.
+const DRAIN: Duration = Duration::from_secs(5);
+/// Bytes handed to a stream per write call.
+const WRITE_CHUNK: usize = 64 * 1024;
+
+/// Drives an [`AppEndpoint`] on one QUIC connection of an endpoint.
+struct AppDriver {
+    side: Side,
+    app: AppEndpoint,
+    conn: Option<ConnectionHandle>,
+    /// `Local(i)` streams opened so far, by index.
+    local: HashMap<u64, StreamId>,
+    /// A write the transport has not taken whole yet.
+    pending: Option<(StreamId, Vec<u8>, bool)>,
+    /// In-order application bytes delivered to this side.
+    delivered: u64,
+    recovered: Vec<Recovered>,
+    error: Option<String>,
+    buf: Vec<u8>,
+}
+
+impl AppDriver {
+    fn new(side: Side, app: AppEndpoint) -> Self {
+        Self {
+            side,
+            app,
+            conn: None,
+            local: HashMap::new(),
+            pending: None,
+            delivered: 0,
+            recovered: Vec::new(),
+            error: None,
+            buf: vec![0; 64 * 1024],
+        }
+    }
+
+    fn key(&self, id: StreamId) -> StreamKey {
+        if id.initiator() == self.side {
+            StreamKey::Local(id.index())
+        } else {
+            StreamKey::Peer(id.index())
+        }
+    }
+}
+
+impl Application for AppDriver {
+    fn poll(&mut self, now: Instant, ep: &mut Endpoint) -> Option<Instant> {
+        if self.conn.is_none() {
+            self.conn = match self.side {
+                Side::Server => ep.accept(),
+                Side::Client => ep.handles().next(),
+            };
+        }
+        let Some(conn) = self.conn.and_then(|h| ep.connection_mut(h)) else {
+            return self.app.next_wakeup();
+        };
+        self.recovered.extend(conn.drain_recovered());
+        if !conn.is_established() {
+            return None;
+        }
+        // Reads first: what arrived may be what the application waits for.
+        while conn.accept_stream(true).is_some() || conn.accept_stream(false).is_some() {}
+        for id in conn.readable_streams() {
+            while let Ok((n, fin)) = conn.stream_read(id, &mut self.buf) {
+                self.delivered += n as u64;
+                let key = self.key(id);
+                if let Err(e) = self.app.on_stream_bytes(now, key, &self.buf[..n], fin) {
+                    self.error.get_or_insert_with(|| e.to_string());
+                }
+                if fin || n == 0 {
+                    break;
+                }
+            }
+        }
+        // Writes: finish a partial write, then take new ones while the transport accepts them.
+        loop {
+            if let Some((id, data, fin)) = self.pending.take() {
+                let n = match conn.stream_write(id, &data) {
+                    Ok(n) => n,
+                    Err(TransportError::Blocked) => 0,
+                    Err(e) => {
+                        self.error.get_or_insert_with(|| e.to_string());
+                        break;
+                    }
+                };
+                if n < data.len() {
+                    self.pending = Some((id, data[n..].to_vec(), fin));
+                    break;
+                }
+                if fin && conn.stream_finish(id).is_err() {
+                    self.error
+                        .get_or_insert_with(|| "stream finish failed".into());
+                }
+            }
+            let Some(w) = self.app.poll_write(now, WRITE_CHUNK) else {
+                break;
+            };
+            let id = match w.stream {
+                StreamKey::Local(i) => match self.local.get(&i) {
+                    Some(&id) => id,
+                    None => match conn.open_stream(true) {
+                        Ok(id) => {
+                            self.local.insert(i, id);
+                            id
+                        }
+                        Err(e) => {
+                            self.error.get_or_insert_with(|| e.to_string());
+                            break;
+                        }
+                    },
+                },
+                StreamKey::Peer(i) => {
+                    StreamId::new(self.side.peer(), recoup_transport::streams::Dir::Bi, i)
+                }
+            };
+            self.pending = Some((id, w.data, w.fin));
+        }
+        self.app.next_wakeup()
+    }
+}
+
+/// Why a run could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("building the path: {0}")]
+    Path(#[from] SimError),
+    #[error("transport: {0}")]
+    Transport(#[from] TransportError),
+}
+
+/// One run: `policy` of `scenario` with `seed`. The server is the sender (a CDN edge), the
+/// client the viewer.
+pub fn run_one(scenario: &Scenario, policy: &PolicyEntry, seed: u64) -> Result<RunRow, RunError> {
+    let (client_tls, server_tls) = simulation_tls(seed, "localhost", &[b"hq-interop"])?;
+    let transport = TransportConfig {
+        policy: policy.spec.clone(),
+        cc: scenario.transport.cc,
+        initial_window: scenario.transport.initial_window,
+        record_recovery: true,
+        seed,
+        ..TransportConfig::default()
+    };
+    let client_addr: SocketAddr = CLIENT.parse().expect("constant address");
+    let server_addr: SocketAddr = SERVER.parse().expect("constant address");
+    let server_ep = Endpoint::new(
+        Some(ServerConfig {
+            transport: transport.clone(),
+            tls: server_tls,
+        }),
+        transport.local_cid_len,
+    );
+    let mut client_ep = Endpoint::new(None, transport.local_cid_len);
+    client_ep.connect(
+        Instant::ZERO,
+        &ClientConfig {
+            transport: TransportConfig {
+                seed: seed ^ 0x5eed,
+                // The viewer is a standard receiver: it sends little and never copies.
+                policy: PolicySpec::Arq,
+                ..transport.clone()
+            },
+            tls: client_tls,
+            server_name: "localhost".into(),
+        },
+        server_addr,
+    )?;
+    let start = Instant::ZERO;
+    let pair = scenario.app.build(start, scenario.duration, seed);
+    let mut sim = Simulator::new();
+    let c = sim.add_node(
+        "client",
+        Box::new(QuicNode::new(
+            client_addr,
+            client_ep,
+            AppDriver::new(Side::Client, pair.client),
+        )),
+    );
+    let s = sim.add_node(
+        "server",
+        Box::new(QuicNode::new(
+            server_addr,
+            server_ep,
+            AppDriver::new(Side::Server, pair.server),
+        )),
+    );
+    let down = scenario.down.path_spec().build(seed, "down", None, 0)?;
+    let up = scenario.up.path_spec().build(seed, "up", None, 0)?;
+    sim.add_path(s, client_addr, down, c);
+    sim.add_path(c, server_addr, up, s);
+    let end = start + scenario.duration + DRAIN;
+    sim.run_until(end);
+
+    let client = sim
+        .downcast_mut::<QuicNode<AppDriver>>(c)
+        .expect("client node is a QuicNode<AppDriver>");
+    client.app_mut().app.finish(end);
+    let outcome: Option<AppOutcome> = client.app().app.outcome();
+    let goodput_bytes = client.app().delivered;
+    let client_error = client.app().error.clone();
+    let server = sim
+        .downcast_mut::<QuicNode<AppDriver>>(s)
+        .expect("server node is a QuicNode<AppDriver>");
+    let handle = server.app().conn;
+    let stats = handle
+        .and_then(|h| server.endpoint_mut().connection_mut(h))
+        .map(|conn| {
+            let st = conn.stats();
+            let more: Vec<Recovered> = conn.drain_recovered().collect();
+            (st, more)
+        });
+    let (stats, more) = stats.unwrap_or_default();
+    let driver = server.app_mut();
+    driver.recovered.extend(more);
+    let counters = RunCounters {
+        duration: scenario.duration,
+        packets_new: stats.new_packets,
+        packets_retransmitted: stats.retransmission_packets,
+        packets_copies: stats.copy_packets,
+        bytes_new: stats.stream_bytes_new,
+        bytes_retransmitted: stats.stream_bytes_retransmitted,
+        bytes_copies: stats.stream_bytes_copied,
+        packets_lost: stats.packets_lost,
+        goodput_bytes,
+    };
+    let mut row = run_row(
+        &policy.label,
+        seed,
+        &driver.recovered,
+        &counters,
+        outcome.as_ref(),
+    );
+    if let Some(e) = client_error.or_else(|| driver.error.clone()) {
+        row.app_error.get_or_insert(e);
+    }
+    Ok(row)
+}
+
+/// Every (policy, seed) of a scenario, in a stable order: policies as listed, seeds ascending.
+#[must_use]
+pub fn jobs(scenario: &Scenario) -> Vec<(usize, u64)> {
+    (0..scenario.policies.len())
+        .flat_map(|p| scenario.seeds().map(move |s| (p, s)))
+        .collect()
+}

@@ -14,7 +14,11 @@ fn default_scenario_runs_are_complete_deterministic_and_show_recovery() {
     for p in &sc.policies {
         let row = run_one(&sc, p, 1).expect("run");
         assert_eq!(row.app_error, None, "{}: application error", p.label);
-        assert!(row.lost_ranges > 0, "{}: 5 % loss but nothing lost", p.label);
+        assert!(
+            row.lost_ranges > 0,
+            "{}: 5 % loss but nothing lost",
+            p.label
+        );
         let goodput = row.goodput_mbps.unwrap_or(0.0);
         assert!(goodput > 3.0, "{}: goodput {goodput} Mbit/s", p.label);
         rows.push(row);

@@ -82,7 +82,10 @@ mod tests {
             other => panic!("parsed as {other:?}"),
         }
         assert!(Cli::try_parse_from(["recoup", "compare", "--duration", "soon"]).is_err());
-        assert!(Cli::try_parse_from(["recoup", "run", "s.toml"]).is_err(), "--out is required");
+        assert!(
+            Cli::try_parse_from(["recoup", "run", "s.toml"]).is_err(),
+            "--out is required"
+        );
         assert!(Cli::try_parse_from(["recoup", "serve", "--policy", "nonsense:?"]).is_err());
     }
 }

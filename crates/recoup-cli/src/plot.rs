@@ -42,8 +42,12 @@ fn register() -> Result<(), String> {
         let bytes = std::fs::read(FONT_PATH).map_err(|e| {
             format!("font {FONT_PATH} not readable ({e}); install fonts-dejavu-core")
         })?;
-        register_font("sans-serif", FontStyle::Normal, Box::leak(bytes.into_boxed_slice()))
-            .map_err(|_| format!("font {FONT_PATH} is not a valid TrueType font"))
+        register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            Box::leak(bytes.into_boxed_slice()),
+        )
+        .map_err(|_| format!("font {FONT_PATH} is not a valid TrueType font"))
     })
     .clone()
 }
@@ -69,7 +73,15 @@ fn draw(path: &Path, point: &PointResult) -> Result<(), Box<dyn std::error::Erro
         ("sans-serif", 28),
     )?;
     for (area, (title, ylabel, metric, scale)) in root.split_evenly((2, 2)).iter().zip(PANELS) {
-        panel(area, &policies, &point.summary, title, ylabel, metric, scale)?;
+        panel(
+            area,
+            &policies,
+            &point.summary,
+            title,
+            ylabel,
+            metric,
+            scale,
+        )?;
     }
     root.present()?;
     Ok(())
@@ -106,13 +118,14 @@ where
         .map(|&(m, _, hi)| m.max(hi))
         .fold(0.0_f64, f64::max);
     let top = if top > 0.0 { top * 1.15 } else { 1.0 };
-    let n = policies.len().max(1);
+    // A segmented 0..k has k + 1 segments; the last policy sits in the end segment.
+    let last = policies.len().saturating_sub(1).max(1);
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d((0..n).into_segmented(), 0.0..top)?;
+        .build_cartesian_2d((0..last).into_segmented(), 0.0..top)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -131,14 +144,20 @@ where
         let Some((m, lo, hi)) = *bar else { continue };
         let color = Palette99::pick(i).filled();
         let mut rect = Rectangle::new(
-            [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), m)],
+            [
+                (SegmentValue::Exact(i), 0.0),
+                (SegmentValue::Exact(i + 1), m),
+            ],
             color,
         );
         rect.set_margin(0, 0, 18, 18);
         chart.draw_series(std::iter::once(rect))?;
         if hi > lo {
             chart.draw_series(std::iter::once(PathElement::new(
-                vec![(SegmentValue::CenterOf(i), lo), (SegmentValue::CenterOf(i), hi)],
+                vec![
+                    (SegmentValue::CenterOf(i), lo),
+                    (SegmentValue::CenterOf(i), hi),
+                ],
                 BLACK.stroke_width(2),
             )))?;
         }

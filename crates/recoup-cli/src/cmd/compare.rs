@@ -69,7 +69,12 @@ pub fn run(args: Args) -> Result<(), Error> {
 
 /// The table's columns: heading, metric, scale to display units, unit suffix, with CI.
 const COLUMNS: [(&str, &str, f64, bool); 6] = [
-    ("multi-rtx latency ms", "recovery_latency_multi_ms", 1.0, true),
+    (
+        "multi-rtx latency ms",
+        "recovery_latency_multi_ms",
+        1.0,
+        true,
+    ),
     ("multi p95 ms", "recovery_latency_multi_p95_ms", 1.0, false),
     ("deterioration %", "deterioration_rate", 100.0, true),
     ("redundancy %", "redundancy_cost", 100.0, true),

@@ -25,7 +25,7 @@ pub enum Error {
         scenario: String,
         policy: String,
         seed: u64,
-        source: recoup_sim::run::RunError,
+        source: Box<recoup_sim::run::RunError>,
     },
     #[error("{path}: {source}")]
     Io {
@@ -97,7 +97,7 @@ pub fn run_all(scenarios: &[Scenario], threads: usize) -> Result<Vec<PointResult
                     scenario: scenario.name.clone(),
                     policy: policy.label.clone(),
                     seed,
-                    source,
+                    source: Box::new(source),
                 });
                 bar.inc(1);
                 row.map(|r| (i, r))
@@ -159,12 +159,12 @@ pub fn write_outputs(dir: &Path, results: &[PointResult]) -> Result<Vec<PathBuf>
         .iter()
         .map(|r| (r.scenario.as_str(), r.summary.as_slice()))
         .collect();
-    let mut written = Vec::new();
-    written.push(write_table_csv(&dir.join("runs.csv"), &runs)?);
-    written.push(write_table_json(&dir.join("runs.json"), &runs)?);
-    written.push(write_table_csv(&dir.join("summary.csv"), &summary)?);
-    written.push(write_table_json(&dir.join("summary.json"), &summary)?);
-    Ok(written)
+    Ok(vec![
+        write_table_csv(&dir.join("runs.csv"), &runs)?,
+        write_table_json(&dir.join("runs.json"), &runs)?,
+        write_table_csv(&dir.join("summary.csv"), &summary)?,
+        write_table_json(&dir.join("summary.json"), &summary)?,
+    ])
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>, Error> {
@@ -215,7 +215,12 @@ fn write_table_csv<T: Serialize>(path: &Path, groups: &[(&str, &[T])]) -> Result
 fn write_table_json<T: Serialize>(path: &Path, groups: &[(&str, &[T])]) -> Result<PathBuf, Error> {
     let rows: Vec<Named<'_, T>> = groups
         .iter()
-        .flat_map(|(name, rows)| rows.iter().map(move |row| Named { scenario: name, row }))
+        .flat_map(|(name, rows)| {
+            rows.iter().map(move |row| Named {
+                scenario: name,
+                row,
+            })
+        })
         .collect();
     let mut w = create(path)?;
     serde_json::to_writer_pretty(&mut w, &rows).map_err(|e| write_err(path, e))?;

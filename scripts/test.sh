@@ -33,6 +33,17 @@ if ! command -v tshark >/dev/null 2>&1; then
 fi
 command -v tshark >/dev/null 2>&1 && tshark --version | head -1
 
+step "fonts for plots (Debian fonts-dejavu-core)"
+# recoup compare labels compare.png with DejaVu Sans; without it the plot is skipped.
+if [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-dejavu-core >/dev/null) \
+      || echo "fonts-dejavu-core could not be installed: compare.png will be skipped"
+  else
+    echo "fonts-dejavu-core not installed (needs root for apt-get): compare.png will be skipped"
+  fi
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

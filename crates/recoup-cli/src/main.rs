@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod logging;
+mod plot;
 
 /// Sender-side loss recovery for QUIC: simulate, serve and fetch.
 #[derive(Parser, Debug)]
@@ -20,14 +21,18 @@ struct Cli {
 enum Command {
     Serve(cmd::serve::Args),
     Get(cmd::get::Args),
+    Run(cmd::run::Args),
+    Compare(cmd::compare::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init();
-    let result = match cli.command {
-        Command::Serve(args) => cmd::serve::run(args),
-        Command::Get(args) => cmd::get::run(args),
+    let result: Result<(), Box<dyn std::error::Error>> = match cli.command {
+        Command::Serve(args) => cmd::serve::run(args).map_err(Into::into),
+        Command::Get(args) => cmd::get::run(args).map_err(Into::into),
+        Command::Run(args) => cmd::run::run(args).map_err(Into::into),
+        Command::Compare(args) => cmd::compare::run(args).map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -67,6 +72,20 @@ mod tests {
         let cli = Cli::try_parse_from(["recoup", "get", "https://127.0.0.1:1/x", "-o", "out"])
             .expect("get");
         assert!(matches!(cli.command, Command::Get(_)));
+        let cli = Cli::try_parse_from(["recoup", "compare", "--seeds", "2", "--duration", "5s"])
+            .expect("compare");
+        match cli.command {
+            Command::Compare(a) => {
+                assert_eq!(a.seeds, Some(2));
+                assert_eq!(a.duration, Some(std::time::Duration::from_secs(5)));
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        assert!(Cli::try_parse_from(["recoup", "compare", "--duration", "soon"]).is_err());
+        assert!(
+            Cli::try_parse_from(["recoup", "run", "s.toml"]).is_err(),
+            "--out is required"
+        );
         assert!(Cli::try_parse_from(["recoup", "serve", "--policy", "nonsense:?"]).is_err());
     }
 }

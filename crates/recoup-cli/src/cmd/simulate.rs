@@ -1,0 +1,238 @@
+//! What `run` and `compare` share: expanding seeds, running every (sweep point, policy, seed) on
+//! all cores, and writing the per-run and summary tables as CSV and JSON.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use recoup_sim::metrics::{fill_goodput_reduction, summarize, write_csv, RunRow, SummaryRow};
+use recoup_sim::run::{jobs, run_one};
+use recoup_sim::scenario::{Scenario, ScenarioError};
+use serde::Serialize;
+
+/// Why a simulation command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("scenario {scenario}, policy {policy}, seed {seed}: {source}")]
+    Run {
+        scenario: String,
+        policy: String,
+        seed: u64,
+        source: Box<recoup_sim::run::RunError>,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {detail}")]
+    Write { path: PathBuf, detail: String },
+}
+
+/// Overrides from the command line, applied to every sweep point.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Overrides {
+    pub seeds: Option<u32>,
+    pub duration: Option<Duration>,
+}
+
+impl Overrides {
+    pub fn apply(&self, scenarios: &mut [Scenario]) -> Result<(), Error> {
+        if self.seeds == Some(0) {
+            return Err(Error::Usage("--seeds must be at least 1".into()));
+        }
+        if self.duration.is_some_and(|d| d.is_zero()) {
+            return Err(Error::Usage("--duration must be positive".into()));
+        }
+        for s in scenarios {
+            if let Some(n) = self.seeds {
+                s.repetitions = n;
+            }
+            if let Some(d) = self.duration {
+                s.duration = d;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses a `--duration` value such as `60s` or `500ms`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    recoup_sim::parse_duration(s)
+}
+
+/// The runs of one sweep point, in job order (policies as listed, seeds ascending).
+#[derive(Debug)]
+pub struct PointResult {
+    pub scenario: String,
+    pub runs: Vec<RunRow>,
+    pub summary: Vec<SummaryRow>,
+}
+
+/// Runs every (point, policy, seed) on `threads` worker threads (0: one per core).
+pub fn run_all(scenarios: &[Scenario], threads: usize) -> Result<Vec<PointResult>, Error> {
+    let work: Vec<(usize, usize, u64)> = scenarios
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| jobs(s).into_iter().map(move |(p, seed)| (i, p, seed)))
+        .collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| Error::Usage(format!("cannot start worker threads: {e}")))?;
+    let bar = progress_bar(work.len() as u64);
+    let results: Result<Vec<(usize, RunRow)>, Error> = pool.install(|| {
+        work.par_iter()
+            .map(|&(i, p, seed)| {
+                let scenario = &scenarios[i];
+                let policy = &scenario.policies[p];
+                let row = run_one(scenario, policy, seed).map_err(|source| Error::Run {
+                    scenario: scenario.name.clone(),
+                    policy: policy.label.clone(),
+                    seed,
+                    source: Box::new(source),
+                });
+                bar.inc(1);
+                row.map(|r| (i, r))
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    let mut rows = results?;
+    let mut out = Vec::with_capacity(scenarios.len());
+    for (i, s) in scenarios.iter().enumerate().rev() {
+        let split = rows.partition_point(|(j, _)| *j < i);
+        let mut runs: Vec<RunRow> = rows.split_off(split).into_iter().map(|(_, r)| r).collect();
+        if s.policies.iter().any(|p| p.label == "arq") {
+            fill_goodput_reduction(&mut runs, "arq");
+        }
+        let summary = summarize(&runs);
+        out.push(PointResult {
+            scenario: s.name.clone(),
+            runs,
+            summary,
+        });
+    }
+    out.reverse();
+    Ok(out)
+}
+
+fn progress_bar(len: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// A row with the sweep point's name in front.
+#[derive(Serialize)]
+struct Named<'a, T> {
+    scenario: &'a str,
+    #[serde(flatten)]
+    row: &'a T,
+}
+
+/// Writes `runs.{csv,json}` and `summary.{csv,json}` into `dir`; returns the paths written.
+pub fn write_outputs(dir: &Path, results: &[PointResult]) -> Result<Vec<PathBuf>, Error> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let runs: Vec<(&str, &[RunRow])> = results
+        .iter()
+        .map(|r| (r.scenario.as_str(), r.runs.as_slice()))
+        .collect();
+    let summary: Vec<(&str, &[SummaryRow])> = results
+        .iter()
+        .map(|r| (r.scenario.as_str(), r.summary.as_slice()))
+        .collect();
+    Ok(vec![
+        write_table_csv(&dir.join("runs.csv"), &runs)?,
+        write_table_json(&dir.join("runs.json"), &runs)?,
+        write_table_csv(&dir.join("summary.csv"), &summary)?,
+        write_table_json(&dir.join("summary.json"), &summary)?,
+    ])
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>, Error> {
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })
+}
+
+fn write_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Write {
+        path: path.to_owned(),
+        detail: e.to_string(),
+    }
+}
+
+/// CSV with a `scenario` column first. The csv crate cannot flatten, so each group is written
+/// by the metrics writer and its records are copied with the name prepended.
+fn write_table_csv<T: Serialize>(path: &Path, groups: &[(&str, &[T])]) -> Result<PathBuf, Error> {
+    let mut out = csv::Writer::from_writer(create(path)?);
+    let mut header_written = false;
+    for (name, rows) in groups {
+        let mut buf = Vec::new();
+        write_csv(rows, &mut buf).map_err(|e| write_err(path, e))?;
+        let mut reader = csv::Reader::from_reader(buf.as_slice());
+        if !header_written {
+            let header = reader.headers().map_err(|e| write_err(path, e))?;
+            if !header.is_empty() {
+                let mut h = csv::StringRecord::from(vec!["scenario"]);
+                h.extend(header.iter());
+                out.write_record(&h).map_err(|e| write_err(path, e))?;
+                header_written = true;
+            }
+        }
+        for record in reader.records() {
+            let record = record.map_err(|e| write_err(path, e))?;
+            let mut r = csv::StringRecord::from(vec![*name]);
+            r.extend(record.iter());
+            out.write_record(&r).map_err(|e| write_err(path, e))?;
+        }
+    }
+    out.flush().map_err(|e| write_err(path, e))?;
+    Ok(path.to_owned())
+}
+
+fn write_table_json<T: Serialize>(path: &Path, groups: &[(&str, &[T])]) -> Result<PathBuf, Error> {
+    let rows: Vec<Named<'_, T>> = groups
+        .iter()
+        .flat_map(|(name, rows)| {
+            rows.iter().map(move |row| Named {
+                scenario: name,
+                row,
+            })
+        })
+        .collect();
+    let mut w = create(path)?;
+    serde_json::to_writer_pretty(&mut w, &rows).map_err(|e| write_err(path, e))?;
+    w.write_all(b"\n")
+        .and_then(|()| w.flush())
+        .map_err(|e| write_err(path, e))?;
+    Ok(path.to_owned())
+}
+
+/// Prints where the files went.
+pub fn print_written(paths: &[PathBuf]) {
+    for p in paths {
+        println!("wrote {}", p.display());
+    }
+}

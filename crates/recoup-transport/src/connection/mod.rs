@@ -930,8 +930,9 @@ impl Connection {
         if let Some((start, end)) = f.crypto {
             self.spaces[space].crypto_send.on_lost(start..end);
         }
-        for (i, r) in f.stream.iter().enumerate() {
-            let fin = f.fins & (1 << i) != 0;
+        for r in &f.stream {
+            // The FIN needs no lineage of its own: `unacked` reports it with the range that
+            // ends at the final size until it is acknowledged.
             match r.loss {
                 None => {
                     signals = true;
@@ -946,7 +947,6 @@ impl Connection {
                             start: chunk.offset,
                             end: chunk.offset + chunk.len as u64,
                         };
-                        let _ = fin;
                         let lost = self.lineage.on_first_loss(range, sent, now, trigger);
                         self.policy.on_data_lost(now, &lost);
                     }

@@ -208,15 +208,8 @@ impl Connection {
         self.pending_copy.is_some()
     }
 
-    /// Writes one packet of `space` into `buf` (unsealed). `None` if nothing went in.
-    fn write_packet(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        buf: &mut Vec<u8>,
-        limit: usize,
-    ) -> Option<Open> {
-        let start = buf.len();
+    /// Appends the header of the next packet of `space`; returns its number and layout.
+    fn write_header(&self, space: SpaceId, buf: &mut Vec<u8>) -> (u64, HeaderLayout) {
         let pn = self.spaces[space].next_pn;
         let pn_len = pn_len_for(pn, self.loss.largest_acked(space));
         let dcid = self.cids.remote();
@@ -239,7 +232,19 @@ impl Connection {
                 key_phase: self.one_rtt.as_ref().is_some_and(|k| k.key_phase()),
             },
         };
-        let layout = header.write(buf, pn, pn_len);
+        (pn, header.write(buf, pn, pn_len))
+    }
+
+    /// Writes one packet of `space` into `buf` (unsealed). `None` if nothing went in.
+    fn write_packet(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        limit: usize,
+    ) -> Option<Open> {
+        let start = buf.len();
+        let (pn, layout) = self.write_header(space, buf);
         let end = limit - TAG_LEN;
         if buf.len() >= end {
             buf.truncate(start);
@@ -755,30 +760,7 @@ impl Connection {
             if let Some(prev) = open.take() {
                 self.seal(now, prev, &mut buf, None);
             }
-            let start = buf.len();
-            let pn = self.spaces[space].next_pn;
-            let pn_len = pn_len_for(pn, self.loss.largest_acked(space));
-            let dcid = self.cids.remote();
-            let scid = self.cids.initial_local();
-            let header = match space {
-                SpaceId::Initial => Header::Initial {
-                    version: QUIC_VERSION_1,
-                    dcid,
-                    scid,
-                    token: &[],
-                },
-                SpaceId::Handshake => Header::Handshake {
-                    version: QUIC_VERSION_1,
-                    dcid,
-                    scid,
-                },
-                SpaceId::Data => Header::OneRtt {
-                    dcid,
-                    spin: false,
-                    key_phase: self.one_rtt.as_ref().is_some_and(|k| k.key_phase()),
-                },
-            };
-            let layout = header.write(&mut buf, pn, pn_len);
+            let (pn, layout) = self.write_header(space, &mut buf);
             // RFC 9000 §10.2.3: an application close becomes APPLICATION_ERROR before 1-RTT,
             // where the application's code must not be revealed.
             let reason = err.reason.as_bytes();
@@ -803,7 +785,6 @@ impl Connection {
                 }
             };
             Frame::ConnectionClose(frame).encode(&mut buf);
-            let _ = start;
             open = Some(Open {
                 space,
                 pn,

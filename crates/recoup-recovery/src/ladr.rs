@@ -11,9 +11,17 @@
 //!   treats the governed data as sent when the sender next becomes application-limited (off-mode):
 //!   at that point everything that was buffered has gone out. Off when n_rec < n_low and the
 //!   governed data is sent.
-//! - The ACK rate is the bytes acknowledged over the last smoothed RTT. LADR estimates it per video
-//!   frame, which a transport-level policy cannot see. The limit never goes below two of the
-//!   largest packets per SRTT, so a limit on an idle path still lets recovery proceed.
+//! - The ACK rate is LADR's per-frame ACK rate: bytes acknowledged over the time between the
+//!   first and last acknowledgement of each burst, not over the idle time between bursts. A
+//!   transport-level policy cannot see video frames, so a burst is what the sender sent between
+//!   two application-limited (off-mode) pauses; the ACK gap before a burst's first packet is idle
+//!   time and is not counted. Averaging over the idle time instead would measure the stream's own
+//!   bitrate, and pacing a live stream at exactly its bitrate leaves no room for retransmissions:
+//!   data queues, the measured rate falls, and the limit with it, without end.
+//! - The rate is taken when the limit comes on and held for the episode. Measured under the limit
+//!   it could only reproduce the limit less what was lost, and fall again every RTT.
+//! - The limit never goes below two of the largest packets per SRTT, so a limit on an idle path
+//!   still lets recovery proceed.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
@@ -39,11 +47,20 @@ pub struct LadrRrl {
     enabled: bool,
     governed_unsent: bool,
     to_recover: BTreeSet<LossId>,
-    acks: VecDeque<(Instant, u64)>,
+    /// (acknowledged at, bytes counted, busy time before it) per acknowledged packet.
+    acks: VecDeque<(Instant, u64, Duration)>,
     acked_bytes: u64,
+    busy: Duration,
+    last_ack: Option<Instant>,
+    /// Off-mode was seen since the last packet went out: the next one starts a burst.
+    idle: bool,
+    /// Packets in flight that started a burst.
+    burst_starts: BTreeSet<u64>,
     srtt: Option<Duration>,
     largest_packet: u64,
     ack_rate: u64,
+    /// The ACK rate when the limit came on, held for the episode.
+    limit: u64,
 }
 
 impl LadrRrl {
@@ -57,9 +74,14 @@ impl LadrRrl {
             to_recover: BTreeSet::new(),
             acks: VecDeque::new(),
             acked_bytes: 0,
+            busy: Duration::ZERO,
+            last_ack: None,
+            idle: true,
+            burst_starts: BTreeSet::new(),
             srtt: None,
             largest_packet: 1200,
             ack_rate: 0,
+            limit: 0,
         }
     }
 
@@ -83,14 +105,22 @@ impl LadrRrl {
 
     fn refresh_rate(&mut self, now: Instant) {
         let horizon = now.checked_sub(self.window()).unwrap_or(Instant::ZERO);
-        while let Some(&(at, bytes)) = self.acks.front() {
+        while let Some(&(at, bytes, busy)) = self.acks.front() {
             if at > horizon {
                 break;
             }
             self.acked_bytes -= bytes;
+            self.busy = self.busy.saturating_sub(busy);
             self.acks.pop_front();
         }
-        let per_second = self.acked_bytes as f64 / self.window().as_secs_f64();
+        // Busy time within the window; an empty one (a single burst acknowledged at once) falls
+        // back to the whole window.
+        let span = if self.busy.is_zero() {
+            self.window()
+        } else {
+            self.busy.min(self.window())
+        };
+        let per_second = self.acked_bytes as f64 / span.as_secs_f64();
         self.ack_rate = if per_second >= u64::MAX as f64 {
             u64::MAX
         } else {
@@ -103,6 +133,7 @@ impl LadrRrl {
         if !self.enabled && self.applicable && n >= self.cfg.n_high as usize {
             self.enabled = true;
             self.governed_unsent = true;
+            self.limit = self.ack_rate;
         } else if self.enabled && n < self.cfg.n_low as usize && !self.governed_unsent {
             self.enabled = false;
         }
@@ -116,21 +147,36 @@ impl RecoveryPolicy for LadrRrl {
 
     fn on_packet_sent(&mut self, _: Instant, packet: &PacketInfo<'_>) {
         self.largest_packet = self.largest_packet.max(packet.bytes as u64);
+        if self.idle && self.burst_starts.len() < MAX_ACK_SAMPLES {
+            self.burst_starts.insert(packet.pn);
+        }
+        self.idle = false;
     }
 
     fn on_packet_acked(&mut self, now: Instant, packet: &PacketInfo<'_>) {
         if self.acks.len() == MAX_ACK_SAMPLES {
-            if let Some((_, bytes)) = self.acks.pop_front() {
+            if let Some((_, bytes, busy)) = self.acks.pop_front() {
                 self.acked_bytes -= bytes;
+                self.busy = self.busy.saturating_sub(busy);
             }
         }
-        let bytes = packet.bytes as u64;
-        self.acks.push_back((now, bytes));
+        let starts_burst = self.burst_starts.remove(&packet.pn);
+        // The first acknowledgement of a burst only marks its start: the gap before it is idle.
+        let (bytes, busy) = match self.last_ack {
+            Some(last) if !starts_burst => {
+                (packet.bytes as u64, now.saturating_duration_since(last))
+            }
+            _ => (0, Duration::ZERO),
+        };
+        self.last_ack = Some(now);
+        self.acks.push_back((now, bytes, busy));
         self.acked_bytes = self.acked_bytes.saturating_add(bytes);
+        self.busy = self.busy.saturating_add(busy);
         self.refresh_rate(now);
     }
 
     fn on_packet_lost(&mut self, now: Instant, packet: &PacketInfo<'_>, _: LossTrigger) {
+        self.burst_starts.remove(&packet.pn);
         if packet.kind != SendKind::New {
             self.applicable = true;
         }
@@ -155,15 +201,19 @@ impl RecoveryPolicy for LadrRrl {
 
     fn on_send_state(&mut self, _: Instant, state: SendState) {
         if state == SendState::OffMode {
+            self.idle = true;
             self.governed_unsent = false;
             self.update();
         }
     }
 
     fn poll_copy(&mut self, now: Instant, ctx: &SendContext) -> Option<CopyRequest> {
-        if ctx.state == SendState::OffMode && self.governed_unsent {
-            self.governed_unsent = false;
-            self.update();
+        if ctx.state == SendState::OffMode {
+            self.idle = true;
+            if self.governed_unsent {
+                self.governed_unsent = false;
+                self.update();
+            }
         }
         self.refresh_rate(now);
         None
@@ -174,7 +224,7 @@ impl RecoveryPolicy for LadrRrl {
             return None;
         }
         let floor = (2 * self.largest_packet) as f64 / self.window().as_secs_f64();
-        Some(self.ack_rate.max(floor as u64))
+        Some(self.limit.max(floor as u64))
     }
 }
 
@@ -256,8 +306,35 @@ mod tests {
         assert!(p.enabled());
         p.poll_copy(ms(1099), &ctx(0));
         assert_eq!(p.rate_limit(), Some(600_000));
-        // Long silence: the rate decays to the floor of two packets per SRTT.
+        // The limit is held for the episode: acknowledgements slowed by the limit itself do
+        // not lower it further.
         p.poll_copy(ms(5000), &ctx(0));
-        assert_eq!(p.rate_limit(), Some(24_000));
+        assert_eq!(p.rate_limit(), Some(600_000));
+        assert_eq!(p.ack_rate, 0);
+    }
+
+    #[test]
+    fn idle_gaps_between_bursts_do_not_count() {
+        let mut p = LadrRrl::new(LadrConfig::default());
+        p.on_rtt_update(ms(0), &rtt(100));
+        let new = ranges(None);
+        // Two bursts of 5 packets acked 1 ms apart, 40 ms of application idle between them: the
+        // rate is that of the bursts (1.2 MB/s), not the average over the window.
+        let mut pn = 0;
+        for burst in 0..2 {
+            p.on_send_state(ms(burst * 40), SendState::OffMode);
+            for _ in 0..5 {
+                p.on_packet_sent(
+                    ms(burst * 40),
+                    &packet(pn, ms(burst * 40), SendKind::New, &new),
+                );
+                pn += 1;
+            }
+        }
+        for i in 0..10 {
+            let at = 1000 + (i / 5) * 40 + i % 5;
+            p.on_packet_acked(ms(at), &packet(i, ms(0), SendKind::New, &new));
+        }
+        assert_eq!(p.ack_rate, 1_200_000);
     }
 }

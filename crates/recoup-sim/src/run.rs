@@ -109,8 +109,14 @@ impl Application for AppDriver {
                     }
                 };
                 if n < data.len() {
-                    self.pending = Some((id, data[n..].to_vec(), fin));
-                    break;
+                    let mut data = data;
+                    data.drain(..n);
+                    self.pending = Some((id, data, fin));
+                    // Blocked: the application's clock cannot advance until the transport takes
+                    // more, which only an arriving datagram can allow, and that polls us anyway.
+                    // Its capture time is already past, so asking to be woken for it would wake
+                    // this node every microsecond for as long as the block lasts.
+                    return self.app.next_wakeup().filter(|&t| t > now);
                 }
                 if fin && conn.stream_finish(id).is_err() {
                     self.error

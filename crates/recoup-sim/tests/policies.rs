@@ -220,3 +220,40 @@ fn policies_with_copies_disabled_behave_exactly_like_arq() {
         );
     }
 }
+
+/// LADR's reactive rate limit must not starve an application-limited stream: the old limit (the
+/// average ACK rate over one SRTT, re-measured under itself) fell below the stream's bitrate and
+/// kept falling, halving what was sent.
+#[test]
+fn ladr_rate_limit_delivers_the_live_stream_like_arq() {
+    use recoup_sim::run::run_one;
+    use recoup_sim::scenario::{PolicyEntry, Scenario};
+    let seed = seeds(&[1])[0];
+    let _g = SeedGuard(seed);
+    let mut sc = Scenario::builtin_default();
+    sc.duration = Duration::from_secs(20);
+    let row = |name: &str| {
+        let p = PolicyEntry {
+            label: name.to_owned(),
+            name: name.to_owned(),
+            params: String::new(),
+            spec: name.parse().expect("policy"),
+        };
+        run_one(&sc, &p, seed).expect("run")
+    };
+    let (arq, ladr) = (row("arq"), row("ladr-rrl"));
+    let (a, l) = (
+        arq.goodput_mbps.expect("arq goodput"),
+        ladr.goodput_mbps.expect("ladr goodput"),
+    );
+    assert!(
+        l >= 0.97 * a,
+        "ladr-rrl goodput {l:.3} Mbit/s vs arq {a:.3}"
+    );
+    assert!(
+        ladr.packets_sent as f64 >= 0.9 * arq.packets_sent as f64,
+        "ladr-rrl sent {} packets, arq {}",
+        ladr.packets_sent,
+        arq.packets_sent
+    );
+}

@@ -230,8 +230,8 @@ fn ladr_rate_limit_delivers_the_live_stream_like_arq() {
     use recoup_sim::scenario::{PolicyEntry, Scenario};
     let seed = seeds(&[1])[0];
     let _g = SeedGuard(seed);
-    let mut sc = Scenario::builtin_default();
-    sc.duration = Duration::from_secs(20);
+    // The full default: the old ACK-rate limit needed most of a minute to starve the stream.
+    let sc = Scenario::builtin_default();
     let row = |name: &str| {
         let p = PolicyEntry {
             label: name.to_owned(),

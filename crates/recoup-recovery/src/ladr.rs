@@ -61,7 +61,14 @@ pub struct LadrRrl {
     ack_rate: u64,
     /// The ACK rate when the limit came on, held for the episode.
     limit: u64,
+    /// The highest ACK rate seen outside an episode within [`PEAK_MEMORY`], and when: right after
+    /// an outage nothing has been acknowledged for a while, and the path's rate is what it was
+    /// before, not zero.
+    recent_peak: (u64, Instant),
 }
+
+/// How long a measured ACK rate stands for the path's rate after acknowledgements stop.
+const PEAK_MEMORY: Duration = Duration::from_secs(4);
 
 impl LadrRrl {
     #[must_use]
@@ -82,6 +89,7 @@ impl LadrRrl {
             largest_packet: 1200,
             ack_rate: 0,
             limit: 0,
+            recent_peak: (0, Instant::ZERO),
         }
     }
 
@@ -126,6 +134,12 @@ impl LadrRrl {
         } else {
             per_second as u64
         };
+        let (peak, at) = self.recent_peak;
+        if !self.enabled
+            && (self.ack_rate >= peak || now.saturating_duration_since(at) > PEAK_MEMORY)
+        {
+            self.recent_peak = (self.ack_rate, now);
+        }
     }
 
     fn update(&mut self) {
@@ -133,7 +147,7 @@ impl LadrRrl {
         if !self.enabled && self.applicable && n >= self.cfg.n_high as usize {
             self.enabled = true;
             self.governed_unsent = true;
-            self.limit = self.ack_rate;
+            self.limit = self.ack_rate.max(self.recent_peak.0);
         } else if self.enabled && n < self.cfg.n_low as usize && !self.governed_unsent {
             self.enabled = false;
         }

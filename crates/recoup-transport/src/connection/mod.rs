@@ -238,6 +238,8 @@ pub struct Connection {
     data_packets_sent: u64,
     peer_ack_delay_exponent: u8,
     max_datagram_size: usize,
+    /// When the policy's timer was last run; deadlines at or before it are not re-armed.
+    policy_timer_served: Option<Instant>,
     /// A copy the policy asked for that has not gone out yet.
     pending_copy: Option<CopyRequest>,
     /// When pacing lets the next waiting packet go (set when `poll_transmit` ran dry).
@@ -388,6 +390,7 @@ impl Connection {
             data_packets_sent: 0,
             peer_ack_delay_exponent: 3,
             max_datagram_size: config.max_datagram_size,
+            policy_timer_served: None,
             pending_copy: None,
             pacing_wakeup: None,
             config,
@@ -669,7 +672,11 @@ impl Connection {
             self.loss.timeout(),
             self.idle_deadline,
             self.key_update.drop_previous_at,
-            self.policy.poll_timeout(),
+            // A policy deadline already served stays quiet until it moves: a copy that falls due
+            // while the window is full waits for the next ACK, not for a busy timer.
+            self.policy
+                .poll_timeout()
+                .filter(|&t| self.policy_timer_served.is_none_or(|served| t > served)),
         ]
         .into_iter()
         .flatten()
@@ -713,6 +720,7 @@ impl Connection {
         }
         if self.policy.poll_timeout().is_some_and(|d| now >= d) {
             self.policy.on_timeout(now);
+            self.policy_timer_served = Some(now);
         }
         if self.loss.timeout().is_some_and(|d| now >= d) {
             self.on_loss_timeout(now);

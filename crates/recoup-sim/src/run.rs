@@ -36,7 +36,7 @@ struct AppDriver {
     /// `Local(i)` streams opened so far, by index.
     local: HashMap<u64, StreamId>,
     /// A write the transport has not taken whole yet.
-    pending: Option<(StreamId, Vec<u8>, bool)>,
+    pending: Option<(StreamKey, Vec<u8>, bool)>,
     /// In-order application bytes delivered to this side.
     delivered: u64,
     recovered: Vec<Recovered>,
@@ -99,52 +99,58 @@ impl Application for AppDriver {
         }
         // Writes: finish a partial write, then take new ones while the transport accepts them.
         loop {
-            if let Some((id, data, fin)) = self.pending.take() {
-                let n = match conn.stream_write(id, &data) {
-                    Ok(n) => n,
-                    Err(TransportError::Blocked) => 0,
-                    Err(e) => {
+            if let Some((key, data, fin)) = self.pending.take() {
+                let id = match key {
+                    StreamKey::Local(i) => match self.local.get(&i) {
+                        Some(&id) => Some(id),
+                        None => match conn.open_stream(true) {
+                            Ok(id) => {
+                                self.local.insert(i, id);
+                                Some(id)
+                            }
+                            // The peer's MAX_STREAMS: wait until it grants more.
+                            Err(TransportError::Blocked) => None,
+                            Err(e) => {
+                                self.error.get_or_insert_with(|| e.to_string());
+                                break;
+                            }
+                        },
+                    },
+                    StreamKey::Peer(i) => Some(StreamId::new(
+                        self.side.peer(),
+                        recoup_transport::streams::Dir::Bi,
+                        i,
+                    )),
+                };
+                let n = match id.map(|id| conn.stream_write(id, &data)) {
+                    Some(Ok(n)) => n,
+                    None | Some(Err(TransportError::Blocked)) => 0,
+                    Some(Err(e)) => {
                         self.error.get_or_insert_with(|| e.to_string());
                         break;
                     }
                 };
-                if n < data.len() {
+                if id.is_none() || n < data.len() {
                     let mut data = data;
                     data.drain(..n);
-                    self.pending = Some((id, data, fin));
+                    self.pending = Some((key, data, fin));
                     // Blocked: the application's clock cannot advance until the transport takes
                     // more, which only an arriving datagram can allow, and that polls us anyway.
                     // Its capture time is already past, so asking to be woken for it would wake
                     // this node every microsecond for as long as the block lasts.
                     return self.app.next_wakeup().filter(|&t| t > now);
                 }
-                if fin && conn.stream_finish(id).is_err() {
-                    self.error
-                        .get_or_insert_with(|| "stream finish failed".into());
+                if let Some(id) = id {
+                    if fin && conn.stream_finish(id).is_err() {
+                        self.error
+                            .get_or_insert_with(|| "stream finish failed".into());
+                    }
                 }
             }
             let Some(w) = self.app.poll_write(now, WRITE_CHUNK) else {
                 break;
             };
-            let id = match w.stream {
-                StreamKey::Local(i) => match self.local.get(&i) {
-                    Some(&id) => id,
-                    None => match conn.open_stream(true) {
-                        Ok(id) => {
-                            self.local.insert(i, id);
-                            id
-                        }
-                        Err(e) => {
-                            self.error.get_or_insert_with(|| e.to_string());
-                            break;
-                        }
-                    },
-                },
-                StreamKey::Peer(i) => {
-                    StreamId::new(self.side.peer(), recoup_transport::streams::Dir::Bi, i)
-                }
-            };
-            self.pending = Some((id, w.data, w.fin));
+            self.pending = Some((w.stream, w.data, w.fin));
         }
         self.app.next_wakeup()
     }

@@ -33,6 +33,10 @@ struct AppDriver {
     side: Side,
     app: AppEndpoint,
     conn: Option<ConnectionHandle>,
+    /// Whether the application answers on the streams its peer opens (rpc). Otherwise streams
+    /// are unidirectional: a bidirectional stream whose reverse half nobody finishes is never
+    /// released, and the peer's MAX_STREAMS would stop the application after 128 streams.
+    bidi: bool,
     /// `Local(i)` streams opened so far, by index.
     local: HashMap<u64, StreamId>,
     /// A write the transport has not taken whole yet.
@@ -45,9 +49,10 @@ struct AppDriver {
 }
 
 impl AppDriver {
-    fn new(side: Side, app: AppEndpoint) -> Self {
+    fn new(side: Side, app: AppEndpoint, bidi: bool) -> Self {
         Self {
             side,
+            bidi,
             app,
             conn: None,
             local: HashMap::new(),
@@ -103,7 +108,7 @@ impl Application for AppDriver {
                 let id = match key {
                     StreamKey::Local(i) => match self.local.get(&i) {
                         Some(&id) => Some(id),
-                        None => match conn.open_stream(true) {
+                        None => match conn.open_stream(self.bidi) {
                             Ok(id) => {
                                 self.local.insert(i, id);
                                 Some(id)
@@ -118,7 +123,7 @@ impl Application for AppDriver {
                     },
                     StreamKey::Peer(i) => Some(StreamId::new(
                         self.side.peer(),
-                        recoup_transport::streams::Dir::Bi,
+                        recoup_transport::streams::Dir::from_bidi(self.bidi),
                         i,
                     )),
                 };
@@ -203,13 +208,14 @@ pub fn run_one(scenario: &Scenario, policy: &PolicyEntry, seed: u64) -> Result<R
     )?;
     let start = Instant::ZERO;
     let pair = scenario.app.build(start, scenario.duration, seed);
+    let bidi = matches!(scenario.app, crate::app::AppSpec::Rpc(_));
     let mut sim = Simulator::new();
     let c = sim.add_node(
         "client",
         Box::new(QuicNode::new(
             client_addr,
             client_ep,
-            AppDriver::new(Side::Client, pair.client),
+            AppDriver::new(Side::Client, pair.client, bidi),
         )),
     );
     let s = sim.add_node(
@@ -217,7 +223,7 @@ pub fn run_one(scenario: &Scenario, policy: &PolicyEntry, seed: u64) -> Result<R
         Box::new(QuicNode::new(
             server_addr,
             server_ep,
-            AppDriver::new(Side::Server, pair.server),
+            AppDriver::new(Side::Server, pair.server, bidi),
         )),
     );
     let down = scenario.down.path_spec().build(seed, "down", None, 0)?;

@@ -41,8 +41,9 @@ struct AppDriver {
     local: HashMap<u64, StreamId>,
     /// A write the transport has not taken whole yet.
     pending: Option<(StreamKey, Vec<u8>, bool)>,
-    /// In-order application bytes delivered to this side.
+    /// In-order application bytes delivered to this side, and when the last of them arrived.
     delivered: u64,
+    last_delivery: Instant,
     recovered: Vec<Recovered>,
     error: Option<String>,
     buf: Vec<u8>,
@@ -58,6 +59,7 @@ impl AppDriver {
             local: HashMap::new(),
             pending: None,
             delivered: 0,
+            last_delivery: Instant::ZERO,
             recovered: Vec::new(),
             error: None,
             buf: vec![0; 64 * 1024],
@@ -93,6 +95,9 @@ impl Application for AppDriver {
         for id in conn.readable_streams() {
             while let Ok((n, fin)) = conn.stream_read(id, &mut self.buf) {
                 self.delivered += n as u64;
+                if n > 0 {
+                    self.last_delivery = now;
+                }
                 let key = self.key(id);
                 if let Err(e) = self.app.on_stream_bytes(now, key, &self.buf[..n], fin) {
                     self.error.get_or_insert_with(|| e.to_string());
@@ -239,6 +244,11 @@ pub fn run_one(scenario: &Scenario, policy: &PolicyEntry, seed: u64) -> Result<R
     client.app_mut().app.finish(end);
     let outcome: Option<AppOutcome> = client.app().app.outcome();
     let goodput_bytes = client.app().delivered;
+    // Goodput over the time data actually took: the scenario's duration, or longer when
+    // transfers ran into the drain period.
+    let measured = scenario
+        .duration
+        .max(client.app().last_delivery.saturating_duration_since(start));
     let client_error = client.app().error.clone();
     let server = sim
         .downcast_mut::<QuicNode<AppDriver>>(s)
@@ -255,7 +265,7 @@ pub fn run_one(scenario: &Scenario, policy: &PolicyEntry, seed: u64) -> Result<R
     let driver = server.app_mut();
     driver.recovered.extend(more);
     let counters = RunCounters {
-        duration: scenario.duration,
+        duration: measured,
         packets_new: stats.new_packets,
         packets_retransmitted: stats.retransmission_packets,
         packets_copies: stats.copy_packets,

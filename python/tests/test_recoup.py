@@ -144,8 +144,11 @@ def test_local_sweep_matches_run(local_sweep: pd.DataFrame) -> None:
                 assert got == value, column
 
 
-def test_ray_sweep_equals_local(local_sweep: pd.DataFrame) -> None:
-    ray = pytest.importorskip("ray")
+def test_ray_sweep_equals_local(local_sweep: pd.DataFrame, monkeypatch) -> None:
+    import ray  # installed by scripts/test.sh: a missing ray fails here rather than skipping
+
+    # The machine reaches only package registries: no usage report home.
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     try:
         remote = recoup.sweep(SWEEP, backend="ray", duration_s=2.0)
     finally:

@@ -28,6 +28,9 @@ kind = "live"
 bitrate = "4Mbps"
 fps = 30
 
+[transport]
+cc = "bbr"
+
 [[policy]]
 name = "arq"
 

@@ -83,6 +83,17 @@ pub trait App {
     fn finish(&mut self, now: Instant);
 }
 
+/// Receivers remember the first error (the outcome reports it) and still return every one.
+fn keep_first_error(
+    slot: &mut Option<FrameError>,
+    r: Result<(), FrameError>,
+) -> Result<(), FrameError> {
+    if let Err(e) = &r {
+        slot.get_or_insert_with(|| e.clone());
+    }
+    r
+}
+
 /// `n` events of a clock at `per_second` starting at `start`, exactly (no accumulated rounding).
 fn clock_tick(start: Instant, per_second: u32, n: u64) -> Instant {
     let nanos = u128::from(n) * 1_000_000_000 / u128::from(per_second.max(1));

@@ -13,7 +13,7 @@ use recoup_time::Instant;
 
 use super::frame::{FrameError, FrameParser, FrameSource, ReceivedFrame};
 use super::source::EncoderConfig;
-use super::{clock_tick, unexpected, App, StreamKey, Write};
+use super::{clock_tick, keep_first_error, unexpected, App, StreamKey, Write};
 
 /// RTC parameters (both ends).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -235,10 +235,7 @@ impl App for RtcReceiver {
         fin: bool,
     ) -> Result<(), FrameError> {
         let r = self.receive(now, stream, data, fin);
-        if let Err(e) = &r {
-            self.error.get_or_insert_with(|| e.clone());
-        }
-        r
+        keep_first_error(&mut self.error, r)
     }
 
     fn next_wakeup(&self) -> Option<Instant> {

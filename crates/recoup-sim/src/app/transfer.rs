@@ -13,7 +13,7 @@ use recoup_time::Instant;
 use super::frame::{
     FrameError, FrameKind, FrameParser, FrameSource, ReceivedFrame, FRAME_HEADER_LEN,
 };
-use super::{unexpected, App, StreamKey, Write};
+use super::{keep_first_error, unexpected, App, StreamKey, Write};
 
 /// `count` files of `size` bytes, the i-th written at `start + i * interval` on its own stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,10 +250,7 @@ impl App for FileReceiver {
         fin: bool,
     ) -> Result<(), FrameError> {
         let r = self.receive(now, stream, data, fin);
-        if let Err(e) = &r {
-            self.error.get_or_insert_with(|| e.clone());
-        }
-        r
+        keep_first_error(&mut self.error, r)
     }
 
     fn next_wakeup(&self) -> Option<Instant> {
@@ -354,10 +351,7 @@ impl App for RpcClient {
         fin: bool,
     ) -> Result<(), FrameError> {
         let r = self.receive(now, stream, data, fin);
-        if let Err(e) = &r {
-            self.error.get_or_insert_with(|| e.clone());
-        }
-        r
+        keep_first_error(&mut self.error, r)
     }
 
     fn next_wakeup(&self) -> Option<Instant> {

@@ -189,14 +189,6 @@ impl CongestionController for Cubic {
         to_bytes(self.cwnd.max(self.min_window))
     }
 
-    fn pacing_rate(&self) -> Option<u64> {
-        None
-    }
-
-    fn bandwidth_estimate(&self) -> Option<u64> {
-        None
-    }
-
     fn name(&self) -> &'static str {
         "cubic"
     }

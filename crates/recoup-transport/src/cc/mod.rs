@@ -136,11 +136,16 @@ pub trait CongestionController: fmt::Debug + Send {
     /// The congestion window in bytes.
     fn window(&self) -> u64;
 
-    /// The rate the controller wants packets paced at, bytes per second, if it has one.
-    fn pacing_rate(&self) -> Option<u64>;
+    /// The rate the controller wants packets paced at, bytes per second, if it has one
+    /// (window-based controllers have none: the pacer derives one from the window).
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
 
     /// The estimated bottleneck bandwidth in bytes per second, if the controller measures it.
-    fn bandwidth_estimate(&self) -> Option<u64>;
+    fn bandwidth_estimate(&self) -> Option<u64> {
+        None
+    }
 
     /// The algorithm's name, as [`CcAlgorithm`] parses it.
     fn name(&self) -> &'static str;

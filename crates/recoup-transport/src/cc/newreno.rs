@@ -106,14 +106,6 @@ impl CongestionController for NewReno {
         self.cwnd
     }
 
-    fn pacing_rate(&self) -> Option<u64> {
-        None
-    }
-
-    fn bandwidth_estimate(&self) -> Option<u64> {
-        None
-    }
-
     fn name(&self) -> &'static str {
         "newreno"
     }

@@ -23,6 +23,8 @@ enum Command {
     Get(cmd::get::Args),
     Run(cmd::run::Args),
     Compare(cmd::compare::Args),
+    Sweep(cmd::sweep::Args),
+    Plot(cmd::plot::Args),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +35,8 @@ fn main() -> ExitCode {
         Command::Get(args) => cmd::get::run(args).map_err(Into::into),
         Command::Run(args) => cmd::run::run(args).map_err(Into::into),
         Command::Compare(args) => cmd::compare::run(args).map_err(Into::into),
+        Command::Sweep(args) => cmd::sweep::run(args).map_err(Into::into),
+        Command::Plot(args) => cmd::plot::run(args).map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,5 +1,6 @@
-//! `compare.png`: one bar chart per headline metric, policies side by side, with 95 %
-//! confidence intervals as whiskers.
+//! Result plots: `compare.png`-style bar charts (one panel per metric, policies side by side)
+//! and sweep line plots (one panel per metric, a line per policy over a sweep axis), both with
+//! 95 % confidence intervals as whiskers.
 
 use std::path::Path;
 
@@ -12,8 +13,8 @@ use crate::cmd::simulate::PointResult;
 /// Where Debian's fonts-dejavu-core puts the font the plot is labelled with.
 pub const FONT_PATH: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
-/// Panels: title, y-axis label, metric, scale to display units.
-const PANELS: [(&str, &str, &str, f64); 4] = [
+/// The headline panels: title, y-axis label, metric, scale to display units.
+pub const PANELS: [(&str, &str, &str, f64); 4] = [
     (
         "Recovery latency, first retransmission lost",
         "ms (mean over seeds)",
@@ -52,36 +53,247 @@ fn register() -> Result<(), String> {
     .clone()
 }
 
-/// Draws the first sweep point's policies into a PNG at `path`.
-pub fn compare_png(path: &Path, results: &[PointResult]) -> Result<(), String> {
-    register()?;
-    let point = results.first().ok_or("no results to plot")?;
-    draw(path, point).map_err(|e| format!("{}: {e}", path.display()))
+/// One panel: which metric, and how it is labelled and scaled for display.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Panel {
+    pub title: String,
+    pub ylabel: String,
+    pub metric: String,
+    pub scale: f64,
 }
 
-fn draw(path: &Path, point: &PointResult) -> Result<(), Box<dyn std::error::Error>> {
+impl Panel {
+    /// The headline panel of `metric` when it is one, else a panel titled by the metric with
+    /// fractions shown as percent.
+    #[must_use]
+    pub fn of(metric: &str) -> Self {
+        if let Some(&(title, ylabel, metric, scale)) = PANELS.iter().find(|p| p.2 == metric) {
+            return Self {
+                title: title.into(),
+                ylabel: ylabel.into(),
+                metric: metric.into(),
+                scale,
+            };
+        }
+        let fraction = ["_rate", "_cost", "_reduction", "_fraction"]
+            .iter()
+            .any(|s| metric.ends_with(s));
+        let (ylabel, scale) = if fraction {
+            ("%", 100.0)
+        } else if metric.ends_with("_ms") {
+            ("ms", 1.0)
+        } else if metric.ends_with("_mbps") {
+            ("Mbit/s", 1.0)
+        } else {
+            ("", 1.0)
+        };
+        Self {
+            title: metric.into(),
+            ylabel: ylabel.into(),
+            metric: metric.into(),
+            scale,
+        }
+    }
+}
+
+/// One line of a sweep plot: a label and, per x value, the summary rows of that point.
+#[derive(Debug)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, Vec<SummaryRow>)>,
+}
+
+/// The x axis of a sweep plot: its label, and tick labels when the values are categories drawn
+/// at 0, 1, 2 ...
+#[derive(Debug)]
+pub struct XAxis {
+    pub label: String,
+    pub categories: Option<Vec<String>>,
+}
+
+/// Draws the first sweep point's policies into a PNG at `path`.
+pub fn compare_png(path: &Path, results: &[PointResult]) -> Result<(), String> {
+    let point = results.first().ok_or("no results to plot")?;
     let mut policies: Vec<&str> = Vec::new();
     for r in &point.runs {
         if !policies.contains(&r.policy.as_str()) {
             policies.push(&r.policy);
         }
     }
-    let root = BitMapBackend::new(path, (1400, 1000)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let root = root.titled(
+    let panels: Vec<Panel> = PANELS.iter().map(|p| Panel::of(p.2)).collect();
+    bars_png(
+        path,
         &format!("recoup compare: {}", point.scenario),
-        ("sans-serif", 28),
-    )?;
-    for (area, (title, ylabel, metric, scale)) in root.split_evenly((2, 2)).iter().zip(PANELS) {
-        panel(
-            area,
-            &policies,
-            &point.summary,
-            title,
-            ylabel,
-            metric,
-            scale,
-        )?;
+        &policies,
+        &point.summary,
+        &panels,
+    )
+}
+
+/// Bar charts of `panels`, one bar per policy, into a PNG at `path`.
+pub fn bars_png(
+    path: &Path,
+    title: &str,
+    policies: &[&str],
+    summary: &[SummaryRow],
+    panels: &[Panel],
+) -> Result<(), String> {
+    register()?;
+    draw_bars(path, title, policies, summary, panels)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Line plots of `panels` over `x`, one line per series, into a PNG at `path`.
+pub fn lines_png(
+    path: &Path,
+    title: &str,
+    x: &XAxis,
+    series: &[Series],
+    panels: &[Panel],
+) -> Result<(), String> {
+    register()?;
+    draw_lines(path, title, x, series, panels).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Rows and columns of panels: two columns from two panels on.
+fn grid(panels: usize) -> (usize, usize) {
+    let cols = if panels > 1 { 2 } else { 1 };
+    (panels.div_ceil(cols).max(1), cols)
+}
+
+fn draw_bars(
+    path: &Path,
+    title: &str,
+    policies: &[&str],
+    summary: &[SummaryRow],
+    panels: &[Panel],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let (rows, cols) = grid(panels.len());
+    let root = BitMapBackend::new(path, (700 * cols as u32, 500 * rows as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(title, ("sans-serif", 28))?;
+    for (area, p) in root.split_evenly((rows, cols)).iter().zip(panels) {
+        panel(area, policies, summary, p)?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// Mean, 95 % CI low and high.
+type Stat = (f64, f64, f64);
+
+/// (mean, ci low, ci high) of `metric` in `summary` for `policy` (the first row of the metric
+/// when `None`), in display units.
+fn stat(summary: &[SummaryRow], policy: Option<&str>, metric: &str, scale: f64) -> Option<Stat> {
+    let s = summary
+        .iter()
+        .find(|s| policy.is_none_or(|p| s.policy == p) && s.metric == metric)?;
+    let m = s.mean? * scale;
+    let lo = s.ci95_low.map_or(m, |v| v * scale);
+    let hi = s.ci95_high.map_or(m, |v| v * scale);
+    Some((m, lo, hi))
+}
+
+fn draw_lines(
+    path: &Path,
+    title: &str,
+    x: &XAxis,
+    series: &[Series],
+    panels: &[Panel],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let (x_lo, x_hi) = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    if !x_lo.is_finite() {
+        return Err("no points to plot".into());
+    }
+    let pad = if x_hi > x_lo {
+        (x_hi - x_lo) * 0.05
+    } else {
+        0.5
+    };
+    let (rows, cols) = grid(panels.len());
+    let root = BitMapBackend::new(path, (700 * cols as u32, 500 * rows as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(title, ("sans-serif", 28))?;
+    for (area, p) in root.split_evenly((rows, cols)).iter().zip(panels) {
+        let lines: Vec<Vec<(f64, Stat)>> = series
+            .iter()
+            .map(|s| {
+                s.points
+                    .iter()
+                    .filter_map(|(xv, summary)| {
+                        stat(summary, None, &p.metric, p.scale).map(|v| (*xv, v))
+                    })
+                    .collect()
+            })
+            .collect();
+        let values = || lines.iter().flatten().map(|&(_, v)| v);
+        let top = values().map(|(m, _, hi)| m.max(hi)).fold(0.0_f64, f64::max);
+        let bottom = values().map(|(m, lo, _)| m.min(lo)).fold(0.0_f64, f64::min);
+        let top = if top > bottom {
+            top + (top - bottom) * 0.15
+        } else {
+            bottom + 1.0
+        };
+        let mut chart = ChartBuilder::on(area)
+            .caption(&p.title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d((x_lo - pad)..(x_hi + pad), bottom..top)?;
+        let tick = |v: &f64| match &x.categories {
+            Some(c) => {
+                let i = v.round();
+                if (v - i).abs() < 1e-6 && i >= 0.0 {
+                    c.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            }
+            None => format!("{v}"),
+        };
+        let mut mesh = chart.configure_mesh();
+        mesh.y_desc(p.ylabel.as_str())
+            .x_desc(x.label.as_str())
+            .x_label_formatter(&tick)
+            .label_style(("sans-serif", 16))
+            .axis_desc_style(("sans-serif", 16));
+        if let Some(c) = &x.categories {
+            // One tick per category: the range spans len - 1 plus padding.
+            mesh.x_labels(c.len());
+        }
+        mesh.draw()?;
+        for (i, (s, line)) in series.iter().zip(&lines).enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(
+                    line.iter().map(|&(xv, (m, _, _))| (xv, m)),
+                    color.stroke_width(2),
+                ))?
+                .label(s.label.as_str())
+                .legend(move |(lx, ly)| {
+                    PathElement::new(vec![(lx, ly), (lx + 20, ly)], color.stroke_width(2))
+                });
+            chart.draw_series(
+                line.iter()
+                    .map(|&(xv, (m, _, _))| Circle::new((xv, m), 4, color.filled())),
+            )?;
+            chart.draw_series(line.iter().filter(|(_, (_, lo, hi))| hi > lo).map(
+                |&(xv, (_, lo, hi))| {
+                    PathElement::new(vec![(xv, lo), (xv, hi)], color.stroke_width(2))
+                },
+            ))?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
     }
     root.present()?;
     Ok(())
@@ -91,26 +303,14 @@ fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     policies: &[&str],
     summary: &[SummaryRow],
-    title: &str,
-    ylabel: &str,
-    metric: &str,
-    scale: f64,
+    panel: &Panel,
 ) -> Result<(), Box<dyn std::error::Error>>
 where
     DB::ErrorType: 'static,
 {
-    // (mean, ci low, ci high) per policy, in display units.
     let bars: Vec<Option<(f64, f64, f64)>> = policies
         .iter()
-        .map(|p| {
-            let s = summary
-                .iter()
-                .find(|s| s.policy == *p && s.metric == metric)?;
-            let m = s.mean? * scale;
-            let lo = s.ci95_low.map_or(m, |v| v * scale);
-            let hi = s.ci95_high.map_or(m, |v| v * scale);
-            Some((m, lo, hi))
-        })
+        .map(|p| stat(summary, Some(p), &panel.metric, panel.scale))
         .collect();
     let top = bars
         .iter()
@@ -121,7 +321,7 @@ where
     // A segmented 0..k has k + 1 segments; the last policy sits in the end segment.
     let last = policies.len().saturating_sub(1).max(1);
     let mut chart = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 22))
+        .caption(&panel.title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(70)
@@ -129,7 +329,7 @@ where
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .y_desc(ylabel)
+        .y_desc(panel.ylabel.as_str())
         .x_desc("policy")
         .x_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {

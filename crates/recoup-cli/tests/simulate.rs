@@ -109,3 +109,278 @@ fn run_rejects_an_unknown_key_naming_it() {
     assert!(stderr.contains("bad.toml:3:"), "no file:line in: {stderr}");
     assert!(!dir.path().join("out").exists(), "nothing written on error");
 }
+
+/// A two-point sweep of two policies: 8 runs of 2 s with two seeds.
+const GRID: &str = r#"name = "grid"
+seed = 1
+repetitions = 2
+duration = "2s"
+
+[path]
+rtt = "40ms"
+rate = "12Mbps"
+queue = "droptail packets=100"
+loss = "bernoulli 5%"
+
+[app]
+kind = "live"
+bitrate = "2Mbps"
+fps = 30
+
+[transport]
+cc = "bbr"
+
+[[policy]]
+name = "arq"
+
+[[policy]]
+name = "autorec"
+params = "alpha=30ms,beta=0.3,gamma=0.2"
+
+[sweep]
+"path.rtt" = ["20ms", "60ms"]
+"#;
+
+/// Runs recoup with `args`, asserting success; returns stdout.
+fn ok(args: &[&std::ffi::OsStr]) -> String {
+    let res = recoup().args(args).output().expect("run recoup");
+    let stdout = String::from_utf8_lossy(&res.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(
+        res.status.success(),
+        "recoup {args:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    stdout
+}
+
+/// Runs recoup with `args`, asserting it fails with a message; returns stderr.
+fn fails(args: &[&std::ffi::OsStr]) -> String {
+    let res = recoup().args(args).output().expect("run recoup");
+    let stderr = String::from_utf8_lossy(&res.stderr).into_owned();
+    assert_eq!(
+        res.status.code(),
+        Some(1),
+        "recoup {args:?}\nstderr:\n{stderr}"
+    );
+    assert!(stderr.starts_with("recoup: "), "stderr: {stderr}");
+    stderr
+}
+
+fn os(s: &str) -> &std::ffi::OsStr {
+    std::ffi::OsStr::new(s)
+}
+
+fn read(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+const RESULT_FILES: [&str; 4] = ["runs.csv", "runs.json", "summary.csv", "summary.json"];
+
+#[test]
+fn sweep_resumed_after_interruption_gives_the_rows_of_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("grid.toml");
+    std::fs::write(&plan, GRID).expect("write plan");
+    let (by_run, swept, resumed) = (
+        dir.path().join("run"),
+        dir.path().join("sweep"),
+        dir.path().join("resumed"),
+    );
+    ok(&[os("run"), plan.as_os_str(), os("--out"), by_run.as_os_str()]);
+    let out = ok(&[
+        os("sweep"),
+        plan.as_os_str(),
+        os("--out"),
+        swept.as_os_str(),
+    ]);
+    assert!(
+        out.contains("8 runs over 2 scenario point(s) (8 new)"),
+        "{out}"
+    );
+    for f in RESULT_FILES {
+        assert_eq!(
+            read(&swept.join(f)),
+            read(&by_run.join(f)),
+            "{f}: sweep vs run"
+        );
+    }
+
+    // An interruption: the journal keeps its header, half of the runs and part of a line.
+    let journal = read(&swept.join("runs.jsonl"));
+    let lines: Vec<&str> = journal.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1 + 8,
+        "header and one line per run:\n{journal}"
+    );
+    assert!(lines[0].contains("\"fingerprint\""), "{}", lines[0]);
+    let mut cut = lines[..5].join("\n");
+    cut.push('\n');
+    cut.push_str(&lines[5][..lines[5].len() / 2]);
+    std::fs::create_dir(&resumed).expect("mkdir");
+    std::fs::write(resumed.join("runs.jsonl"), cut).expect("write cut journal");
+    let out = ok(&[
+        os("sweep"),
+        plan.as_os_str(),
+        os("--out"),
+        resumed.as_os_str(),
+    ]);
+    assert!(out.contains("4 of 8 runs already done"), "{out}");
+    assert!(out.contains("(4 new)"), "{out}");
+    for f in RESULT_FILES {
+        assert_eq!(
+            read(&resumed.join(f)),
+            read(&swept.join(f)),
+            "{f}: resumed vs whole"
+        );
+    }
+    let again = read(&resumed.join("runs.jsonl"));
+    assert_eq!(again.lines().count(), 1 + 8, "{again}");
+    assert!(again.starts_with(&lines[..5].join("\n")));
+
+    // Finished: a rerun runs nothing and writes the same files.
+    let out = ok(&[
+        os("sweep"),
+        plan.as_os_str(),
+        os("--out"),
+        swept.as_os_str(),
+    ]);
+    assert!(
+        out.contains("8 of 8 runs already done") && out.contains("(0 new)"),
+        "{out}"
+    );
+    for f in RESULT_FILES {
+        assert_eq!(
+            read(&swept.join(f)),
+            read(&by_run.join(f)),
+            "{f} after a rerun"
+        );
+    }
+}
+
+#[test]
+fn sweep_adds_seeds_and_refuses_another_plan_unless_forced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("grid.toml");
+    let quick = GRID.replace("duration = \"2s\"", "duration = \"1s\"");
+    std::fs::write(&plan, &quick).expect("write plan");
+    let out_dir = dir.path().join("out");
+    let args = [
+        os("sweep"),
+        plan.as_os_str(),
+        os("--out"),
+        out_dir.as_os_str(),
+    ];
+    let out = ok(&[&args[..], &[os("--seeds"), os("1")]].concat());
+    assert!(out.contains("(4 new)"), "{out}");
+    let out = ok(&args);
+    assert!(
+        out.contains("4 of 8 runs already done") && out.contains("(4 new)"),
+        "{out}"
+    );
+
+    std::fs::write(&plan, quick.replace("\"60ms\"]", "\"80ms\"]")).expect("change plan");
+    let before = read(&out_dir.join("runs.jsonl"));
+    let err = fails(&args);
+    assert!(
+        err.contains("different plan") && err.contains("--force") && err.contains("runs.jsonl"),
+        "{err}"
+    );
+    assert_eq!(
+        read(&out_dir.join("runs.jsonl")),
+        before,
+        "refusal changes nothing"
+    );
+    let out = ok(&[&args[..], &[os("--force")]].concat());
+    assert!(out.contains("(8 new)"), "{out}");
+    let summary = read(&out_dir.join("summary.csv"));
+    assert!(summary.contains("grid[path.rtt=80ms]"), "{summary}");
+    assert!(!summary.contains("grid[path.rtt=60ms]"), "{summary}");
+}
+
+#[test]
+fn plot_draws_bars_and_sweep_lines_and_names_bad_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("grid.toml");
+    std::fs::write(
+        &plan,
+        GRID.replace("duration = \"2s\"", "duration = \"1s\""),
+    )
+    .expect("plan");
+    let swept = dir.path().join("sweep");
+    ok(&[
+        os("sweep"),
+        plan.as_os_str(),
+        os("--out"),
+        swept.as_os_str(),
+        os("--seeds"),
+        os("1"),
+    ]);
+    let single = dir.path().join("single.toml");
+    let without_sweep = &GRID[..GRID.find("[sweep]").expect("sweep table")];
+    std::fs::write(&single, without_sweep.replace("\"2s\"", "\"1s\"")).expect("plan");
+    let point = dir.path().join("point");
+    ok(&[
+        os("run"),
+        single.as_os_str(),
+        os("--out"),
+        point.as_os_str(),
+        os("--seeds"),
+        os("2"),
+    ]);
+    let png = |path: &std::path::Path| {
+        let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(data.starts_with(b"\x89PNG\r\n\x1a\n") && data.len() > 5_000);
+    };
+
+    let out = ok(&[os("plot"), point.as_os_str()]);
+    assert!(out.contains("plot.png"), "{out}");
+    png(&point.join("plot.png"));
+    let out = ok(&[os("plot"), swept.as_os_str()]);
+    assert!(out.contains("plot.png"), "{out}");
+    png(&swept.join("plot.png"));
+    let file = dir.path().join("rtt.png");
+    ok(&[
+        os("plot"),
+        swept.as_os_str(),
+        os("--x"),
+        os("path.rtt"),
+        os("--metric"),
+        os("goodput_mbps"),
+        os("--metric"),
+        os("redundancy_cost"),
+        os("--out"),
+        file.as_os_str(),
+    ]);
+    png(&file);
+
+    let err = fails(&[os("plot"), swept.as_os_str(), os("--metric"), os("latency")]);
+    assert!(
+        err.contains("unknown metric \"latency\"") && err.contains("deterioration_rate"),
+        "{err}"
+    );
+    let err = fails(&[os("plot"), swept.as_os_str(), os("--x"), os("path.rate")]);
+    assert!(
+        err.contains("path.rate") && err.contains("its axes: path.rtt"),
+        "{err}"
+    );
+    let err = fails(&[os("plot"), point.as_os_str(), os("--x"), os("path.rtt")]);
+    assert!(err.contains("no sweep"), "{err}");
+    let missing = dir.path().join("missing");
+    let err = fails(&[os("plot"), missing.as_os_str()]);
+    assert!(err.contains("no such results directory"), "{err}");
+    let bad = dir.path().join("bad");
+    std::fs::create_dir(&bad).expect("mkdir");
+    let err = fails(&[os("plot"), bad.as_os_str()]);
+    assert!(err.contains("summary.csv"), "{err}");
+    std::fs::write(bad.join("summary.csv"), "policy,value\narq,1\n").expect("write");
+    let err = fails(&[os("plot"), bad.as_os_str()]);
+    assert!(err.contains("no column scenario"), "{err}");
+    std::fs::write(
+        bad.join("summary.csv"),
+        read(&point.join("summary.csv")).replacen(",arq,lost_ranges,2,", ",arq,lost_ranges,2,x", 1),
+    )
+    .expect("write");
+    let err = fails(&[os("plot"), bad.as_os_str()]);
+    assert!(err.contains("line 2: column mean: not a number"), "{err}");
+}

@@ -17,7 +17,7 @@ use std::io;
 use std::time::Duration;
 
 use recoup_transport::Recovered;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::app::AppOutcome;
 
@@ -50,7 +50,7 @@ impl RunCounters {
 
 /// One run's results. Field names are the result columns (DESIGN.md): the first 21 are fixed;
 /// the others are additions. Rates and costs are fractions.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRow {
     pub policy: String,
     pub seed: u64,

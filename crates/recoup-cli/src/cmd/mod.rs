@@ -2,7 +2,9 @@
 
 pub mod compare;
 pub mod get;
+pub mod plot;
 pub mod run;
 pub mod serve;
 pub mod simulate;
+pub mod sweep;
 pub mod transport;

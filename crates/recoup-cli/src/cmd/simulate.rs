@@ -1,9 +1,11 @@
-//! What `run` and `compare` share: expanding seeds, running every (sweep point, policy, seed) on
+//! What `run`, `sweep` and `compare` share: expanding seeds, running every (sweep point, policy, seed) on
 //! all cores, and writing the per-run and summary tables as CSV and JSON.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -76,21 +78,51 @@ pub struct PointResult {
     pub summary: Vec<SummaryRow>,
 }
 
-/// Runs every (point, policy, seed) on `threads` worker threads (0: one per core).
-pub fn run_all(scenarios: &[Scenario], threads: usize) -> Result<Vec<PointResult>, Error> {
-    let work: Vec<(usize, usize, u64)> = scenarios
+/// One run: sweep point index, policy index (into the point's policies), seed.
+pub type Job = (usize, usize, u64);
+
+/// Every run of `scenarios`, in result order: points as expanded, then policies as listed,
+/// seeds ascending.
+#[must_use]
+pub fn all_jobs(scenarios: &[Scenario]) -> Vec<Job> {
+    scenarios
         .iter()
         .enumerate()
         .flat_map(|(i, s)| jobs(s).into_iter().map(move |(p, seed)| (i, p, seed)))
-        .collect();
+        .collect()
+}
+
+/// Runs every (point, policy, seed) on `threads` worker threads (0: one per core).
+pub fn run_all(scenarios: &[Scenario], threads: usize) -> Result<Vec<PointResult>, Error> {
+    let work = all_jobs(scenarios);
+    let bar = progress_bar(work.len() as u64);
+    let rows = run_jobs(scenarios, &work, threads, &bar, &|_, _| Ok(()), None);
+    bar.finish_and_clear();
+    assemble(scenarios, rows?)
+}
+
+/// Runs `work` on `threads` worker threads (0: one per core), advancing `bar` and handing each
+/// finished run to `done` as soon as it finishes. Once `stop` is set, runs not yet started are
+/// left out of the result.
+pub fn run_jobs(
+    scenarios: &[Scenario],
+    work: &[Job],
+    threads: usize,
+    bar: &ProgressBar,
+    done: &(dyn Fn(Job, &RunRow) -> Result<(), Error> + Sync),
+    stop: Option<&AtomicBool>,
+) -> Result<Vec<(Job, RunRow)>, Error> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .map_err(|e| Error::Usage(format!("cannot start worker threads: {e}")))?;
-    let bar = progress_bar(work.len() as u64);
-    let results: Result<Vec<(usize, RunRow)>, Error> = pool.install(|| {
+    let rows: Vec<Option<(Job, RunRow)>> = pool.install(|| {
         work.par_iter()
-            .map(|&(i, p, seed)| {
+            .map(|&job| {
+                if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                    return Ok(None);
+                }
+                let (i, p, seed) = job;
                 let scenario = &scenarios[i];
                 let policy = &scenario.policies[p];
                 let row = run_one(scenario, policy, seed).map_err(|source| Error::Run {
@@ -98,33 +130,53 @@ pub fn run_all(scenarios: &[Scenario], threads: usize) -> Result<Vec<PointResult
                     policy: policy.label.clone(),
                     seed,
                     source: Box::new(source),
-                });
+                })?;
+                done(job, &row)?;
                 bar.inc(1);
-                row.map(|r| (i, r))
+                Ok(Some((job, row)))
             })
-            .collect()
-    });
-    bar.finish_and_clear();
-    let mut rows = results?;
-    let mut out = Vec::with_capacity(scenarios.len());
-    for (i, s) in scenarios.iter().enumerate().rev() {
-        let split = rows.partition_point(|(j, _)| *j < i);
-        let mut runs: Vec<RunRow> = rows.split_off(split).into_iter().map(|(_, r)| r).collect();
-        if s.policies.iter().any(|p| p.label == "arq") {
-            fill_goodput_reduction(&mut runs, "arq");
-        }
-        let summary = summarize(&runs);
-        out.push(PointResult {
+            .collect::<Result<_, Error>>()
+    })?;
+    Ok(rows.into_iter().flatten().collect())
+}
+
+/// Groups finished runs by sweep point in result order and summarizes each point. `rows` must
+/// hold every job of `scenarios` (any order; extra jobs are ignored).
+pub fn assemble(
+    scenarios: &[Scenario],
+    rows: Vec<(Job, RunRow)>,
+) -> Result<Vec<PointResult>, Error> {
+    let mut by_job: HashMap<Job, RunRow> = rows.into_iter().collect();
+    let mut out: Vec<PointResult> = scenarios
+        .iter()
+        .map(|s| PointResult {
             scenario: s.name.clone(),
-            runs,
-            summary,
-        });
+            runs: Vec::new(),
+            summary: Vec::new(),
+        })
+        .collect();
+    for job in all_jobs(scenarios) {
+        let row = by_job.remove(&job).ok_or_else(|| {
+            let s = &scenarios[job.0];
+            Error::Usage(format!(
+                "internal: no result for scenario {}, policy {}, seed {}",
+                s.name, s.policies[job.1].label, job.2
+            ))
+        })?;
+        out[job.0].runs.push(row);
     }
-    out.reverse();
+    for (point, s) in out.iter_mut().zip(scenarios) {
+        if s.policies.iter().any(|p| p.label == "arq") {
+            fill_goodput_reduction(&mut point.runs, "arq");
+        }
+        point.summary = summarize(&point.runs);
+    }
     Ok(out)
 }
 
-fn progress_bar(len: u64) -> ProgressBar {
+/// A bar of finished runs on a terminal, hidden otherwise.
+#[must_use]
+pub fn progress_bar(len: u64) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }

@@ -1,22 +1,34 @@
 """Run recoup loss-recovery scenarios from Python.
 
-``run`` runs one scenario and returns its rows; ``sweep`` spreads the single runs of a plan over
-local threads or a Ray cluster and returns a pandas DataFrame; ``recoup.plot.compare`` charts one.
+A scenario or plan is a file path, TOML text, or a dict shaped like the TOML file (written out
+as TOML). ``run`` runs one scenario and returns its rows; ``sweep`` spreads the single runs of a
+plan over local threads or a Ray cluster and returns a pandas DataFrame; ``recoup.plot.compare``
+charts one.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Union
 
 from recoup._core import plan_toml, run_one_toml, run_toml
+from recoup._toml import dumps as to_toml
 
-__all__ = ["run", "sweep", "load_plan", "summarize", "run_toml", "run_one_toml", "plan_toml"]
+__all__ = [
+    "run",
+    "sweep",
+    "load_plan",
+    "summarize",
+    "to_toml",
+    "run_toml",
+    "run_one_toml",
+    "plan_toml",
+]
 
-Scenario = Union[str, "os.PathLike[str]"]
+Scenario = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
 # The policy other policies' goodput is measured against, as in ``recoup run``.
 BASELINE = "arq"
@@ -36,8 +48,12 @@ def load_plan(scenario: Scenario) -> tuple[str, str | None, str | None]:
     """Resolves a scenario to ``(toml_text, base_dir, name)``.
 
     A ``PathLike`` or a string naming an existing file is read (relative paths inside it resolve
-    against its folder, and it is named by its stem); any other string is TOML text.
+    against its folder, and it is named by its stem); any other string is TOML text; a dict is
+    written as TOML (relative paths in it resolve against the working directory). ``TypeError``
+    for anything else, or a dict value TOML cannot hold.
     """
+    if isinstance(scenario, Mapping):
+        return to_toml(scenario), None, None
     if isinstance(scenario, os.PathLike) or (
         isinstance(scenario, str) and "\n" not in scenario and Path(scenario).is_file()
     ):
@@ -45,7 +61,7 @@ def load_plan(scenario: Scenario) -> tuple[str, str | None, str | None]:
         return path.read_text(encoding="utf-8"), str(path.resolve().parent), path.stem
     if isinstance(scenario, str):
         return scenario, None, None
-    raise TypeError(f"scenario must be a path or TOML text, not {type(scenario).__name__}")
+    raise TypeError(f"scenario must be a path, TOML text or a dict, not {type(scenario).__name__}")
 
 
 def _mean(values: Iterable[Any]) -> float | None:

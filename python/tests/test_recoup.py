@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 import pytest
+import tomllib
 
 import recoup
 from recoup.plot import compare
@@ -169,3 +170,26 @@ def test_compare_writes_png(local_sweep: pd.DataFrame, tmp_path) -> None:
     compare(local_sweep, out)
     data = out.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 5_000
+
+
+def test_run_accepts_a_dict(small_result: dict) -> None:
+    from recoup._toml import dumps
+
+    assert tomllib.loads(dumps(tomllib.loads(SMALL))) == tomllib.loads(SMALL)
+    assert recoup.run(tomllib.loads(SMALL))["runs"] == small_result["runs"]
+
+
+def test_sweep_accepts_a_dict(local_sweep) -> None:
+    plan = tomllib.loads(SWEEP)
+    assert set(plan["sweep"]) == {"path.rtt"}
+    again = recoup.sweep(plan, backend="local", processes=2, duration_s=2.0)
+    assert again.equals(local_sweep)
+
+
+def test_bad_dicts_are_errors() -> None:
+    with pytest.raises(ValueError, match="durration"):
+        recoup.run({**tomllib.loads(SMALL), "durration": "5s"})
+    with pytest.raises(TypeError, match="no null"):
+        recoup.run({**tomllib.loads(SMALL), "seed": None})
+    with pytest.raises(TypeError, match="dict"):
+        recoup.run(42)  # type: ignore[arg-type]

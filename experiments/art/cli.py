@@ -20,6 +20,12 @@ RESULTS = REPO / "experiments" / "results"
 FIGURES = REPO / "experiments" / "figures"
 
 
+def figure_dir(quick: bool) -> Path:
+    """Where plots and tables go: experiments/figures/, or for a smoke run the gitignored
+    experiments/results/quick/ so it never replaces the committed figures."""
+    return RESULTS / "quick" if quick else FIGURES
+
+
 def binary() -> Path:
     """The `recoup` binary, built (release) if it does not exist yet."""
     if env := os.environ.get("RECOUP_BIN"):

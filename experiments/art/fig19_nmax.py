@@ -15,7 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from cli import FIGURES, RESULTS, markdown, run, scenario_toml  # noqa: E402
+from cli import RESULTS, figure_dir, markdown, run, scenario_toml  # noqa: E402
 
 # ART counts the ARQ retransmission in R ("QUIC (R = k)" sends k replicas per round), our
 # `fixed:r=` counts only the copies besides it, hence r = R - 1.
@@ -35,6 +35,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, help="seeds per policy (default 10, quick 3)")
     ap.add_argument("--jobs", type=int, default=0, help="worker threads (default: all cores)")
     args = ap.parse_args()
+    figs = figure_dir(args.quick)
     size_mb = 10 if args.quick else 100
     seeds = args.seeds or (3 if args.quick else 10)
 
@@ -84,11 +85,11 @@ def main() -> None:
         f"ART Fig. 19 setting: {size_mb} MB file, 100 Mbit/s, 30 ms RTT, 4 % loss, {seeds} seeds"
     )
     fig.tight_layout()
-    FIGURES.mkdir(parents=True, exist_ok=True)
-    fig.savefig(FIGURES / "art-fig19.png", dpi=120)
+    figs.mkdir(parents=True, exist_ok=True)
+    fig.savefig(figs / "art-fig19.png", dpi=120)
 
     md = markdown(table)
-    (FIGURES / "art-fig19.md").write_text(md)
+    (figs / "art-fig19.md").write_text(md)
     print(md)
     print(f"{len(rows)} runs, wall time {wall:.1f} s")
 

@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from cli import FIGURES, RESULTS, markdown, run, scenario_toml  # noqa: E402
+from cli import RESULTS, figure_dir, markdown, run, scenario_toml  # noqa: E402
 
 POLICIES = [("QUIC (arq)", "arq", ""), ("OR3", "or3", ""), ("ART", "art", "")]
 # (figure, size, loss)
@@ -29,7 +29,7 @@ CASES = [
     ("21a", "1MB", "10%"),
     ("21b", "200KB", "10%"),
 ]
-# The paper's reductions of ART against OR3 (§7.2, §7.4), as (low, high) percent ranges over
+# The paper's reductions of ART against OR3 (§7.2, §7.4) in percent, as ranges over
 # its network environments: (redundancy cost, N_max).
 PAPER = {
     "20a": ("75-90", "13-16"),
@@ -51,9 +51,10 @@ def main() -> None:
     ap.add_argument("--files", type=int, help="files (seeds) per case and policy (default 1000)")
     ap.add_argument("--jobs", type=int, default=0, help="worker threads (default: all cores)")
     args = ap.parse_args()
+    figs = figure_dir(args.quick)
     files = args.files or (100 if args.quick else 1000)
 
-    summary, cdfs, walls = [], {}, []
+    summary, reductions, cdfs, walls = [], [], {}, []
     for fig, size, loss in CASES:
         toml = scenario_toml(
             {"name": f"art-fig{fig}", "seed": 1, "repetitions": files, "duration": "10s"},
@@ -93,7 +94,7 @@ def main() -> None:
             f"cost reduction {cost_red:.0f} % (paper {PAPER[fig][0]} %), "
             f"N_max reduction {nmax_red:.0f} % (paper {PAPER[fig][1]} %)"
         )
-        summary[-1].attrs["reductions"] = (fig, size, loss, cost_red, nmax_red)
+        reductions.append((fig, size, loss, cost_red, nmax_red))
 
     table = pd.concat(summary, ignore_index=True)
     red = pd.DataFrame(
@@ -105,12 +106,12 @@ def main() -> None:
                 "N_max reduction ours %": n,
                 "N_max reduction paper %": PAPER[fig][1],
             }
-            for fig, size, loss, c, n in (s.attrs["reductions"] for s in summary)
+            for fig, size, loss, c, n in reductions
         ]
     )
     md = markdown(table) + "\nART against OR3 (1 - ART / OR3):\n\n" + markdown(red, ".0f")
-    FIGURES.mkdir(parents=True, exist_ok=True)
-    (FIGURES / "art-fig20-21.md").write_text(md)
+    figs.mkdir(parents=True, exist_ok=True)
+    (figs / "art-fig20-21.md").write_text(md)
     print(md)
 
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.8), sharey=True)
@@ -123,7 +124,7 @@ def main() -> None:
     axes[0].set_ylabel(f"CDF over {files} files")
     axes[0].legend()
     fig.tight_layout()
-    fig.savefig(FIGURES / "art-fig20-21-fct.png", dpi=120)
+    fig.savefig(figs / "art-fig20-21-fct.png", dpi=120)
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.8))
     width = 0.8 / len(POLICIES)
@@ -139,7 +140,7 @@ def main() -> None:
     a.legend()
     fig.suptitle(f"ART Figs. 20-21 setting: 100 Mbit/s, 30 ms RTT, {files} files per case")
     fig.tight_layout()
-    fig.savefig(FIGURES / "art-fig20-21-cost.png", dpi=120)
+    fig.savefig(figs / "art-fig20-21-cost.png", dpi=120)
     print(f"wall time {sum(walls):.1f} s ({', '.join(f'{w:.1f}' for w in walls)})")
 
 

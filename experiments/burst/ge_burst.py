@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "art"))
-from cli import FIGURES, RESULTS, markdown, run, scenario_toml  # noqa: E402
+from cli import RESULTS, figure_dir, markdown, run, scenario_toml  # noqa: E402
 
 BAD_LOSS = [10, 20, 40, 60, 80]
 POLICIES = [
@@ -65,6 +65,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, help="seeds per point and policy (default 10)")
     ap.add_argument("--jobs", type=int, default=0, help="worker threads (default: all cores)")
     args = ap.parse_args()
+    figs = figure_dir(args.quick)
     seeds = args.seeds or (2 if args.quick else 10)
     duration = "20s" if args.quick else "60s"
 
@@ -115,8 +116,8 @@ def main() -> None:
         }
     )
     md = markdown(t)
-    FIGURES.mkdir(parents=True, exist_ok=True)
-    (FIGURES / "ge-burst.md").write_text(md)
+    figs.mkdir(parents=True, exist_ok=True)
+    (figs / "ge-burst.md").write_text(md)
     print(md)
 
     means = rows.groupby(["policy", "bad_loss"])[[m for m, _ in METRICS]].mean()
@@ -133,7 +134,7 @@ def main() -> None:
         f"Time-slotted Gilbert-Elliott (30 ms), RTC 4 Mbit/s 60 fps, 30 ms RTT, {seeds} seeds"
     )
     fig.tight_layout()
-    fig.savefig(FIGURES / "ge-burst.png", dpi=120)
+    fig.savefig(figs / "ge-burst.png", dpi=120)
     print(f"{len(rows)} runs, wall time {wall:.1f} s")
 
 

@@ -1,0 +1,148 @@
+"""ART Figs. 20-21: many 1 MB and 200 KB files at 1 % and 10 % random loss; N_max, redundancy
+cost and flow completion time of QUIC, OR3 and ART.
+
+    python3 experiments/art/fig20_21_files.py [--quick] [--files N] [--jobs N]
+
+Each file is one connection (one run, its own seed), so N_max and the cost are per file as in
+the paper's "average value of transmitting 1000 files". Raw rows in
+experiments/results/art-fig20-21/<case>/, plots in experiments/figures/art-fig20-21-*.png and
+the table in experiments/figures/art-fig20-21.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from cli import RESULTS, figure_dir, markdown, run, scenario_toml  # noqa: E402
+
+POLICIES = [("QUIC (arq)", "arq", ""), ("OR3", "or3", ""), ("ART", "art", "")]
+# (figure, size, loss)
+CASES = [
+    ("20a", "1MB", "1%"),
+    ("20b", "200KB", "1%"),
+    ("21a", "1MB", "10%"),
+    ("21b", "200KB", "10%"),
+]
+# The paper's reductions of ART against OR3 (§7.2, §7.4) in percent, as ranges over
+# its network environments: (redundancy cost, N_max).
+PAPER = {
+    "20a": ("75-90", "13-16"),
+    "20b": ("75-90", "3-16"),
+    "21a": ("12-40", "9-13"),
+    "21b": ("12-40", "7-26"),
+}
+
+
+def reduction(table: pd.DataFrame, column: str) -> float:
+    """ART's reduction against OR3 in percent: 1 - ART / OR3."""
+    art, or3 = table.loc["ART", column], table.loc["OR3", column]
+    return float("nan") if or3 == 0 else (1 - art / or3) * 100
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="100 files per case (a smoke run)")
+    ap.add_argument("--files", type=int, help="files (seeds) per case and policy (default 1000)")
+    ap.add_argument("--jobs", type=int, default=0, help="worker threads (default: all cores)")
+    args = ap.parse_args()
+    figs = figure_dir(args.quick)
+    files = args.files or (100 if args.quick else 1000)
+
+    summary, reductions, cdfs, walls = [], [], {}, []
+    for fig, size, loss in CASES:
+        toml = scenario_toml(
+            {"name": f"art-fig{fig}", "seed": 1, "repetitions": files, "duration": "10s"},
+            {
+                # ART Fig. 19's testbed link; the queue holds one BDP (about 300 packets).
+                "path": {"rtt": "30ms", "rate": "100Mbps", "queue": "droptail packets=300"},
+                "path.down": {"loss": f"bernoulli {loss}"},
+                "app": {"kind": "file", "size": size, "count": 1},
+                "transport": {"cc": "bbr"},
+            },
+            POLICIES,
+        )
+        rows, wall = run(toml, RESULTS / "art-fig20-21" / fig, args.jobs)
+        walls.append(wall)
+        incomplete = int(rows["transfers_incomplete"].fillna(0).sum())
+        if incomplete:
+            print(f"warning: fig {fig}: {incomplete} file(s) did not complete")
+        g = rows.groupby("policy")
+        t = g.agg(
+            files=("seed", "count"),
+            n_max=("n_max", "mean"),
+            copies=("copies_sent", "mean"),
+            redundancy_cost=("redundancy_cost", "mean"),
+            fct_mean=("fct_ms", "mean"),
+            fct_p50=("fct_ms", "median"),
+            fct_p95=("fct_ms", lambda s: s.quantile(0.95)),
+            fct_p99=("fct_ms", lambda s: s.quantile(0.99)),
+        ).reindex([p for p, _, _ in POLICIES])
+        cdfs[fig] = {p: np.sort(rows.loc[rows["policy"] == p, "fct_ms"].dropna()) for p in t.index}
+        t["redundancy_cost"] *= 100
+        out = t.reset_index().rename(columns={"redundancy_cost": "redundancy_cost_%"})
+        out.insert(0, "case", f"{fig}: {size}, {loss}")
+        summary.append(out)
+        cost_red, nmax_red = reduction(t, "copies"), reduction(t, "n_max")
+        print(
+            f"fig {fig} ({size}, {loss}): {len(rows)} runs in {wall:.1f} s; ART vs OR3: "
+            f"cost reduction {cost_red:.0f} % (paper {PAPER[fig][0]} %), "
+            f"N_max reduction {nmax_red:.0f} % (paper {PAPER[fig][1]} %)"
+        )
+        reductions.append((fig, size, loss, cost_red, nmax_red))
+
+    table = pd.concat(summary, ignore_index=True)
+    red = pd.DataFrame(
+        [
+            {
+                "case": f"{fig}: {size}, {loss}",
+                "cost reduction ours %": c,
+                "cost reduction paper %": PAPER[fig][0],
+                "N_max reduction ours %": n,
+                "N_max reduction paper %": PAPER[fig][1],
+            }
+            for fig, size, loss, c, n in reductions
+        ]
+    )
+    md = markdown(table) + "\nART against OR3 (1 - ART / OR3):\n\n" + markdown(red, ".0f")
+    figs.mkdir(parents=True, exist_ok=True)
+    (figs / "art-fig20-21.md").write_text(md)
+    print(md)
+
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8), sharey=True)
+    for ax, (case, size, loss) in zip(axes, CASES):
+        for policy, xs in cdfs[case].items():
+            ax.plot(xs, np.arange(1, len(xs) + 1) / len(xs), label=policy)
+        ax.set_title(f"Fig. {case}: {size} files, {loss} loss")
+        ax.set_xlabel("FCT (ms)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"CDF over {files} files")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(figs / "art-fig20-21-fct.png", dpi=120)
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.8))
+    width = 0.8 / len(POLICIES)
+    for i, (policy, _, _) in enumerate(POLICIES):
+        sel = table[table["policy"] == policy]
+        x = np.arange(len(CASES)) + i * width
+        a.bar(x, sel["n_max"], width, label=policy)
+        b.bar(x, sel["copies"], width, label=policy)
+    for ax, label in ((a, "N_max (mean per file)"), (b, "copies beyond ARQ (mean per file)")):
+        ax.set_xticks(np.arange(len(CASES)) + width, [f"{s}, {p}" for _, s, p in CASES])
+        ax.set_ylabel(label)
+        ax.grid(axis="y", alpha=0.3)
+    a.legend()
+    fig.suptitle(f"ART Figs. 20-21 setting: 100 Mbit/s, 30 ms RTT, {files} files per case")
+    fig.tight_layout()
+    fig.savefig(figs / "art-fig20-21-cost.png", dpi=120)
+    print(f"wall time {sum(walls):.1f} s ({', '.join(f'{w:.1f}' for w in walls)})")
+
+
+if __name__ == "__main__":
+    main()

@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod get;
+pub mod link;
 pub mod run;
 pub mod serve;
 pub mod simulate;

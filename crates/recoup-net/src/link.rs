@@ -214,8 +214,10 @@ impl fmt::Display for LinkReport {
             )?;
             writeln!(
                 f,
-                "      timing error (sent - scheduled): mean {:.0} us, p99 {:.0} us, max {:.0} us",
+                "      timing error (sent - scheduled): mean {:.0} us, p50 {:.0} us, p99 {:.0} us, \
+                 max {:.0} us",
                 us(d.lateness.mean()),
+                us(d.lateness.quantile(0.5)),
                 us(d.lateness.quantile(0.99)),
                 us(d.lateness.max())
             )?;

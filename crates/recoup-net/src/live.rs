@@ -4,8 +4,10 @@
 //! checksums) run on the real clock. Frames leave when they are captured, so the gaps between
 //! them are real: the sender goes idle (AutoRec's off-mode) as it would behind a live encoder.
 //!
-//! The stream ends with FIN after `duration`. A client that reads slower than the bit rate makes
-//! the backlog grow; it is logged as it doubles and the stream is reset past [`MAX_BACKLOG`].
+//! The stream ends with FIN after `duration`. Frames wait in a backlog while the stream's flow
+//! control credit is used up, so the event loop never blocks. A client or path slower than the
+//! bit rate makes the bytes waiting grow; they are logged as they double, and the stream is
+//! reset when the backlog passes [`MAX_BACKLOG`].
 
 use std::time::Duration;
 
@@ -157,10 +159,10 @@ pub struct LiveStream {
     sent: usize,
     /// The source has produced its last bytes.
     fin: bool,
-    /// Backlog size that is logged next (doubling), and the size logged as "one second".
+    /// Bytes waiting that are logged next (doubling), and one second of video in bytes.
     warn_at: usize,
     second: usize,
-    max_backlog: usize,
+    max_waiting: usize,
     written: u64,
 }
 
@@ -183,7 +185,7 @@ impl LiveStream {
             fin: false,
             warn_at,
             second,
-            max_backlog: 0,
+            max_waiting: 0,
             written: 0,
         }
     }
@@ -206,10 +208,10 @@ impl LiveStream {
         self.written
     }
 
-    /// Largest backlog seen.
+    /// Most bytes seen waiting: encoded and not yet acknowledged by the client.
     #[must_use]
-    pub fn max_backlog(&self) -> usize {
-        self.max_backlog
+    pub fn max_waiting(&self) -> usize {
+        self.max_waiting
     }
 
     /// Captures the frames due by `now`, then moves the backlog into stream `id` until flow
@@ -243,7 +245,9 @@ impl LiveStream {
                 "{backlog} bytes of live video waiting, more than {MAX_BACKLOG}"
             )));
         }
-        self.track_backlog(id, backlog);
+        // The transport holds what flow control let in until it is acknowledged: a path slower
+        // than the bit rate shows there before the client's credit runs out and here after.
+        self.track_waiting(id, backlog + conn.stream_buffered(id).0);
         if self.backlog.is_empty() && self.fin {
             conn.stream_finish(id)?;
             return Ok(true);
@@ -251,20 +255,22 @@ impl LiveStream {
         Ok(false)
     }
 
-    /// Logs the backlog each time it doubles past one second of video, and when it drains.
-    fn track_backlog(&mut self, id: StreamId, backlog: usize) {
-        self.max_backlog = self.max_backlog.max(backlog);
-        let seconds = backlog as f64 / self.second.max(1) as f64;
-        if backlog >= self.warn_at {
+    /// Logs the bytes waiting (not yet acknowledged) each time they double past one second of
+    /// video, and when they drain.
+    fn track_waiting(&mut self, id: StreamId, waiting: usize) {
+        self.max_waiting = self.max_waiting.max(waiting);
+        let floor = self.second.max(MIN_BACKLOG_LOG);
+        if waiting >= self.warn_at {
+            let seconds = waiting as f64 / self.second.max(1) as f64;
             tracing::warn!(
                 stream = id.0,
-                backlog,
-                "live stream backlog: the client takes less than the bit rate ({seconds:.1} s of video waiting)"
+                waiting,
+                "live stream falling behind: {seconds:.1} s of video not yet acknowledged"
             );
             self.warn_at = self.warn_at.saturating_mul(2);
-        } else if backlog * 2 < self.second && self.warn_at > self.second.max(MIN_BACKLOG_LOG) {
-            tracing::info!(stream = id.0, backlog, "live stream backlog drained");
-            self.warn_at = self.second.max(MIN_BACKLOG_LOG);
+        } else if waiting * 2 < self.second && self.warn_at > floor {
+            tracing::info!(stream = id.0, waiting, "live stream caught up");
+            self.warn_at = floor;
         }
     }
 }

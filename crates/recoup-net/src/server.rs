@@ -269,7 +269,7 @@ impl ServerConn {
                             stream = id.0,
                             frames = live.frames(),
                             bytes = live.written(),
-                            max_backlog = live.max_backlog(),
+                            max_waiting = live.max_waiting(),
                             "live stream finished"
                         );
                     }

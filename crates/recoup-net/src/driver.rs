@@ -44,6 +44,11 @@ pub trait Application {
     fn removed(&mut self, handle: ConnectionHandle);
     /// Whether the driver should return now.
     fn finished(&self) -> bool;
+    /// When the application next has something to do on its own (a live stream's next frame),
+    /// besides the transport's timers; the driver wakes then and drives every connection.
+    fn next_wakeup(&self) -> Option<Instant> {
+        None
+    }
 }
 
 /// Asks a running driver to stop, from any thread (a Ctrl-C handler).
@@ -221,7 +226,7 @@ impl Driver {
                 return Ok(false);
             }
             if !more_input {
-                self.wait(&mut events)?;
+                self.wait(&mut events, app.next_wakeup())?;
             }
         }
     }
@@ -325,12 +330,14 @@ impl Driver {
         true
     }
 
-    /// Sleeps until input, the next timer, or a stop.
-    fn wait(&mut self, events: &mut Events) -> Result<(), Error> {
-        let timeout = self
-            .endpoint
-            .poll_timeout()
-            .map(|deadline| self.clock.until(deadline));
+    /// Sleeps until input, the next timer (the transport's or the application's `app_wakeup`),
+    /// or a stop.
+    fn wait(&mut self, events: &mut Events, app_wakeup: Option<Instant>) -> Result<(), Error> {
+        let deadline = match (self.endpoint.poll_timeout(), app_wakeup) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let timeout = deadline.map(|deadline| self.clock.until(deadline));
         if timeout == Some(Duration::ZERO) {
             return Ok(());
         }

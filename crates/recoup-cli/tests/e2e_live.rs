@@ -91,14 +91,12 @@ fn stream_through_link(policy: &str) -> (serde_json::Value, QlogCount) {
 }
 
 #[test]
-#[ignore = "needs recoup link (wt-link)"]
 fn live_through_lossy_link_arq_sends_no_copies() {
     let (_, count) = stream_through_link("arq");
     assert_eq!(count.copies, 0, "arq sent copies: {count:?}");
 }
 
 #[test]
-#[ignore = "needs recoup link (wt-link)"]
 fn live_through_lossy_link_autorec_sends_copies() {
     let (_, count) = stream_through_link("autorec");
     assert!(count.copies > 0, "autorec sent no copies: {count:?}");

@@ -6,7 +6,7 @@
     reason = "each test binary uses a different part of the harness"
 )]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -59,12 +59,15 @@ impl Proc {
             .unwrap_or_else(|e| panic!("cannot start {name} ({cmd:?}): {e}"));
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = mpsc::channel();
+        let mut rest = std::fs::File::create(log_dir.path().join("stdout")).expect("log");
         std::thread::spawn(move || {
             let mut lines = BufReader::new(stdout).lines();
             let first = lines.next();
             tx.send(first).ok();
             // Keep draining so the server never blocks on a full pipe.
-            for _ in lines {}
+            for line in lines.map_while(Result::ok) {
+                writeln!(rest, "{line}").ok();
+            }
         });
         let mut proc = Self {
             name: name.to_owned(),
@@ -83,6 +86,11 @@ impl Proc {
             .and_then(|a| a.trim().parse().ok())
             .unwrap_or_else(|| panic!("{name} printed {line:?}\n{}", proc.output()));
         (proc, addr)
+    }
+
+    /// What it printed on stdout after its address.
+    pub fn stdout(&self) -> String {
+        read_log(&self.log_dir.path().join("stdout"))
     }
 
     pub fn output(&mut self) -> String {

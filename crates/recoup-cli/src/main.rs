@@ -25,6 +25,7 @@ enum Command {
     Compare(cmd::compare::Args),
     Sweep(cmd::sweep::Args),
     Plot(cmd::plot::Args),
+    Link(Box<cmd::link::Args>),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => cmd::compare::run(args).map_err(Into::into),
         Command::Sweep(args) => cmd::sweep::run(args).map_err(Into::into),
         Command::Plot(args) => cmd::plot::run(args).map_err(Into::into),
+        Command::Link(args) => cmd::link::run(*args).map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,38 +9,19 @@
 //! A failing peer fails its test, and the panic message carries the peer's and the server's
 //! output. Every process started here is killed when its guard drops, and every wait is bounded.
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+mod common;
 
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{
+    interop_dir, now, python, read_log, recoup, run_peer, Proc, DOWNLOAD_TIMEOUT, STARTUP_TIMEOUT,
+};
 use sha2::{Digest, Sha256};
 
 const FILE_SIZE: usize = 10 * 1024 * 1024;
-const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
-
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the interop tests bound real waits on real processes"
-)]
-fn now() -> Instant {
-    Instant::now()
-}
-
-fn recoup() -> &'static str {
-    env!("CARGO_BIN_EXE_recoup")
-}
-
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
-}
-
-fn python() -> String {
-    std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned())
-}
 
 /// A directory with `name` holding `size` deterministic pseudo-random bytes (xorshift64).
 fn fixture(name: &str, size: usize) -> (tempfile::TempDir, Vec<u8>) {
@@ -63,125 +44,6 @@ fn sha256(data: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// A started process: killed on drop; its stderr (and stdout after the first line) go to files
-/// shown when something fails.
-struct Proc {
-    name: String,
-    child: Child,
-    log_dir: tempfile::TempDir,
-}
-
-impl Proc {
-    /// Starts `cmd` and waits for a `listening on ADDR` line on its stdout.
-    fn server(name: &str, mut cmd: Command) -> (Self, SocketAddr) {
-        let log_dir = tempfile::tempdir().expect("tempdir");
-        let stderr = std::fs::File::create(log_dir.path().join("stderr")).expect("log");
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name} ({cmd:?}): {e}"));
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let first = lines.next();
-            tx.send(first).ok();
-            // Keep draining so the server never blocks on a full pipe.
-            for _ in lines {}
-        });
-        let mut proc = Self {
-            name: name.to_owned(),
-            child,
-            log_dir,
-        };
-        let line = match rx.recv_timeout(STARTUP_TIMEOUT) {
-            Ok(Some(Ok(line))) => line,
-            other => panic!(
-                "{name} did not print its address ({other:?})\n{}",
-                proc.output()
-            ),
-        };
-        let addr = line
-            .strip_prefix("listening on ")
-            .and_then(|a| a.trim().parse().ok())
-            .unwrap_or_else(|| panic!("{name} printed {line:?}\n{}", proc.output()));
-        (proc, addr)
-    }
-
-    fn output(&mut self) -> String {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            format!(
-                "--- {} exited ({status}); stderr:\n{}",
-                self.name,
-                read_log(&self.log_dir.path().join("stderr"))
-            )
-        } else {
-            format!(
-                "--- {} (running) stderr:\n{}",
-                self.name,
-                read_log(&self.log_dir.path().join("stderr"))
-            )
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-fn read_log(path: &Path) -> String {
-    let mut s = String::new();
-    if let Ok(mut f) = std::fs::File::open(path) {
-        f.read_to_string(&mut s).ok();
-    }
-    // The end of a long log is where the failure is.
-    let cut = s.len().saturating_sub(20_000);
-    let cut = (cut..s.len()).find(|&i| s.is_char_boundary(i)).unwrap_or(0);
-    s[cut..].to_owned()
-}
-
-/// Runs a peer to completion within `DOWNLOAD_TIMEOUT`; panics with its output (and the
-/// server's) if it fails or hangs.
-fn run_peer(name: &str, mut cmd: Command, server: &mut Proc) -> String {
-    let log_dir = tempfile::tempdir().expect("tempdir");
-    let out = log_dir.path().join("out");
-    let err = log_dir.path().join("err");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).expect("log"))
-        .stderr(std::fs::File::create(&err).expect("log"))
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {name} ({cmd:?}): {e}"));
-    let deadline = now() + DOWNLOAD_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break Some(status);
-        }
-        if now() > deadline {
-            child.kill().ok();
-            child.wait().ok();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let report = format!(
-        "--- {name} stdout:\n{}\n--- {name} stderr:\n{}\n{}",
-        read_log(&out),
-        read_log(&err),
-        server.output()
-    );
-    match status {
-        Some(s) if s.success() => report,
-        Some(s) => panic!("{name} failed ({s}):\n{report}"),
-        None => panic!("{name} did not finish within {DOWNLOAD_TIMEOUT:?}:\n{report}"),
-    }
 }
 
 fn recoup_serve(root: &Path, extra: &[&str]) -> (Proc, SocketAddr) {

@@ -44,6 +44,11 @@ pub trait Application {
     fn removed(&mut self, handle: ConnectionHandle);
     /// Whether the driver should return now.
     fn finished(&self) -> bool;
+    /// When the application next has something to do on its own (a live stream's next frame),
+    /// besides the transport's timers; the driver wakes then and drives every connection.
+    fn next_wakeup(&self) -> Option<Instant> {
+        None
+    }
 }
 
 /// Asks a running driver to stop, from any thread (a Ctrl-C handler).
@@ -54,6 +59,15 @@ pub struct Stopper {
 }
 
 impl Stopper {
+    /// A stopper that wakes `registry`'s poll with `token`.
+    pub(crate) fn new(registry: &mio::Registry, token: Token) -> Result<Self, Error> {
+        let waker = Waker::new(registry, token).map_err(|e| Error::io("waker", e))?;
+        Ok(Self {
+            flag: Arc::new(AtomicBool::new(false)),
+            waker: Arc::new(waker),
+        })
+    }
+
     pub fn stop(&self) {
         self.flag.store(true, Ordering::SeqCst);
         if let Err(e) = self.waker.wake() {
@@ -74,6 +88,33 @@ struct Batch {
     contents: Vec<u8>,
     segment: usize,
     count: usize,
+}
+
+/// A non-blocking UDP socket on `addr` with enlarged buffers, and its quinn-udp state (which
+/// turns on GRO where the OS has it: receivers must split by [`RecvMeta::stride`]).
+pub(crate) fn bind_udp(addr: SocketAddr) -> Result<(mio::net::UdpSocket, UdpSocketState), Error> {
+    let std_socket =
+        std::net::UdpSocket::bind(addr).map_err(|e| Error::io(format!("binding {addr}"), e))?;
+    let state = UdpSocketState::new((&std_socket).into())
+        .map_err(|e| Error::io("configuring the UDP socket", e))?;
+    for (what, result) in [
+        (
+            "send",
+            state.set_send_buffer_size((&std_socket).into(), SOCKET_BUFFER),
+        ),
+        (
+            "receive",
+            state.set_recv_buffer_size((&std_socket).into(), SOCKET_BUFFER),
+        ),
+    ] {
+        if let Err(e) = result {
+            tracing::debug!("socket {what} buffer not enlarged: {e}");
+        }
+    }
+    std_socket
+        .set_nonblocking(true)
+        .map_err(|e| Error::io("making the socket non-blocking", e))?;
+    Ok((mio::net::UdpSocket::from_std(std_socket), state))
 }
 
 /// One socket and the endpoint behind it.
@@ -97,30 +138,12 @@ impl Driver {
     /// Binds `addr` (port 0 picks a free one) for `endpoint`. `gso: false` sends one datagram
     /// per system call: packet captures on loopback see a GSO batch as one oversized datagram.
     pub fn bind(addr: SocketAddr, endpoint: Endpoint, gso: bool) -> Result<Self, Error> {
-        let std_socket =
-            std::net::UdpSocket::bind(addr).map_err(|e| Error::io(format!("binding {addr}"), e))?;
-        let state = UdpSocketState::new((&std_socket).into())
-            .map_err(|e| Error::io("configuring the UDP socket", e))?;
-        for (what, result) in [
-            (
-                "send",
-                state.set_send_buffer_size((&std_socket).into(), SOCKET_BUFFER),
-            ),
-            (
-                "receive",
-                state.set_recv_buffer_size((&std_socket).into(), SOCKET_BUFFER),
-            ),
-        ] {
-            if let Err(e) = result {
-                tracing::debug!("socket {what} buffer not enlarged: {e}");
-            }
-        }
-        let mut socket = mio::net::UdpSocket::from_std(std_socket);
+        let (mut socket, state) = bind_udp(addr)?;
         let poll = Poll::new().map_err(|e| Error::io("epoll", e))?;
         poll.registry()
             .register(&mut socket, SOCKET, Interest::READABLE | Interest::WRITABLE)
             .map_err(|e| Error::io("registering the socket", e))?;
-        let waker = Waker::new(poll.registry(), WAKER).map_err(|e| Error::io("waker", e))?;
+        let stopper = Stopper::new(poll.registry(), WAKER)?;
         let max_segments = if gso {
             state.max_gso_segments().max(1)
         } else {
@@ -136,10 +159,7 @@ impl Driver {
             socket,
             state,
             poll,
-            stopper: Stopper {
-                flag: Arc::new(AtomicBool::new(false)),
-                waker: Arc::new(waker),
-            },
+            stopper,
             endpoint,
             clock: Clock::new(),
             max_segments,
@@ -206,7 +226,7 @@ impl Driver {
                 return Ok(false);
             }
             if !more_input {
-                self.wait(&mut events)?;
+                self.wait(&mut events, app.next_wakeup())?;
             }
         }
     }
@@ -310,12 +330,14 @@ impl Driver {
         true
     }
 
-    /// Sleeps until input, the next timer, or a stop.
-    fn wait(&mut self, events: &mut Events) -> Result<(), Error> {
-        let timeout = self
-            .endpoint
-            .poll_timeout()
-            .map(|deadline| self.clock.until(deadline));
+    /// Sleeps until input, the next timer (the transport's or the application's `app_wakeup`),
+    /// or a stop.
+    fn wait(&mut self, events: &mut Events, app_wakeup: Option<Instant>) -> Result<(), Error> {
+        let deadline = match (self.endpoint.poll_timeout(), app_wakeup) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let timeout = deadline.map(|deadline| self.clock.until(deadline));
         if timeout == Some(Duration::ZERO) {
             return Ok(());
         }

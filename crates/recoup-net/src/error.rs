@@ -23,6 +23,10 @@ pub enum Error {
     NotFound(String),
     #[error("connection failed: {0}")]
     Connection(String),
+    #[error("client too slow: {0}")]
+    TooSlow(String),
+    #[error("path: {0}")]
+    Path(#[from] recoup_sim::SimError),
     #[error("stopped by the user")]
     Interrupted,
 }

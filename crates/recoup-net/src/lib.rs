@@ -1,5 +1,6 @@
-//! Real time for recoup: a UDP driver for the sans-IO transport and the `hq-interop` (HTTP/0.9)
-//! application that `recoup serve` and `recoup get` run on it.
+//! Real time for recoup: a UDP driver for the sans-IO transport, the `hq-interop` (HTTP/0.9)
+//! application that `recoup serve` and `recoup get` run on it (files and live streams), and the
+//! link emulator that `recoup link` runs (the simulator's path elements in real time).
 //!
 //! This crate and the CLI are the only places that read a clock ([`clock::Clock`]).
 
@@ -8,6 +9,8 @@ pub mod clock;
 pub mod driver;
 pub mod error;
 pub mod hq;
+pub mod link;
+pub mod live;
 pub mod qlog_dir;
 pub mod server;
 mod stream_io;
@@ -17,6 +20,8 @@ pub mod url;
 pub use client::{Client, Download, GetOptions};
 pub use driver::{Application, Driver, Stopper};
 pub use error::Error;
+pub use link::{LinkOptions, LinkReport, Relay};
+pub use live::LiveParams;
 pub use server::{ServeOptions, Server};
 
 /// A seed for connection IDs and policies from the OS's randomness (std seeds its hash maps

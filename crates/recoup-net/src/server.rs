@@ -1,4 +1,4 @@
-//! `recoup serve`: hq-interop file serving on the UDP driver.
+//! `recoup serve`: hq-interop file serving and live streams ([`crate::live`]) on the UDP driver.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -16,6 +16,7 @@ use recoup_transport::{
 use crate::driver::{Application, Driver, Stopper};
 use crate::error::Error;
 use crate::hq::{self, RequestBuffer, Root};
+use crate::live::{self, LiveParams, LiveStream};
 use crate::qlog_dir::{hex_id, QlogDir};
 use crate::stream_io;
 use crate::tls::{self, Identity};
@@ -29,7 +30,10 @@ const SHUTDOWN_CODE: u64 = 0;
 #[derive(Debug)]
 pub struct ServeOptions {
     pub listen: SocketAddr,
-    pub root: PathBuf,
+    /// Directory whose files are served; `None` serves live streams only.
+    pub root: Option<PathBuf>,
+    /// Live stream parameters a request's query does not set.
+    pub live: LiveParams,
     pub identity: Identity,
     pub transport: TransportConfig,
     pub qlog: Option<QlogDir>,
@@ -46,7 +50,11 @@ pub struct Server {
 
 impl Server {
     pub fn bind(options: ServeOptions) -> Result<Self, Error> {
-        let root = Root::new(&options.root)?;
+        let root = options.root.as_deref().map(Root::new).transpose()?;
+        options
+            .live
+            .validate()
+            .map_err(|e| Error::Config(format!("live stream defaults: {e}")))?;
         let config = ServerConfig {
             tls: tls::server_tls(options.identity)?,
             transport: options.transport,
@@ -57,6 +65,7 @@ impl Server {
             driver,
             app: HqServer {
                 root,
+                live: options.live,
                 qlog: options.qlog,
                 conns: HashMap::new(),
             },
@@ -81,7 +90,8 @@ impl Server {
 
 #[derive(Debug)]
 struct HqServer {
-    root: Root,
+    root: Option<Root>,
+    live: LiveParams,
     qlog: Option<QlogDir>,
     conns: HashMap<ConnectionHandle, ServerConn>,
 }
@@ -92,9 +102,22 @@ struct ServerConn {
     responses: HashMap<StreamId, Response>,
 }
 
+/// What is being sent on one stream.
+#[derive(Debug)]
+enum Response {
+    File(FileResponse),
+    Live(Box<LiveStream>),
+    /// An explanation for a refused live request, then FIN: a player shows it instead of
+    /// merely seeing the stream fail.
+    Text {
+        text: Vec<u8>,
+        sent: usize,
+    },
+}
+
 /// A file being sent on one stream.
 #[derive(Debug)]
-struct Response {
+struct FileResponse {
     file: File,
     buf: Vec<u8>,
     /// Bytes of `buf` already taken by the stream.
@@ -119,7 +142,7 @@ impl Application for HqServer {
         self.conns.insert(handle, ServerConn::default());
     }
 
-    fn drive(&mut self, _now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
+    fn drive(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
         let Some(state) = self.conns.get_mut(&handle) else {
             return;
         };
@@ -149,9 +172,9 @@ impl Application for HqServer {
             conn.stream_stop(id, hq::REFUSED_CODE).ok();
         }
         for id in conn.readable_streams() {
-            state.read_request(conn, &self.root, id);
+            state.read_request(conn, now, self.root.as_ref(), &self.live, id);
         }
-        state.write_responses(conn);
+        state.write_responses(conn, now);
     }
 
     fn removed(&mut self, handle: ConnectionHandle) {
@@ -161,10 +184,28 @@ impl Application for HqServer {
     fn finished(&self) -> bool {
         false
     }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        self.conns
+            .values()
+            .flat_map(|c| c.responses.values())
+            .filter_map(|r| match r {
+                Response::Live(live) => live.next_wakeup(),
+                _ => None,
+            })
+            .min()
+    }
 }
 
 impl ServerConn {
-    fn read_request(&mut self, conn: &mut Connection, root: &Root, id: StreamId) {
+    fn read_request(
+        &mut self,
+        conn: &mut Connection,
+        now: Instant,
+        root: Option<&Root>,
+        live: &LiveParams,
+        id: StreamId,
+    ) {
         let mut buf = [0u8; 4096];
         let Some(request) = self.requests.get_mut(&id) else {
             // Bytes after a complete request mean nothing in HTTP/0.9; drain them.
@@ -190,37 +231,52 @@ impl ServerConn {
             return;
         };
         self.requests.remove(&id);
-        let opened = outcome.and_then(|path| {
-            let file = root.resolve(&path)?;
-            tracing::info!(remote = %conn.remote_address(), stream = id.0, %path, "GET");
-            File::open(&file).map_err(|e| Error::io(format!("opening {}", file.display()), e))
-        });
-        match opened {
-            Ok(file) => {
-                self.responses.insert(
-                    id,
-                    Response {
-                        file,
-                        buf: Vec::with_capacity(CHUNK),
-                        sent: 0,
-                        eof: false,
-                    },
-                );
+        let remote = conn.remote_address();
+        let response = match outcome {
+            Ok(path) if live::is_live(&path) => Ok(live_response(&path, live, now, remote, id)),
+            Ok(path) => open_file(root, &path).map(|file| {
+                tracing::info!(%remote, stream = id.0, %path, "GET");
+                Response::File(FileResponse {
+                    file,
+                    buf: Vec::with_capacity(CHUNK),
+                    sent: 0,
+                    eof: false,
+                })
+            }),
+            Err(e) => Err(e),
+        };
+        match response {
+            Ok(response) => {
+                self.responses.insert(id, response);
             }
             Err(e) => {
-                tracing::info!(remote = %conn.remote_address(), stream = id.0, "request refused: {e}");
+                tracing::info!(%remote, stream = id.0, "request refused: {e}");
                 conn.stream_reset(id, hq::REFUSED_CODE).ok();
                 conn.stream_stop(id, hq::REFUSED_CODE).ok();
             }
         }
     }
 
-    fn write_responses(&mut self, conn: &mut Connection) {
+    fn write_responses(&mut self, conn: &mut Connection, now: Instant) {
+        let remote = conn.remote_address();
         self.responses
-            .retain(|&id, response| match response.pump(conn, id) {
-                Ok(done) => !done,
+            .retain(|&id, response| match response.pump(conn, id, now) {
+                Ok(false) => true,
+                Ok(true) => {
+                    if let Response::Live(live) = response {
+                        tracing::info!(
+                            %remote,
+                            stream = id.0,
+                            frames = live.frames(),
+                            bytes = live.written(),
+                            max_waiting = live.max_waiting(),
+                            "live stream finished"
+                        );
+                    }
+                    false
+                }
                 Err(e) => {
-                    tracing::warn!(stream = id.0, "response failed: {e}");
+                    tracing::warn!(%remote, stream = id.0, "response failed: {e}");
                     conn.stream_reset(id, hq::REFUSED_CODE).ok();
                     false
                 }
@@ -228,7 +284,67 @@ impl ServerConn {
     }
 }
 
+/// A live stream for `path`, or the text explaining why its query is refused.
+fn live_response(
+    path: &str,
+    defaults: &LiveParams,
+    now: Instant,
+    remote: SocketAddr,
+    id: StreamId,
+) -> Response {
+    match defaults.from_request(path) {
+        Ok((name, p)) => {
+            tracing::info!(
+                %remote,
+                stream = id.0,
+                %name,
+                bitrate = p.encoder.bitrate,
+                fps = p.encoder.fps,
+                gop = p.encoder.gop,
+                duration_ms = p.duration.as_millis(),
+                "GET live stream"
+            );
+            Response::Live(Box::new(LiveStream::new(&p, now, crate::os_seed())))
+        }
+        Err(e) => {
+            tracing::info!(%remote, stream = id.0, %path, "live request refused: {e}");
+            Response::Text {
+                text: format!("error: {e}\n").into_bytes(),
+                sent: 0,
+            }
+        }
+    }
+}
+
+fn open_file(root: Option<&Root>, path: &str) -> Result<File, Error> {
+    let root =
+        root.ok_or_else(|| Error::NotFound(format!("{path} (no --root: live streams only)")))?;
+    let file = root.resolve(path)?;
+    File::open(&file).map_err(|e| Error::io(format!("opening {}", file.display()), e))
+}
+
 impl Response {
+    /// Moves bytes into the stream until it pushes back; `true` once the FIN is queued.
+    fn pump(&mut self, conn: &mut Connection, id: StreamId, now: Instant) -> Result<bool, Error> {
+        match self {
+            Self::File(f) => f.pump(conn, id),
+            Self::Live(live) => live.pump(conn, id, now),
+            Self::Text { text, sent } => {
+                while *sent < text.len() {
+                    let n = stream_io::write(conn, id, &text[*sent..])?;
+                    if n == 0 {
+                        return Ok(false);
+                    }
+                    *sent += n;
+                }
+                conn.stream_finish(id)?;
+                Ok(true)
+            }
+        }
+    }
+}
+
+impl FileResponse {
     /// Moves file bytes into the stream until it pushes back; `true` once the FIN is queued.
     fn pump(&mut self, conn: &mut Connection, id: StreamId) -> Result<bool, Error> {
         loop {

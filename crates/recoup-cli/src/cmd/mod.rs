@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod get;
 pub mod plot;
+pub mod link;
 pub mod run;
 pub mod serve;
 pub mod simulate;

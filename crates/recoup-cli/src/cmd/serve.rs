@@ -1,30 +1,38 @@
-//! `recoup serve`: serve a directory over QUIC (hq-interop) until Ctrl-C.
+//! `recoup serve`: serve a directory and live streams over QUIC (hq-interop) until Ctrl-C.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use recoup_net::tls::Identity;
-use recoup_net::{Error, ServeOptions, Server};
+use recoup_net::{Error, LiveParams, ServeOptions, Server};
 
 use super::transport::TransportArgs;
 
-/// Serve the files under a directory over QUIC with ALPN hq-interop (HTTP/0.9: `GET /path`).
+/// Serve the files under a directory, and synthetic live streams, over QUIC with ALPN
+/// hq-interop (HTTP/0.9: `GET /path`).
 ///
 /// Prints the address it listens on, then serves until Ctrl-C. Without --cert/--key a
 /// self-signed certificate for localhost is generated. Honours SSLKEYLOGFILE (TLS secrets for
 /// Wireshark) and QLOGDIR (qlog traces). Requests for paths outside DIR are refused.
+///
+/// `GET /live/NAME?bitrate=4Mbps&fps=30&gop=30&duration=20s` (also `key_ratio`, `size_noise`,
+/// `seed`) streams video frames as the simulator's live application does, on the real clock,
+/// and ends the stream after the duration; the --live-* flags set what the query leaves out. A
+/// bad query is answered with a line `error: ...` and FIN.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   recoup serve --listen 127.0.0.1:4433 --root ./www
   recoup serve --listen 127.0.0.1:0 --root ./www --policy fixed:2 --cc bbr
+  recoup serve --policy autorec --cc bbr --live-bitrate 4Mbps --live-duration 20s
   SSLKEYLOGFILE=keys.log QLOGDIR=qlog recoup serve --root ./www --cert cert.pem --key key.pem")]
 pub struct Args {
     /// UDP address to listen on (port 0 picks a free port; the real one is printed).
     #[arg(long, default_value = "127.0.0.1:4433")]
     pub listen: SocketAddr,
-    /// Directory whose files are served.
+    /// Directory whose files are served (without it, only live streams are).
     #[arg(long, value_name = "DIR")]
-    pub root: PathBuf,
+    pub root: Option<PathBuf>,
     /// PEM certificate chain (with --key).
     #[arg(long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,
@@ -33,6 +41,37 @@ pub struct Args {
     pub key: Option<PathBuf>,
     #[command(flatten)]
     pub transport: TransportArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+/// Defaults of live streams (`/live/NAME`) for what a request's query leaves out.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LiveArgs {
+    /// Live stream bit rate, frame headers included (e.g. 4Mbps, 500kbps).
+    #[arg(long, value_name = "RATE", default_value = "4Mbps", value_parser = recoup_sim::parse_rate)]
+    pub live_bitrate: u64,
+    /// Live stream frames per second.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub live_fps: u32,
+    /// Frames per GOP (one key frame, 5 times larger than the others, every N frames).
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub live_gop: u32,
+    /// How long a live stream lasts before the server ends it (FIN).
+    #[arg(long, value_name = "TIME", default_value = "20s", value_parser = super::simulate::parse_duration)]
+    pub live_duration: Duration,
+}
+
+impl LiveArgs {
+    #[must_use]
+    pub fn params(&self) -> LiveParams {
+        let mut p = LiveParams::default();
+        p.encoder.bitrate = self.live_bitrate;
+        p.encoder.fps = self.live_fps;
+        p.encoder.gop = self.live_gop;
+        p.duration = self.live_duration;
+        p
+    }
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
@@ -40,6 +79,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let server = Server::bind(ServeOptions {
         listen: args.listen,
         root: args.root,
+        live: args.live.params(),
         identity,
         transport: args.transport.config(),
         qlog: args.transport.qlog(),

@@ -1,0 +1,356 @@
+//! `recoup link`: relay UDP between clients and a server through the simulator's path elements,
+//! in real time.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use recoup_net::{Error, LinkOptions, Relay};
+use recoup_sim::scenario::DirectionSpec;
+use recoup_sim::{ElementSpec, LossSpec, PathSpec, Prob, QueueSpec, ServiceSpec, Trace};
+
+use super::simulate::parse_duration;
+
+/// Relay UDP datagrams between clients and a server through emulated paths: the simulator's
+/// loss models, queues, rate limits or Mahimahi traces, and delays, applied in real time.
+///
+/// Each direction is `loss | queue + rate (or trace) | delay`, as in a scenario file: --rtt is
+/// split in half per direction; --down-* (server to client) and --up-* (client to server)
+/// override the shared flags. Without --rate or --trace a direction has no rate limit. Each
+/// client (source address) gets its own socket towards the server and its own elements, seeded
+/// with --seed plus the client's index. Prints `listening on ADDR`, relays until Ctrl-C or
+/// --duration, then prints a summary: per direction the datagrams in, lost, dropped by the
+/// queue, delivered, and the timing error (time sent minus time scheduled).
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  recoup link --listen 127.0.0.1:4434 --upstream 127.0.0.1:4433 --rtt 60ms --rate 12Mbps \\
+      --loss \"bernoulli 5%\" --queue \"droptail packets=100\"
+  recoup link --upstream 127.0.0.1:4433 --rtt 40ms --trace traces/TMobile-LTE-short.down \\
+      --up-trace traces/TMobile-LTE-short.up --loss \"gemodel 1% 10% 70% 0.1%\"
+  recoup link --upstream 127.0.0.1:4433 --delay 20ms --jitter 5ms --down-loss \"state 1% 10%\" \\
+      --duration 60s
+Then point the client at the link: recoup get --insecure https://127.0.0.1:4434/file")]
+pub struct Args {
+    /// UDP address clients send to (port 0 picks a free port; the real one is printed).
+    #[arg(long, default_value = "127.0.0.1:4434")]
+    pub listen: SocketAddr,
+    /// The server's UDP address.
+    #[arg(long, default_value = "127.0.0.1:4433")]
+    pub upstream: SocketAddr,
+    /// Round-trip propagation delay; each direction gets half.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, conflicts_with = "delay")]
+    pub rtt: Option<Duration>,
+    /// One-way delay of each direction.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub delay: Option<Duration>,
+    /// Uniform jitter (+/-) on the delay; never reorders.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub jitter: Option<Duration>,
+    /// Link rate, e.g. 12Mbps.
+    #[arg(long, value_parser = parse_rate, conflicts_with = "trace")]
+    pub rate: Option<u64>,
+    /// Mahimahi (mm-link) trace file instead of a constant rate.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Loss model: "bernoulli 5%", "gemodel 1% 10% 70% 0.1%", "state 1% 10%", "onoff 1s 100ms",
+    /// "slotted-gemodel 30ms 1% 10%", "replay FILE", "none".
+    #[arg(long, value_parser = parse_loss)]
+    pub loss: Option<LossSpec>,
+    /// Queue in front of the link: "infinite", "droptail packets=100", "drophead bytes=150000",
+    /// "codel target=5ms interval=100ms".
+    #[arg(long, value_parser = parse_queue)]
+    pub queue: Option<QueueSpec>,
+
+    /// Server-to-client round-trip share: this direction's delay is half of it.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, conflicts_with = "down_delay")]
+    pub down_rtt: Option<Duration>,
+    /// Server-to-client one-way delay.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub down_delay: Option<Duration>,
+    /// Server-to-client jitter.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub down_jitter: Option<Duration>,
+    /// Server-to-client rate.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate, conflicts_with = "down_trace")]
+    pub down_rate: Option<u64>,
+    /// Server-to-client trace file.
+    #[arg(long, value_name = "FILE")]
+    pub down_trace: Option<PathBuf>,
+    /// Server-to-client loss model.
+    #[arg(long, value_name = "LOSS", value_parser = parse_loss)]
+    pub down_loss: Option<LossSpec>,
+    /// Server-to-client queue.
+    #[arg(long, value_name = "QUEUE", value_parser = parse_queue)]
+    pub down_queue: Option<QueueSpec>,
+
+    /// Client-to-server round-trip share: this direction's delay is half of it.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, conflicts_with = "up_delay")]
+    pub up_rtt: Option<Duration>,
+    /// Client-to-server one-way delay.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub up_delay: Option<Duration>,
+    /// Client-to-server jitter.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub up_jitter: Option<Duration>,
+    /// Client-to-server rate.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate, conflicts_with = "up_trace")]
+    pub up_rate: Option<u64>,
+    /// Client-to-server trace file.
+    #[arg(long, value_name = "FILE")]
+    pub up_trace: Option<PathBuf>,
+    /// Client-to-server loss model.
+    #[arg(long, value_name = "LOSS", value_parser = parse_loss)]
+    pub up_loss: Option<LossSpec>,
+    /// Client-to-server queue.
+    #[arg(long, value_name = "QUEUE", value_parser = parse_queue)]
+    pub up_queue: Option<QueueSpec>,
+
+    /// Client k's elements draw from seed SEED + k.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Forget a client silent this long in both directions.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "30s")]
+    pub idle_timeout: Duration,
+    /// Exit after this long (default: until Ctrl-C).
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+}
+
+fn parse_rate(s: &str) -> Result<u64, String> {
+    recoup_sim::parse_rate(s)
+}
+
+fn parse_loss(s: &str) -> Result<LossSpec, String> {
+    s.parse::<LossSpec>().map_err(|e| e.to_string())
+}
+
+fn parse_queue(s: &str) -> Result<QueueSpec, String> {
+    s.parse::<QueueSpec>().map_err(|e| e.to_string())
+}
+
+/// One direction's flags, with the shared ones as fallback.
+struct Flags<'a> {
+    name: &'a str,
+    rtt: Option<Duration>,
+    delay: Option<Duration>,
+    jitter: Option<Duration>,
+    rate: Option<u64>,
+    trace: Option<&'a PathBuf>,
+    loss: Option<&'a LossSpec>,
+    queue: Option<QueueSpec>,
+}
+
+impl Args {
+    fn direction(&self, name: &str) -> Flags<'_> {
+        if name == "down" {
+            Flags {
+                name: "--down",
+                rtt: self.down_rtt,
+                delay: self.down_delay,
+                jitter: self.down_jitter,
+                rate: self.down_rate,
+                trace: self.down_trace.as_ref(),
+                loss: self.down_loss.as_ref(),
+                queue: self.down_queue,
+            }
+        } else {
+            Flags {
+                name: "--up",
+                rtt: self.up_rtt,
+                delay: self.up_delay,
+                jitter: self.up_jitter,
+                rate: self.up_rate,
+                trace: self.up_trace.as_ref(),
+                loss: self.up_loss.as_ref(),
+                queue: self.up_queue,
+            }
+        }
+    }
+
+    /// The element chain of one direction, as a scenario file would build it.
+    fn path(&self, name: &str) -> Result<PathSpec, Error> {
+        let o = self.direction(name);
+        let own_service = o.rate.is_some() || o.trace.is_some();
+        let (rate, trace, trace_flag) = if own_service {
+            (o.rate, o.trace, format!("{}-trace", o.name))
+        } else {
+            (self.rate, self.trace.as_ref(), "--trace".to_owned())
+        };
+        let service = match (rate, trace) {
+            (Some(bps), _) => Some(ServiceSpec::Rate(bps)),
+            (None, Some(path)) => {
+                // Load once here so a bad file is reported against its flag.
+                Trace::load(path).map_err(|e| Error::Config(format!("{trace_flag}: {e}")))?;
+                Some(ServiceSpec::Trace(path.clone()))
+            }
+            (None, None) => None,
+        };
+        let queue = o.queue.or(self.queue);
+        let half = |rtt: Duration| rtt / 2;
+        let delay = o
+            .delay
+            .or(o.rtt.map(half))
+            .or(self.delay)
+            .or(self.rtt.map(half))
+            .unwrap_or(Duration::ZERO);
+        let jitter = o.jitter.or(self.jitter).unwrap_or(Duration::ZERO);
+        let loss = o
+            .loss
+            .or(self.loss.as_ref())
+            .cloned()
+            .unwrap_or(LossSpec::Bernoulli(Prob::ZERO));
+        let Some(service) = service else {
+            if queue.is_some() {
+                return Err(Error::Config(format!(
+                    "{}-queue / --queue needs a link to feed: set --rate or --trace \
+                     (or {0}-rate / {0}-trace)",
+                    o.name
+                )));
+            }
+            return Ok(PathSpec {
+                elements: vec![
+                    ElementSpec::Loss(loss),
+                    ElementSpec::Delay { delay, jitter },
+                ],
+            });
+        };
+        Ok(DirectionSpec {
+            loss,
+            queue: queue.unwrap_or(QueueSpec::Infinite),
+            service,
+            delay,
+            jitter,
+        }
+        .path_spec())
+    }
+
+    fn options(&self) -> Result<LinkOptions, Error> {
+        Ok(LinkOptions {
+            listen: self.listen,
+            upstream: self.upstream,
+            down: self.path("down")?,
+            up: self.path("up")?,
+            seed: self.seed,
+            idle_timeout: self.idle_timeout,
+            duration: self.duration,
+        })
+    }
+}
+
+pub fn run(args: Args) -> Result<(), Error> {
+    let options = args.options()?;
+    tracing::info!(down = ?options.down, up = ?options.up, "paths");
+    let mut relay = Relay::bind(options)?;
+    let stopper = relay.stopper();
+    ctrlc::set_handler(move || stopper.stop())
+        .map_err(|e| Error::Config(format!("Ctrl-C handler: {e}")))?;
+    // Tests and scripts read this line to learn the port.
+    println!("listening on {}", relay.local_addr()?);
+    let report = relay.run()?;
+    print!("{report}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(flags: &[&str]) -> Result<Args, String> {
+        let argv = std::iter::once("link").chain(flags.iter().copied());
+        Cli::try_parse_from(argv)
+            .map(|c| c.args)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn shared_flags_apply_to_both_directions_and_overrides_win() {
+        let args = parse(&[
+            "--rtt",
+            "60ms",
+            "--rate",
+            "12Mbps",
+            "--loss",
+            "bernoulli 5%",
+            "--queue",
+            "droptail packets=100",
+            "--up-rate",
+            "1Mbps",
+            "--down-delay",
+            "5ms",
+            "--up-loss",
+            "none",
+        ])
+        .expect("valid");
+        let down = args.path("down").expect("down");
+        let up = args.path("up").expect("up");
+        let delay = |p: &PathSpec| match p.elements.last() {
+            Some(ElementSpec::Delay { delay, .. }) => *delay,
+            other => panic!("last element {other:?}"),
+        };
+        assert_eq!(delay(&down), Duration::from_millis(5));
+        assert_eq!(delay(&up), Duration::from_millis(30));
+        assert_eq!(
+            down.elements[1],
+            ElementSpec::Link {
+                service: ServiceSpec::Rate(12_000_000),
+                queue: "droptail packets=100".parse().expect("queue"),
+            }
+        );
+        assert!(matches!(
+            up.elements[1],
+            ElementSpec::Link {
+                service: ServiceSpec::Rate(1_000_000),
+                ..
+            }
+        ));
+        assert_eq!(
+            up.elements[0],
+            ElementSpec::Loss(LossSpec::Bernoulli(Prob::ZERO))
+        );
+        assert_eq!(
+            down.elements[0],
+            ElementSpec::Loss(LossSpec::Bernoulli(Prob::from_fraction(0.05)))
+        );
+    }
+
+    #[test]
+    fn no_rate_means_no_link_and_a_queue_then_is_an_error() {
+        let args = parse(&["--delay", "10ms"]).expect("valid");
+        assert_eq!(args.path("up").expect("up").elements.len(), 2);
+        let args = parse(&["--queue", "droptail packets=5"]).expect("parses");
+        let e = args
+            .path("down")
+            .expect_err("queue without link")
+            .to_string();
+        assert!(e.contains("--rate"), "{e}");
+    }
+
+    #[test]
+    fn bad_flags_are_named() {
+        for (flags, name) in [
+            (vec!["--loss", "bernouli 5%"], "--loss"),
+            (vec!["--down-loss", "gemodel 1% zz"], "--down-loss"),
+            (vec!["--rate", "12"], "--rate"),
+            (vec!["--up-queue", "droptail"], "--up-queue"),
+            (vec!["--rtt", "60"], "--rtt"),
+            (vec!["--rate", "1Mbps", "--trace", "x"], "--rate"),
+            (vec!["--rtt", "1ms", "--delay", "1ms"], "--rtt"),
+        ] {
+            let e = parse(&flags).expect_err(name);
+            assert!(e.contains(name), "{flags:?}: {e}");
+        }
+        let args = parse(&["--down-trace", "/nonexistent/trace"]).expect("parses");
+        let e = args.path("down").expect_err("missing file").to_string();
+        assert!(
+            e.contains("--down-trace") && e.contains("/nonexistent/trace"),
+            "{e}"
+        );
+    }
+}

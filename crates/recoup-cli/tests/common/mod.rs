@@ -1,0 +1,232 @@
+//! What the tests that run the built `recoup` binary and peer processes share: processes that
+//! are killed when their guard drops, bounded waits, logs shown when something fails.
+
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different part of the harness"
+)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Bound on a peer's run ([`run_peer`]).
+pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bound on a server's start, until it prints its address.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the interop tests bound real waits on real processes"
+)]
+pub fn now() -> Instant {
+    Instant::now()
+}
+
+pub fn recoup() -> &'static str {
+    env!("CARGO_BIN_EXE_recoup")
+}
+
+pub fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
+}
+
+pub fn python() -> String {
+    std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+/// A started process: killed on drop; its stderr (and stdout after the first line) go to files
+/// shown when something fails.
+pub struct Proc {
+    pub name: String,
+    pub child: Child,
+    pub log_dir: tempfile::TempDir,
+}
+
+impl Proc {
+    /// Starts `cmd` and waits for a `listening on ADDR` line on its stdout.
+    pub fn server(name: &str, mut cmd: Command) -> (Self, SocketAddr) {
+        let log_dir = tempfile::tempdir().expect("tempdir");
+        let stderr = std::fs::File::create(log_dir.path().join("stderr")).expect("log");
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name} ({cmd:?}): {e}"));
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        let mut rest = std::fs::File::create(log_dir.path().join("stdout")).expect("log");
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let first = lines.next();
+            tx.send(first).ok();
+            // Keep draining so the server never blocks on a full pipe.
+            for line in lines.map_while(Result::ok) {
+                writeln!(rest, "{line}").ok();
+            }
+        });
+        let mut proc = Self {
+            name: name.to_owned(),
+            child,
+            log_dir,
+        };
+        let line = match rx.recv_timeout(STARTUP_TIMEOUT) {
+            Ok(Some(Ok(line))) => line,
+            other => panic!(
+                "{name} did not print its address ({other:?})\n{}",
+                proc.output()
+            ),
+        };
+        let addr = line
+            .strip_prefix("listening on ")
+            .and_then(|a| a.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} printed {line:?}\n{}", proc.output()));
+        (proc, addr)
+    }
+
+    /// What it printed on stdout after its address.
+    pub fn stdout(&self) -> String {
+        read_log(&self.log_dir.path().join("stdout"))
+    }
+
+    pub fn output(&mut self) -> String {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            format!(
+                "--- {} exited ({status}); stderr:\n{}",
+                self.name,
+                read_log(&self.log_dir.path().join("stderr"))
+            )
+        } else {
+            format!(
+                "--- {} (running) stderr:\n{}",
+                self.name,
+                read_log(&self.log_dir.path().join("stderr"))
+            )
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+pub fn read_log(path: &Path) -> String {
+    let mut s = String::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        f.read_to_string(&mut s).ok();
+    }
+    // The end of a long log is where the failure is.
+    let cut = s.len().saturating_sub(20_000);
+    let cut = (cut..s.len()).find(|&i| s.is_char_boundary(i)).unwrap_or(0);
+    s[cut..].to_owned()
+}
+
+/// Runs a peer to completion within `DOWNLOAD_TIMEOUT`; panics with its output (and the
+/// server's) if it fails or hangs.
+pub fn run_peer(name: &str, cmd: Command, server: &mut Proc) -> String {
+    run_peer_within(name, cmd, server, DOWNLOAD_TIMEOUT)
+}
+
+/// [`run_peer`] with another bound on its run time.
+pub fn run_peer_within(
+    name: &str,
+    mut cmd: Command,
+    server: &mut Proc,
+    timeout: Duration,
+) -> String {
+    let log_dir = tempfile::tempdir().expect("tempdir");
+    let out = log_dir.path().join("out");
+    let err = log_dir.path().join("err");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("log"))
+        .stderr(std::fs::File::create(&err).expect("log"))
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {name} ({cmd:?}): {e}"));
+    let deadline = now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if now() > deadline {
+            child.kill().ok();
+            child.wait().ok();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let report = format!(
+        "--- {name} stdout:\n{}\n--- {name} stderr:\n{}\n{}",
+        read_log(&out),
+        read_log(&err),
+        server.output()
+    );
+    match status {
+        Some(s) if s.success() => report,
+        Some(s) => panic!("{name} failed ({s}):\n{report}"),
+        None => panic!("{name} did not finish within {timeout:?}:\n{report}"),
+    }
+}
+
+impl Proc {
+    /// Waits until the process's stderr contains `needle`; `false` if it did not within `timeout`.
+    pub fn wait_for_log(&self, needle: &str, timeout: Duration) -> bool {
+        let deadline = now() + timeout;
+        let path = self.log_dir.path().join("stderr");
+        loop {
+            if read_log(&path).contains(needle) {
+                return true;
+            }
+            if now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Packets in the qlog traces (`.sqlog`, JSON text sequences) of a directory.
+#[derive(Debug, Default)]
+pub struct QlogCount {
+    pub traces: usize,
+    pub packets_sent: u64,
+    /// Packets marked as carrying copies of lost data (`"recoup": {"kind": "copy"}`).
+    pub copies: u64,
+    pub retransmissions: u64,
+}
+
+/// Counts the packets of every `.sqlog` trace in `dir`; panics on a record that is not JSON.
+pub fn count_qlog(dir: &Path) -> QlogCount {
+    let mut count = QlogCount::default();
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("qlog dir {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("dir entry").path();
+        if path.extension().is_none_or(|e| e != "sqlog") {
+            continue;
+        }
+        count.traces += 1;
+        let bytes = std::fs::read(&path).expect("read qlog");
+        for record in bytes.split(|&b| b == 0x1e).filter(|r| !r.is_empty()) {
+            let v: serde_json::Value = serde_json::from_slice(record)
+                .unwrap_or_else(|e| panic!("{}: bad record ({e})", path.display()));
+            if v["name"] != "transport:packet_sent" {
+                continue;
+            }
+            count.packets_sent += 1;
+            match v["data"]["recoup"]["kind"].as_str() {
+                Some("copy") => count.copies += 1,
+                Some("retransmission") => count.retransmissions += 1,
+                _ => {}
+            }
+        }
+    }
+    count
+}

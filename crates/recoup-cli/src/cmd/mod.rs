@@ -2,8 +2,8 @@
 
 pub mod compare;
 pub mod get;
-pub mod plot;
 pub mod link;
+pub mod plot;
 pub mod run;
 pub mod serve;
 pub mod simulate;

@@ -12,7 +12,7 @@
 
 mod rack;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::ops::{Index, IndexMut, RangeInclusive};
 use std::str::FromStr;
@@ -286,6 +286,44 @@ const SPURIOUS_MEMORY: usize = 256;
 /// A cap on the PTO backoff exponent; beyond it the timer is already years away.
 const MAX_BACKOFF_EXPONENT: u32 = 30;
 
+/// The last [`SPURIOUS_MEMORY`] packet numbers declared lost, oldest first. An ACK range is
+/// checked against every remembered number; the sorted copy answers "none in this range", the
+/// common case, without scanning them all.
+#[derive(Debug, Default)]
+struct RecentlyLost {
+    order: VecDeque<u64>,
+    sorted: BTreeSet<u64>,
+}
+
+impl RecentlyLost {
+    /// A packet number is declared lost at most once, so the two copies hold the same set.
+    fn push(&mut self, pn: u64) {
+        if self.order.len() == SPURIOUS_MEMORY {
+            if let Some(old) = self.order.pop_front() {
+                self.sorted.remove(&old);
+            }
+        }
+        self.order.push_back(pn);
+        self.sorted.insert(pn);
+    }
+
+    /// Forgets the numbers in `r` and says how many there were.
+    fn remove_range(&mut self, r: &RangeInclusive<u64>) -> u64 {
+        if self.sorted.range(r.clone()).next().is_none() {
+            return 0;
+        }
+        let before = self.order.len();
+        self.order.retain(|pn| !r.contains(pn));
+        self.sorted.retain(|pn| !r.contains(pn));
+        (before - self.order.len()) as u64
+    }
+
+    fn clear(&mut self) {
+        self.order.clear();
+        self.sorted.clear();
+    }
+}
+
 #[derive(Debug)]
 struct Space<T> {
     sent: BTreeMap<u64, SentPacket<T>>,
@@ -294,7 +332,7 @@ struct Space<T> {
     loss_time: Option<Instant>,
     time_of_last_ack_eliciting: Option<Instant>,
     ack_eliciting_in_flight: u64,
-    recently_lost: VecDeque<u64>,
+    recently_lost: RecentlyLost,
     discarded: bool,
     /// Used only in [`LossDetectionMode::RackTlp`].
     rack: Rack,
@@ -309,7 +347,7 @@ impl<T> Space<T> {
             loss_time: None,
             time_of_last_ack_eliciting: None,
             ack_eliciting_in_flight: 0,
-            recently_lost: VecDeque::new(),
+            recently_lost: RecentlyLost::default(),
             discarded: false,
             rack: Rack::new(),
         }
@@ -449,9 +487,7 @@ impl<T> LossDetection<T> {
                 }
                 outcome.acked.push(p);
             }
-            let before = s.recently_lost.len();
-            s.recently_lost.retain(|pn| !r.contains(pn));
-            outcome.spurious += (before - s.recently_lost.len()) as u64;
+            outcome.spurious += s.recently_lost.remove_range(r);
         }
         if self.config.detection == LossDetectionMode::RackTlp {
             // RFC 8985 §6.2 steps 2-4, before detection (step 5). A spurious-only ACK still
@@ -580,10 +616,7 @@ impl<T> LossDetection<T> {
                     s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
                 }
             }
-            if s.recently_lost.len() == SPURIOUS_MEMORY {
-                s.recently_lost.pop_front();
-            }
-            s.recently_lost.push_back(pn);
+            s.recently_lost.push(pn);
             lost.push(LostPacket { packet, trigger });
         }
         if rack_mode && !lost.is_empty() {

@@ -219,12 +219,18 @@ pub fn payload_checksum(sequence: u64, len: u32) -> u32 {
     crc.finish()
 }
 
+/// Payloads up to this size are generated once, for the checksum, and kept for the reads;
+/// larger ones are generated twice, so that a large transfer never sits in memory whole.
+const KEEP_PAYLOAD_MAX: u32 = 1 << 20;
+
 /// A frame produced lazily, piece by piece, so a large transfer never sits in memory whole.
 #[derive(Clone, Debug)]
 pub struct FrameSource {
     header: [u8; FRAME_HEADER_LEN],
     sequence: u64,
     payload_len: u32,
+    /// The payload, if at most [`KEEP_PAYLOAD_MAX`] bytes.
+    payload: Option<Vec<u8>>,
     /// Bytes of the frame (header included) already read.
     offset: u64,
 }
@@ -234,17 +240,25 @@ impl FrameSource {
     #[must_use]
     pub fn new(kind: FrameKind, sequence: u64, capture: Instant, payload_len: u32) -> Self {
         let payload_len = payload_len.min(MAX_PAYLOAD);
+        let (checksum, payload) = if payload_len <= KEEP_PAYLOAD_MAX {
+            let mut payload = vec![0u8; payload_len as usize];
+            fill_payload(sequence, 0, &mut payload);
+            (crc32(&payload), Some(payload))
+        } else {
+            (payload_checksum(sequence, payload_len), None)
+        };
         let header = FrameHeader {
             kind,
             sequence,
             capture_us: capture.as_nanos() / 1_000,
             payload_len,
-            checksum: payload_checksum(sequence, payload_len),
+            checksum,
         };
         Self {
             header: header.encode(),
             sequence,
             payload_len,
+            payload,
             offset: 0,
         }
     }
@@ -282,7 +296,14 @@ impl FrameSource {
             filled = take;
         }
         let payload_offset = (self.offset + filled as u64).saturating_sub(header_len);
-        fill_payload(self.sequence, payload_offset, &mut out[filled..]);
+        match &self.payload {
+            Some(p) => {
+                // In range: `payload_offset + (n - filled) <= payload_len`.
+                let from = payload_offset as usize;
+                out[filled..].copy_from_slice(&p[from..from + n - filled]);
+            }
+            None => fill_payload(self.sequence, payload_offset, &mut out[filled..]),
+        }
         self.offset += n as u64;
         out
     }
@@ -598,6 +619,27 @@ mod tests {
             assert_eq!(seqs, [0, 1, 2, 3, 4], "chunk {chunk}");
             assert_eq!(out[3].header.capture_us, 99_000);
             assert_eq!(p.bytes(), stream.len() as u64);
+        }
+    }
+
+    #[test]
+    fn kept_and_regenerated_payloads_read_the_same() {
+        // Above the size kept in memory, the payload is generated again for each read.
+        for len in [KEEP_PAYLOAD_MAX, KEEP_PAYLOAD_MAX + 3] {
+            let mut source = FrameSource::new(FrameKind::Key, 9, ms(0), len);
+            let mut p = FrameParser::new(Some(9));
+            let mut out = Vec::new();
+            let mut bytes = Vec::new();
+            while !source.is_empty() {
+                let piece = source.read(1000);
+                bytes.extend_from_slice(&piece);
+                p.push(ms(1), &piece, &mut out).expect("checksum matches");
+            }
+            assert_eq!(out.len(), 1, "len {len}");
+            assert_eq!(
+                bytes[FRAME_HEADER_LEN..],
+                reference_payload(9, 0, len as usize)
+            );
         }
     }
 

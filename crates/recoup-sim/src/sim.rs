@@ -288,6 +288,16 @@ impl Simulator {
             node,
             generation: slot.generation,
         }));
+        // A rescheduled node leaves its old entry behind until that time comes round, so a
+        // transport that re-arms a far timer on every packet fills the heap with stale
+        // entries. Each node has at most one live entry, so purging when
+        // stale ones dominate keeps the heap at a few times the node count. (time, seq) orders
+        // the live entries totally, so the purge changes nothing about what pops when.
+        if self.heap.len() > 2 * self.slots.len() + 16 {
+            let slots = &self.slots;
+            self.heap
+                .retain(|Reverse(w)| slots[w.node].generation == w.generation);
+        }
     }
 
     fn drain(&mut self) {

@@ -12,7 +12,7 @@
 
 mod rack;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::ops::{Index, IndexMut, RangeInclusive};
 use std::str::FromStr;
@@ -286,6 +286,73 @@ const SPURIOUS_MEMORY: usize = 256;
 /// A cap on the PTO backoff exponent; beyond it the timer is already years away.
 const MAX_BACKOFF_EXPONENT: u32 = 30;
 
+/// The last [`SPURIOUS_MEMORY`] packet numbers declared lost, oldest first. An ACK range is
+/// checked against every remembered number; the sorted copy answers "none in this range", the
+/// common case, without scanning them all.
+#[derive(Debug, Default)]
+struct RecentlyLost {
+    order: VecDeque<u64>,
+    sorted: BTreeSet<u64>,
+}
+
+impl RecentlyLost {
+    /// A packet number is declared lost at most once, so the two copies hold the same set.
+    fn push(&mut self, pn: u64) {
+        if self.order.len() == SPURIOUS_MEMORY {
+            if let Some(old) = self.order.pop_front() {
+                self.sorted.remove(&old);
+            }
+        }
+        self.order.push_back(pn);
+        self.sorted.insert(pn);
+    }
+
+    /// Forgets the numbers the non-empty `ranges` acknowledge and says how many there were.
+    fn remove_acked(&mut self, ranges: &[RangeInclusive<u64>]) -> u64 {
+        let mut acked = Vec::new();
+        let nonempty = || ranges.iter().filter(|r| !r.is_empty());
+        let descending = nonempty()
+            .zip(nonempty().skip(1))
+            .all(|(a, b)| b.end() < a.start());
+        if descending {
+            // An ACK frame's ranges come largest first and disjoint: one walk down the
+            // remembered numbers within their span, in step with the ranges.
+            let (Some(hi), Some(lo)) = (nonempty().next(), nonempty().next_back()) else {
+                return 0;
+            };
+            let mut rs = nonempty().peekable();
+            for &pn in self.sorted.range(*lo.start()..=*hi.end()).rev() {
+                while rs.next_if(|r| *r.start() > pn).is_some() {}
+                if rs.peek().is_some_and(|r| r.contains(&pn)) {
+                    acked.push(pn);
+                }
+            }
+        } else {
+            // Ranges in any order may overlap: each number is taken once.
+            for r in nonempty() {
+                let hits: Vec<u64> = self.sorted.range(r.clone()).copied().collect();
+                for pn in hits {
+                    self.sorted.remove(&pn);
+                    acked.push(pn);
+                }
+            }
+        }
+        if acked.is_empty() {
+            return 0;
+        }
+        for pn in &acked {
+            self.sorted.remove(pn);
+        }
+        self.order.retain(|pn| self.sorted.contains(pn));
+        acked.len() as u64
+    }
+
+    fn clear(&mut self) {
+        self.order.clear();
+        self.sorted.clear();
+    }
+}
+
 #[derive(Debug)]
 struct Space<T> {
     sent: BTreeMap<u64, SentPacket<T>>,
@@ -294,7 +361,7 @@ struct Space<T> {
     loss_time: Option<Instant>,
     time_of_last_ack_eliciting: Option<Instant>,
     ack_eliciting_in_flight: u64,
-    recently_lost: VecDeque<u64>,
+    recently_lost: RecentlyLost,
     discarded: bool,
     /// Used only in [`LossDetectionMode::RackTlp`].
     rack: Rack,
@@ -309,7 +376,7 @@ impl<T> Space<T> {
             loss_time: None,
             time_of_last_ack_eliciting: None,
             ack_eliciting_in_flight: 0,
-            recently_lost: VecDeque::new(),
+            recently_lost: RecentlyLost::default(),
             discarded: false,
             rack: Rack::new(),
         }
@@ -426,8 +493,14 @@ impl<T> LossDetection<T> {
 
         // DetectAndRemoveAckedPackets.
         let mut sampler = DeliveryRateEstimator::sampler();
+        // Most ranges of an ACK repeat packets acknowledged long ago: those below the oldest
+        // packet still tracked are skipped without a lookup.
+        let oldest_sent = self.space(space).sent.first_key_value().map(|(&pn, _)| pn);
         // BTreeMap::range panics on an inverted range; those acknowledge nothing.
         for r in ranges.iter().filter(|r| !r.is_empty()) {
+            if oldest_sent.is_none_or(|oldest| *r.end() < oldest) {
+                continue;
+            }
             let s = &mut self.spaces[space.index()];
             let pns: Vec<u64> = s.sent.range(r.clone()).map(|(&pn, _)| pn).collect();
             for pn in pns {
@@ -449,10 +522,10 @@ impl<T> LossDetection<T> {
                 }
                 outcome.acked.push(p);
             }
-            let before = s.recently_lost.len();
-            s.recently_lost.retain(|pn| !r.contains(pn));
-            outcome.spurious += (before - s.recently_lost.len()) as u64;
         }
+        outcome.spurious += self.spaces[space.index()]
+            .recently_lost
+            .remove_acked(ranges);
         if self.config.detection == LossDetectionMode::RackTlp {
             // RFC 8985 §6.2 steps 2-4, before detection (step 5). A spurious-only ACK still
             // counts as reordering evidence.
@@ -580,10 +653,7 @@ impl<T> LossDetection<T> {
                     s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
                 }
             }
-            if s.recently_lost.len() == SPURIOUS_MEMORY {
-                s.recently_lost.pop_front();
-            }
-            s.recently_lost.push_back(pn);
+            s.recently_lost.push(pn);
             lost.push(LostPacket { packet, trigger });
         }
         if rack_mode && !lost.is_empty() {
@@ -918,6 +988,51 @@ mod tests {
 
     fn at(n: u64) -> Instant {
         Instant::from_nanos(n * 1_000_000)
+    }
+
+    proptest::proptest! {
+        /// The remembered lost numbers behave as the plain FIFO with a per-range retain they
+        /// replace: same count removed, same numbers left in the same order, whatever the
+        /// ranges' order, overlap or emptiness.
+        #[test]
+        fn recently_lost_matches_a_plain_fifo(
+            lost in proptest::collection::vec(0u64..600, 0..400),
+            ranges in proptest::collection::vec((0u64..700, 0u64..40), 0..40),
+            descending in proptest::bool::ANY,
+        ) {
+            let mut fifo = VecDeque::new();
+            let mut rl = RecentlyLost::default();
+            let mut seen = BTreeSet::new();
+            // Each number is declared lost at most once.
+            for pn in lost.into_iter().filter(|pn| seen.insert(*pn)) {
+                if fifo.len() == SPURIOUS_MEMORY {
+                    fifo.pop_front();
+                }
+                fifo.push_back(pn);
+                rl.push(pn);
+            }
+            let mut ranges: Vec<RangeInclusive<u64>> = ranges
+                .into_iter()
+                .map(|(start, len)| start..=start + len)
+                .collect();
+            if descending {
+                // Disjoint and largest first, as decoded from an ACK frame; a few inverted.
+                ranges.sort_by_key(|r| std::cmp::Reverse(*r.start()));
+                ranges.dedup_by(|b, a| b.end() >= a.start());
+                for r in ranges.iter_mut().step_by(5) {
+                    *r = *r.end()..=r.start().saturating_sub(1);
+                }
+            }
+            let mut want = 0;
+            for r in ranges.iter().filter(|r| !r.is_empty()) {
+                let before = fifo.len();
+                fifo.retain(|pn| !r.contains(pn));
+                want += (before - fifo.len()) as u64;
+            }
+            proptest::prop_assert_eq!(rl.remove_acked(&ranges), want);
+            proptest::prop_assert_eq!(&rl.order, &fifo);
+            proptest::prop_assert_eq!(rl.sorted.len(), fifo.len());
+        }
     }
 
     fn send(ld: &mut LossDetection<u64>, space: SpaceId, pn: u64, t: Instant) {

@@ -183,19 +183,24 @@ fn splitmix_word(sequence: u64, word: u64) -> u64 {
 /// words seeded by the sequence number (little-endian), so a misplaced or stale payload fails
 /// the checksum of the frame it lands in, and any part can be produced without the rest.
 pub fn fill_payload(sequence: u64, offset: u64, out: &mut [u8]) {
-    let mut cached: Option<(u64, [u8; 8])> = None;
-    for (i, byte) in out.iter_mut().enumerate() {
-        let pos = offset + i as u64;
-        let index = pos / 8;
-        let word = match cached {
-            Some((w, bytes)) if w == index => bytes,
-            _ => {
-                let bytes = splitmix_word(sequence, index).to_le_bytes();
-                cached = Some((index, bytes));
-                bytes
-            }
-        };
-        *byte = word[(pos % 8) as usize];
+    let mut index = offset / 8;
+    // A leading partial word, then whole words, then a trailing partial word.
+    let skip = (offset % 8) as usize;
+    let head = out.len().min((8 - skip) % 8);
+    let (first, rest) = out.split_at_mut(head);
+    if !first.is_empty() {
+        first.copy_from_slice(&splitmix_word(sequence, index).to_le_bytes()[skip..skip + head]);
+        index += 1;
+    }
+    let mut words = rest.chunks_exact_mut(8);
+    for chunk in &mut words {
+        chunk.copy_from_slice(&splitmix_word(sequence, index).to_le_bytes());
+        index += 1;
+    }
+    let tail = words.into_remainder();
+    if !tail.is_empty() {
+        let n = tail.len();
+        tail.copy_from_slice(&splitmix_word(sequence, index).to_le_bytes()[..n]);
     }
 }
 
@@ -214,12 +219,18 @@ pub fn payload_checksum(sequence: u64, len: u32) -> u32 {
     crc.finish()
 }
 
+/// Payloads up to this size are generated once, for the checksum, and kept for the reads;
+/// larger ones are generated twice, so that a large transfer never sits in memory whole.
+const KEEP_PAYLOAD_MAX: u32 = 1 << 20;
+
 /// A frame produced lazily, piece by piece, so a large transfer never sits in memory whole.
 #[derive(Clone, Debug)]
 pub struct FrameSource {
     header: [u8; FRAME_HEADER_LEN],
     sequence: u64,
     payload_len: u32,
+    /// The payload, if at most [`KEEP_PAYLOAD_MAX`] bytes.
+    payload: Option<Vec<u8>>,
     /// Bytes of the frame (header included) already read.
     offset: u64,
 }
@@ -229,17 +240,25 @@ impl FrameSource {
     #[must_use]
     pub fn new(kind: FrameKind, sequence: u64, capture: Instant, payload_len: u32) -> Self {
         let payload_len = payload_len.min(MAX_PAYLOAD);
+        let (checksum, payload) = if payload_len <= KEEP_PAYLOAD_MAX {
+            let mut payload = vec![0u8; payload_len as usize];
+            fill_payload(sequence, 0, &mut payload);
+            (crc32(&payload), Some(payload))
+        } else {
+            (payload_checksum(sequence, payload_len), None)
+        };
         let header = FrameHeader {
             kind,
             sequence,
             capture_us: capture.as_nanos() / 1_000,
             payload_len,
-            checksum: payload_checksum(sequence, payload_len),
+            checksum,
         };
         Self {
             header: header.encode(),
             sequence,
             payload_len,
+            payload,
             offset: 0,
         }
     }
@@ -277,52 +296,33 @@ impl FrameSource {
             filled = take;
         }
         let payload_offset = (self.offset + filled as u64).saturating_sub(header_len);
-        fill_payload(self.sequence, payload_offset, &mut out[filled..]);
+        match &self.payload {
+            Some(p) => {
+                // In range: `payload_offset + (n - filled) <= payload_len`.
+                let from = payload_offset as usize;
+                out[filled..].copy_from_slice(&p[from..from + n - filled]);
+            }
+            None => fill_payload(self.sequence, payload_offset, &mut out[filled..]),
+        }
         self.offset += n as u64;
         out
     }
 }
 
-const CRC_TABLE: [u32; 256] = {
-    let mut table = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                0xedb8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        table[i] = c;
-        i += 1;
-    }
-    table
-};
-
-/// Incremental CRC-32 (IEEE 802.3 polynomial, reflected, as zlib).
-#[derive(Clone, Copy, Debug)]
-pub struct Crc32(u32);
-
-impl Default for Crc32 {
-    fn default() -> Self {
-        Self(0xffff_ffff)
-    }
-}
+/// Incremental CRC-32 (IEEE 802.3 polynomial, reflected, as zlib). Every payload byte is
+/// checksummed twice (sender and receiver), so this uses `crc32fast`'s carry-less multiply
+/// folding rather than a lookup table.
+#[derive(Clone, Debug, Default)]
+pub struct Crc32(crc32fast::Hasher);
 
 impl Crc32 {
     pub fn update(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = CRC_TABLE[((self.0 ^ u32::from(b)) & 0xff) as usize] ^ (self.0 >> 8);
-        }
+        self.0.update(bytes);
     }
 
     #[must_use]
     pub fn finish(self) -> u32 {
-        self.0 ^ 0xffff_ffff
+        self.0.finalize()
     }
 }
 
@@ -411,7 +411,7 @@ impl FrameParser {
                 data = &data[take..];
                 if *remaining == 0 {
                     let header = *header;
-                    let computed = crc.finish();
+                    let computed = crc.clone().finish();
                     self.current = None;
                     if computed != header.checksum {
                         return Err(self.fail(FrameError::Checksum {
@@ -502,6 +502,59 @@ mod tests {
         assert_eq!(crc32(b""), 0);
     }
 
+    /// The byte-at-a-time definitions the word-at-a-time code must match.
+    fn reference_payload(sequence: u64, offset: u64, len: usize) -> Vec<u8> {
+        (offset..offset + len as u64)
+            .map(|pos| splitmix_word(sequence, pos / 8).to_le_bytes()[(pos % 8) as usize])
+            .collect()
+    }
+
+    fn reference_crc32(bytes: &[u8]) -> u32 {
+        let mut c = 0xffff_ffffu32;
+        for &b in bytes {
+            c ^= u32::from(b);
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    0xedb8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+            }
+        }
+        c ^ 0xffff_ffff
+    }
+
+    #[test]
+    fn word_wise_payload_and_crc_match_the_bytewise_definitions() {
+        for sequence in [0u64, 1, 77, u64::MAX] {
+            for offset in 0..17u64 {
+                for len in [0usize, 1, 3, 7, 8, 9, 15, 16, 17, 100] {
+                    let mut out = vec![0u8; len];
+                    fill_payload(sequence, offset, &mut out);
+                    let want = reference_payload(sequence, offset, len);
+                    assert_eq!(out, want, "seq {sequence} offset {offset} len {len}");
+                    assert_eq!(crc32(&out), reference_crc32(&want));
+                }
+            }
+            for len in [0u32, 1, 7, 8, 9, 1000, 4097] {
+                let payload = reference_payload(sequence, 0, len as usize);
+                assert_eq!(
+                    payload_checksum(sequence, len),
+                    reference_crc32(&payload),
+                    "seq {sequence} len {len}"
+                );
+            }
+        }
+        // Split updates agree with one update, whatever the split.
+        let bytes = reference_payload(5, 0, 40);
+        for cut in 0..bytes.len() {
+            let mut c = Crc32::default();
+            c.update(&bytes[..cut]);
+            c.update(&bytes[cut..]);
+            assert_eq!(c.finish(), crc32(&bytes), "cut {cut}");
+        }
+    }
+
     #[test]
     fn header_round_trips_and_rejects_bad_input() {
         let h = FrameHeader {
@@ -566,6 +619,27 @@ mod tests {
             assert_eq!(seqs, [0, 1, 2, 3, 4], "chunk {chunk}");
             assert_eq!(out[3].header.capture_us, 99_000);
             assert_eq!(p.bytes(), stream.len() as u64);
+        }
+    }
+
+    #[test]
+    fn kept_and_regenerated_payloads_read_the_same() {
+        // Above the size kept in memory, the payload is generated again for each read.
+        for len in [KEEP_PAYLOAD_MAX, KEEP_PAYLOAD_MAX + 3] {
+            let mut source = FrameSource::new(FrameKind::Key, 9, ms(0), len);
+            let mut p = FrameParser::new(Some(9));
+            let mut out = Vec::new();
+            let mut bytes = Vec::new();
+            while !source.is_empty() {
+                let piece = source.read(1000);
+                bytes.extend_from_slice(&piece);
+                p.push(ms(1), &piece, &mut out).expect("checksum matches");
+            }
+            assert_eq!(out.len(), 1, "len {len}");
+            assert_eq!(
+                bytes[FRAME_HEADER_LEN..],
+                reference_payload(9, 0, len as usize)
+            );
         }
     }
 

@@ -321,21 +321,22 @@ impl Connection {
         } else {
             0
         };
-        let mut tmp = Vec::new();
-        // Fewer ranges if they do not fit.
+        // Encoded in place; fewer ranges if they do not fit.
+        let start = buf.len();
         for max_ranges in [32usize, 8, 2, 1] {
-            tmp.clear();
-            if !encode_ack(&mut tmp, &s.received, delay, None, max_ranges) {
+            buf.truncate(start);
+            if !encode_ack(buf, &s.received, delay, None, max_ranges) {
+                buf.truncate(start);
                 return;
             }
-            if buf.len() + tmp.len() <= end {
+            if buf.len() <= end {
                 break;
             }
         }
-        if buf.len() + tmp.len() > end {
+        if buf.len() > end {
+            buf.truncate(start);
             return;
         }
-        buf.extend_from_slice(&tmp);
         pkt.frames.ack_largest = Some(largest);
         if self.qlog.is_some() {
             let ranges: Vec<[u64; 2]> = s

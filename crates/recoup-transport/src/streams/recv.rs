@@ -166,9 +166,11 @@ impl RecvStream {
         if n == 0 && !buf.is_empty() && self.final_size != Some(self.read) {
             return Err(Error::Blocked);
         }
-        for (dst, src) in buf.iter_mut().zip(self.ready.drain(..n)) {
-            *dst = src;
-        }
+        let (front, back) = self.ready.as_slices();
+        let split = n.min(front.len());
+        buf[..split].copy_from_slice(&front[..split]);
+        buf[split..n].copy_from_slice(&back[..n - split]);
+        self.ready.drain(..n);
         self.read += n as u64;
         if self.ready.is_empty() {
             self.ready.shrink_to_fit();

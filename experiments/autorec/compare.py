@@ -47,7 +47,7 @@ def x_value(v: str) -> float:
 
 
 def run(c: Compare, doc: str) -> None:
-    args = common.parse_args(doc, seeds=8, quick_seeds=2)
+    args = common.parse_args(doc, seeds=10, quick_seeds=2)
     plan = {
         "name": c.fig,
         "seed": 1,

@@ -42,7 +42,7 @@ def h(k: int, r: float) -> float:
 
 
 def main() -> None:
-    args = common.parse_args(__doc__, seeds=6, quick_seeds=2)
+    args = common.parse_args(__doc__, seeds=10, quick_seeds=2)
     ks = [0, 1, 2, 4, 10] if args.quick else list(range(11))
     plan = {
         "name": "fig13",

@@ -56,7 +56,7 @@ def tolerance(value: str) -> float:
 
 def run(s: Sweep, doc: str) -> tuple[pd.DataFrame, pd.DataFrame, object]:
     """Runs the sweep and the ARQ baseline; returns (AutoRec aggregate, ARQ aggregate, args)."""
-    args = common.parse_args(doc, seeds=8, quick_seeds=2)
+    args = common.parse_args(doc, seeds=10, quick_seeds=2)
     values = s.quick_values if args.quick else s.values
     arq = common.run_plan(s.fig, {"name": "arq", **scenario({"name": "arq"})}, args, tag="arq")
     plan = {

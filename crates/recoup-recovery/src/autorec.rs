@@ -121,6 +121,19 @@ impl AutoRec {
         self.next_decision = Some(now + decision_interval(srtt, self.cfg.d_rtts));
     }
 
+    /// When the head of the queue will have been silent for longer than T_thres. AutoRec §V-B
+    /// reinjects it then "regardless of whether the off-mode is entered or not", so the
+    /// transport must wake for it even if no acknowledgement or send comes in the meantime
+    /// (between the frames of an application-limited stream, none may come for tens of ms).
+    fn opportunistic_deadline(&self) -> Option<Instant> {
+        if !self.cfg.opportunistic || self.k_theta == 0 {
+            return None;
+        }
+        let head = self.queue.head()?;
+        // `poll_copy` wants strictly more silence than T_thres.
+        Some(head.last_sent + self.t_thres()? + Duration::from_nanos(1))
+    }
+
     fn enter_state(&mut self, state: SendState) {
         if state == SendState::OffMode && self.state != SendState::OffMode {
             self.off_mode_before = Some(self.queue.next_seq());
@@ -219,7 +232,10 @@ impl RecoveryPolicy for AutoRec {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.next_decision
+        match (self.next_decision, self.opportunistic_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn on_timeout(&mut self, now: Instant) {
@@ -326,6 +342,45 @@ mod tests {
         assert_eq!(poll(&mut p, ms(142), SendState::OnMode), Some(1));
         // K = 2 reached: deleted.
         assert_eq!(p.queue_len(), 0);
+    }
+
+    #[test]
+    fn the_timer_wakes_for_the_opportunistic_deadline() {
+        let mut p = warmed_up(AutoRecConfig::testbed(), 5);
+        assert_eq!(
+            p.poll_timeout(),
+            Some(ms(200)),
+            "empty queue: the decision only"
+        );
+        retransmit(&mut p, 1, 200, ms(100));
+        // T_thres = 20 ms after the retransmission, before the decision at 200 ms.
+        let due = ms(120) + Duration::from_nanos(1);
+        assert_eq!(p.poll_timeout(), Some(due));
+        p.on_timeout(due);
+        assert_eq!(poll(&mut p, due, SendState::OnMode), Some(1));
+        // The copy leaves later (pacing): its silence counts from then.
+        let r = ranges(Some(1));
+        p.on_packet_sent(ms(125), &packet(201, ms(125), SendKind::Copy, &r));
+        assert_eq!(p.poll_timeout(), Some(ms(145) + Duration::from_nanos(1)));
+
+        let off = AutoRecConfig {
+            opportunistic: false,
+            ..AutoRecConfig::testbed()
+        };
+        let mut p = warmed_up(off, 5);
+        retransmit(&mut p, 1, 200, ms(100));
+        assert_eq!(
+            p.poll_timeout(),
+            Some(ms(200)),
+            "ablation: no opportunistic timer"
+        );
+        let mut p = warmed_up(AutoRecConfig::testbed(), 0);
+        retransmit(&mut p, 1, 200, ms(100));
+        assert_eq!(
+            p.poll_timeout(),
+            Some(ms(200)),
+            "K = 0: no copies, no timer"
+        );
     }
 
     #[test]

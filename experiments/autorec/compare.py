@@ -1,0 +1,113 @@
+"""Policies side by side over one path parameter (AutoRec Figs. 17 and 18): a 4 Mbit/s live stream
+on the testbed path, ARQ in every sweep point as the goodput baseline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import common
+import matplotlib.pyplot as plt
+
+METRICS = [
+    "recovery_latency_multi_ms",
+    "deterioration_rate",
+    "redundancy_cost",
+    "goodput_reduction",
+    "goodput_mbps",
+    "loss_rate",
+    "t_unit_ms",
+    "freezes_per_100s",
+]
+
+# (metric, scale, label) of the four panels and table columns.
+PANELS = [
+    ("recovery_latency_multi_ms", 1.0, "recovery latency, multi-rtx data (ms)"),
+    ("deterioration_rate", 100.0, "recovery deterioration rate (%)"),
+    ("redundancy_cost", 100.0, "redundancy cost (%)"),
+    ("goodput_reduction", 100.0, "goodput reduction (%)"),
+]
+
+
+@dataclass
+class Compare:
+    fig: str
+    title: str
+    axis: str  # scenario key swept, e.g. path.rate
+    values: list[str]
+    quick_values: list[str]
+    xlabel: str
+    policies: list[dict[str, str]]
+    # paper[(label, x)] = [latency ms, deterioration %, cost %, goodput red. %] as text
+    paper: dict[tuple[str, float], list[str]] = field(default_factory=dict)
+
+
+def x_value(v: str) -> float:
+    return float(v.rstrip("Mbpsm"))
+
+
+def run(c: Compare, doc: str) -> None:
+    args = common.parse_args(doc, seeds=10, quick_seeds=2)
+    plan = {
+        "name": c.fig,
+        "seed": 1,
+        "path": dict(common.TESTBED_PATH),
+        "app": {"kind": "live", "bitrate": "4Mbps", "fps": 30},
+        "transport": {"cc": "bbr"},
+        "policy": [{"name": "arq"}, *c.policies],
+        "sweep": {c.axis: c.quick_values if args.quick else c.values},
+    }
+    df = common.run_plan(c.fig, plan, args)
+    df["x"] = df[c.axis].map(x_value)
+    agg = common.aggregate(df, ["policy", "x"], METRICS).sort_values(["policy", "x"])
+    labels = ["arq"] + [p.get("label", p["name"]) for p in c.policies]
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
+    for ax, (m, scale, label) in zip(axes.flat, PANELS):
+        for pol in labels:
+            a = agg[agg["policy"] == pol]
+            ax.errorbar(a["x"], a[m] * scale, yerr=a[m + "_ci"] * scale, fmt="o-", label=pol)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    for ax in axes[1]:
+        ax.set_xlabel(c.xlabel)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(c.title)
+    fig.tight_layout()
+    png = common.figure_path(c.fig, args)
+    fig.savefig(png, dpi=110)
+    print(f"wrote {png}")
+
+    rows = []
+    for _, r in agg.iterrows():
+        ours = [
+            common.pm(r[m], r[m + "_ci"], scale, 1 if scale == 1 else 2) for m, scale, _ in PANELS
+        ]
+        paper = c.paper.get((r["policy"], r["x"]), [""] * 4)
+        rows.append(
+            [
+                r["policy"],
+                f"{r['x']:g}",
+                *[f"{o} ({p})" if p else o for o, p in zip(ours, paper)],
+                common.pm(r["goodput_mbps"], r["goodput_mbps_ci"], 1, 2),
+                common.pm(r["t_unit_ms"], r["t_unit_ms_ci"]),
+            ]
+        )
+    body = (
+        "Ours: mean ± 95 % CI over seeds; the paper's number in parentheses where its text "
+        "gives one.\n\n"
+    )
+    body += common.markdown_table(
+        [
+            "policy",
+            c.xlabel,
+            "latency ms",
+            "deterioration %",
+            "redundancy cost %",
+            "goodput red. %",
+            "goodput Mbit/s",
+            "T_unit ms",
+        ],
+        rows,
+    )
+    common.write_table(c.fig, c.title, body, args)

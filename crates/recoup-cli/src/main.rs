@@ -23,6 +23,7 @@ enum Command {
     Get(cmd::get::Args),
     Run(cmd::run::Args),
     Compare(cmd::compare::Args),
+    Analyze(cmd::analyze::Args),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
         Command::Get(args) => cmd::get::run(args).map_err(Into::into),
         Command::Run(args) => cmd::run::run(args).map_err(Into::into),
         Command::Compare(args) => cmd::compare::run(args).map_err(Into::into),
+        Command::Analyze(args) => cmd::analyze::run(args).map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use recoup_sim::metrics::{fill_goodput_reduction, summarize, write_csv, RunRow, SummaryRow};
-use recoup_sim::run::{jobs, run_one};
+use recoup_sim::run::{jobs, run_one_with_qlog};
 use recoup_sim::scenario::{Scenario, ScenarioError};
 use serde::Serialize;
 
@@ -78,6 +78,15 @@ pub struct PointResult {
 
 /// Runs every (point, policy, seed) on `threads` worker threads (0: one per core).
 pub fn run_all(scenarios: &[Scenario], threads: usize) -> Result<Vec<PointResult>, Error> {
+    run_all_with_qlog(scenarios, threads, None)
+}
+
+/// [`run_all`], writing a qlog trace per run and side into `qlog_dir` when given.
+pub fn run_all_with_qlog(
+    scenarios: &[Scenario],
+    threads: usize,
+    qlog_dir: Option<&Path>,
+) -> Result<Vec<PointResult>, Error> {
     let work: Vec<(usize, usize, u64)> = scenarios
         .iter()
         .enumerate()
@@ -93,11 +102,13 @@ pub fn run_all(scenarios: &[Scenario], threads: usize) -> Result<Vec<PointResult
             .map(|&(i, p, seed)| {
                 let scenario = &scenarios[i];
                 let policy = &scenario.policies[p];
-                let row = run_one(scenario, policy, seed).map_err(|source| Error::Run {
-                    scenario: scenario.name.clone(),
-                    policy: policy.label.clone(),
-                    seed,
-                    source: Box::new(source),
+                let row = run_one_with_qlog(scenario, policy, seed, qlog_dir).map_err(|source| {
+                    Error::Run {
+                        scenario: scenario.name.clone(),
+                        policy: policy.label.clone(),
+                        seed,
+                        source: Box::new(source),
+                    }
                 });
                 bar.inc(1);
                 row.map(|r| (i, r))

@@ -29,10 +29,10 @@ pub struct Args {
     /// Directory for analyze.csv and analyze.json (created if missing).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// A gap longer than this between packets with new data counts as off-mode.
-    #[arg(long, value_name = "DURATION", default_value = "5ms",
-          value_parser = super::simulate::parse_duration)]
-    pub off_gap: Duration,
+    /// A gap longer than this between packets with new data counts as off-mode
+    /// [default: 5ms, recoup_sim::qlog_analyze::DEFAULT_OFF_GAP].
+    #[arg(long, value_name = "DURATION", value_parser = super::simulate::parse_duration)]
+    pub off_gap: Option<Duration>,
 }
 
 /// Why `analyze` failed.
@@ -72,7 +72,8 @@ fn row<'a>(path: &Path, a: &'a Analysis) -> Row<'a> {
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
-    if args.off_gap.is_zero() {
+    let off_gap = args.off_gap.unwrap_or(DEFAULT_OFF_GAP);
+    if off_gap.is_zero() {
         return Err(Error::Write {
             path: PathBuf::from("--off-gap"),
             detail: "must be positive".into(),
@@ -84,7 +85,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        results.push((path.clone(), analyze_file(path, &label, args.off_gap)?));
+        results.push((path.clone(), analyze_file(path, &label, off_gap)?));
     }
     print_table(&results);
     if let Some(dir) = &args.out {

@@ -19,6 +19,12 @@
 //! send), else a copy. recoup's own traces say so explicitly (`"recoup": {"kind": ..}`), and
 //! that is used when present; for other stacks (aioquic, quinn) the rule above infers it.
 //!
+//! Stacks that split a retransmission over several packets (aioquic frames lost ranges by the
+//! room left in a packet) are handled: every packet carrying bytes not yet re-sent in the round
+//! counts as (part of) the round's retransmission. Two limits follow: K (`k_max`) counts those
+//! packets, and when a part other than the newest is lost, its re-send is counted as a copy
+//! (the lineage's round only ends with its newest send, as in the transport).
+//!
 //! Formats: qlog 0.3 as JSON text sequences (RFC 7464, `.sqlog`: recoup, quinn, quiche) and as one
 //! JSON document with `traces` (`.qlog`: aioquic's `QuicLogger`). Event names are matched on
 //! their part after the category (`transport:packet_sent` and `quic:packet_sent` alike).
@@ -573,7 +579,7 @@ fn ack_ranges(f: &Value) -> Result<Vec<(u64, u64)>, String> {
 // ----- replay -----
 
 /// Disjoint half-open byte ranges, start -> end.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct RangeSet(BTreeMap<u64, u64>);
 
 impl RangeSet {
@@ -681,6 +687,8 @@ struct Lineage {
     sends: u32,
     copies: u32,
     retransmit_queued: bool,
+    /// Bytes re-sent in the current round (to tell a split retransmission from a copy).
+    round_sent: RangeSet,
 }
 
 #[derive(Debug, Default)]
@@ -792,8 +800,9 @@ impl Replay {
                 s.final_size.get_or_insert(f.end);
             }
         }
-        // Re-sent parts: each belongs to the lineages it overlaps, sent once per packet.
-        let mut sent_lineages: Vec<LossId> = Vec::new();
+        // Re-sent parts: each belongs to the lineages it overlaps, sent once per packet, with
+        // the bytes of each lineage this packet carries.
+        let mut sent_lineages: Vec<(LossId, Vec<(u64, u64)>)> = Vec::new();
         let mut resent_bytes = 0u64;
         for (stream, start, end) in resent {
             let ids = self.overlapping(stream, start, end);
@@ -802,8 +811,13 @@ impl Replay {
                 .iter()
                 .any(|f| f.stream == stream && f.fin && f.end == end);
             for id in &ids {
-                if !sent_lineages.contains(id) {
-                    sent_lineages.push(*id);
+                let Some(r) = self.lineages.get(id).map(|l| l.range) else {
+                    continue;
+                };
+                let piece = (start.max(r.start), end.min(r.end));
+                match sent_lineages.iter_mut().find(|(i, _)| i == id) {
+                    Some((_, pieces)) => pieces.push(piece),
+                    None => sent_lineages.push((*id, vec![piece])),
                 }
             }
             parts.push(SentPart {
@@ -815,29 +829,32 @@ impl Replay {
                 lineages: ids,
             });
         }
-        // The packet's kind: recoup says; otherwise new data makes it new, a lineage waiting
-        // for its retransmission makes it a retransmission, and anything else re-sent a copy.
-        let kind = if has_new {
-            None
-        } else {
-            explicit.or_else(|| {
-                let retransmits = sent_lineages
-                    .iter()
-                    .any(|id| self.lineages.get(id).is_some_and(|l| l.retransmit_queued));
-                Some(if retransmits {
-                    Kind::Retransmission
-                } else {
-                    Kind::Copy
-                })
-            })
-        };
-        for id in &sent_lineages {
+        // What each lineage's send is: recoup says; otherwise it is (part of) the round's
+        // retransmission while the lineage waits for one or this packet carries bytes of it not
+        // yet re-sent in this round (other stacks may split a retransmission over packets),
+        // and a copy otherwise.
+        let mut any_retransmission = false;
+        for (id, pieces) in &sent_lineages {
             let Some(l) = self.lineages.get_mut(id) else {
                 continue;
             };
+            let kind = explicit.unwrap_or_else(|| {
+                let fresh = pieces
+                    .iter()
+                    .any(|&(a, b)| !l.round_sent.gaps(a, b).is_empty());
+                if l.retransmit_queued || fresh {
+                    Kind::Retransmission
+                } else {
+                    Kind::Copy
+                }
+            });
+            for &(a, b) in pieces {
+                l.round_sent.insert(a, b);
+            }
+            any_retransmission |= kind == Kind::Retransmission;
             l.newest = Some(pn);
             l.sends += 1;
-            match kind.unwrap_or(Kind::Copy) {
+            match kind {
                 Kind::Retransmission => {
                     l.retransmit_queued = false;
                     if l.first_retransmit.is_none() {
@@ -847,6 +864,16 @@ impl Replay {
                 Kind::Copy => l.copies += 1,
             }
         }
+        // The packet's kind: new data makes it new (a recoup packet never mixes kinds).
+        let kind = if has_new {
+            None
+        } else if explicit.is_some() {
+            explicit
+        } else if any_retransmission {
+            Some(Kind::Retransmission)
+        } else {
+            Some(Kind::Copy)
+        };
         match kind {
             None => {
                 self.counters.packets_new += 1;
@@ -950,6 +977,7 @@ impl Replay {
                             sends: 0,
                             copies: 0,
                             retransmit_queued: true,
+                            round_sent: RangeSet::default(),
                         },
                     );
                     self.by_start.insert((range.stream, range.start), id);
@@ -961,6 +989,7 @@ impl Replay {
                     if l.newest == Some(pn) && !l.retransmit_queued {
                         l.round += 1;
                         l.retransmit_queued = true;
+                        l.round_sent = RangeSet::default();
                     }
                 }
             }
@@ -1104,6 +1133,31 @@ mod tests {
         assert_eq!(a.row.lost_ranges, 1);
         assert!(close(a.row.recovery_latency_ms, 72.0));
         assert_eq!((a.row.n_max, a.row.k_max, a.row.copies_sent), (2, 2, 0));
+    }
+
+    #[test]
+    fn a_retransmission_split_over_packets_is_no_copy() {
+        // aioquic may re-send a lost 2000-byte frame as two frames in two packets: both are
+        // the round's retransmission. Re-sending it again before a loss is a copy.
+        let events = vec![
+            sent(0.0, 0, Some((0, 2000))),
+            sent(1.0, 1, Some((2000, 100))),
+            lost(50.0, 0),
+            sent(51.0, 2, Some((0, 1000))),
+            sent(51.0, 3, Some((1000, 1000))),
+            sent(52.0, 4, Some((0, 2000))),
+            acked(120.0, json!([[1, 4]])),
+        ];
+        let file = Path::new("split.qlog");
+        let trace = parse_trace(&aioquic_doc("server", events), file).expect("parse");
+        let a = analyze(&trace, file, "x", DEFAULT_OFF_GAP).expect("analyze");
+        let r = &a.row;
+        assert_eq!(
+            (r.lost_ranges, r.retransmissions_sent, r.copies_sent),
+            (1, 2, 1)
+        );
+        assert_eq!((r.n_max, r.k_max), (1, 3));
+        assert!(close(r.recovery_latency_ms, 0.0));
     }
 
     #[test]

@@ -25,8 +25,10 @@
 //! packets, and when a part other than the newest is lost, its re-send is counted as a copy
 //! (the lineage's round only ends with its newest send, as in the transport).
 //!
-//! Formats: qlog 0.3 as JSON text sequences (RFC 7464, `.sqlog`: recoup, quinn, quiche) and as one
-//! JSON document with `traces` (`.qlog`: aioquic's `QuicLogger`). Event names are matched on
+//! Formats: qlog 0.3 as JSON text sequences (RFC 7464, `.sqlog`: recoup's, and other stacks'
+//! that log frames) and as one JSON document with `traces` (`.qlog`: aioquic's `QuicLogger`).
+//! quinn-proto 0.11's optional qlog logs packet headers without frames; such a trace is refused
+//! ([`AnalyzeError::NoFrames`]), since no lineage can be rebuilt from it. Event names are matched on
 //! their part after the category (`transport:packet_sent` and `quic:packet_sent` alike).
 //!
 //! Off-mode (AutoRec §III-B): the sender has no new data to send. From a trace it is measured as
@@ -72,6 +74,12 @@ pub enum AnalyzeError {
         file.display()
     )]
     Receiver { file: PathBuf, vantage: String },
+    #[error(
+        "{}: {sent} 1-RTT packets sent but none lists a STREAM frame: this trace does not log \
+         frames (quinn 0.11's qlog does not), so lost data cannot be followed",
+        file.display()
+    )]
+    NoFrames { file: PathBuf, sent: u64 },
 }
 
 /// Which software wrote the trace, as far as the header says.
@@ -81,7 +89,7 @@ pub enum Format {
     Recoup,
     /// aioquic's `QuicLogger` (JSON, vantage point named `aioquic`).
     Aioquic,
-    /// Another qlog 0.3 JSON text sequence (quinn, quiche).
+    /// Another qlog 0.3 JSON text sequence.
     JsonSeq,
     /// Another qlog JSON document.
     Json,
@@ -233,6 +241,12 @@ pub fn analyze(
     let mut replay = Replay::default();
     for e in &trace.events {
         replay.event(e);
+    }
+    if replay.app_sent > 0 && replay.stream_sent == 0 {
+        return Err(AnalyzeError::NoFrames {
+            file: file.to_owned(),
+            sent: replay.app_sent,
+        });
     }
     let first = trace.events.first().map_or(Instant::ZERO, |e| e.time);
     let last = trace.events.last().map_or(Instant::ZERO, |e| e.time);
@@ -704,6 +718,9 @@ struct Replay {
     recovered: Vec<Recovered>,
     counters: RunCounters,
     new_data_sends: Vec<Instant>,
+    /// Application-space packets sent, and those with STREAM frames.
+    app_sent: u64,
+    stream_sent: u64,
 }
 
 impl Replay {
@@ -761,6 +778,10 @@ impl Replay {
         frames: &[StreamFrame],
         explicit: Option<Kind>,
     ) {
+        if space == Space::App {
+            self.app_sent += 1;
+            self.stream_sent += u64::from(!frames.is_empty());
+        }
         if space != Space::App || frames.is_empty() {
             self.sent[space.index()].insert(
                 pn,
@@ -1170,6 +1191,23 @@ mod tests {
             text.contains("client.qlog") && text.contains("sender"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_trace_without_frames_is_refused() {
+        // quinn 0.11 logs packet_sent with its header only.
+        let events: Vec<Value> = (0..5)
+            .map(|pn| {
+                json!({"name": "transport:packet_sent", "time": f64::from(pn),
+                       "data": {"header": {"packet_type": "1RTT", "packet_number": pn}}})
+            })
+            .collect();
+        let file = Path::new("quinn.sqlog");
+        let trace = parse_trace(&aioquic_doc("server", events), file).expect("parse");
+        let e = analyze(&trace, file, "x", DEFAULT_OFF_GAP)
+            .expect_err("no frames")
+            .to_string();
+        assert!(e.contains("quinn.sqlog") && e.contains("STREAM"), "{e}");
     }
 
     fn error_of(text: &str) -> String {

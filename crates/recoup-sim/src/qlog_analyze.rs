@@ -17,7 +17,7 @@
 //!
 //! A re-send is a retransmission when its lineage waits for one (after a loss of its newest
 //! send), else a copy. recoup's own traces say so explicitly (`"recoup": {"kind": ..}`), and
-//! that is used when present; for other stacks (aioquic, quinn) the rule above infers it.
+//! that is used when present; for other stacks (aioquic) the rule above infers it.
 //!
 //! Stacks that split a retransmission over several packets (aioquic frames lost ranges by the
 //! room left in a packet) are handled: every packet carrying bytes not yet re-sent in the round

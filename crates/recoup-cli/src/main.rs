@@ -26,6 +26,7 @@ enum Command {
     Sweep(cmd::sweep::Args),
     Plot(cmd::plot::Args),
     Link(Box<cmd::link::Args>),
+    Analyze(cmd::analyze::Args),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => cmd::sweep::run(args).map_err(Into::into),
         Command::Plot(args) => cmd::plot::run(args).map_err(Into::into),
         Command::Link(args) => cmd::link::run(*args).map_err(Into::into),
+        Command::Analyze(args) => cmd::analyze::run(args).map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,11 +3,15 @@
 //! (scenario, policy, seed).
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufWriter;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use recoup_recovery::PolicySpec;
 use recoup_time::Instant;
+use recoup_transport::qlog::{QlogWriter, VantagePoint};
 use recoup_transport::streams::StreamId;
 use recoup_transport::{
     simulation_tls, ClientConfig, ConnectionHandle, Endpoint, Error as TransportError, Recovered,
@@ -47,6 +51,8 @@ struct AppDriver {
     recovered: Vec<Recovered>,
     error: Option<String>,
     buf: Vec<u8>,
+    /// A qlog trace to attach to the connection as soon as it exists.
+    qlog: Option<QlogWriter>,
 }
 
 impl AppDriver {
@@ -63,6 +69,7 @@ impl AppDriver {
             recovered: Vec::new(),
             error: None,
             buf: vec![0; 64 * 1024],
+            qlog: None,
         }
     }
 
@@ -86,6 +93,9 @@ impl Application for AppDriver {
         let Some(conn) = self.conn.and_then(|h| ep.connection_mut(h)) else {
             return self.app.next_wakeup();
         };
+        if let Some(q) = self.qlog.take() {
+            conn.set_qlog(q);
+        }
         self.recovered.extend(conn.drain_recovered());
         if !conn.is_established() {
             return None;
@@ -173,11 +183,73 @@ pub enum RunError {
     Path(#[from] SimError),
     #[error("transport: {0}")]
     Transport(#[from] TransportError),
+    #[error("qlog {path}: {source}")]
+    Qlog {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The qlog file of one side of a run: `<scenario>-<policy>-<seed>-{server,client}.sqlog`, with
+/// characters other than letters, digits, `.`, `_`, `-` and `=` replaced by `_` (sweep point
+/// names carry spaces and `%`).
+#[must_use]
+pub fn qlog_file_name(scenario: &str, policy: &str, seed: u64, vantage: VantagePoint) -> String {
+    let side = match vantage {
+        VantagePoint::Server => "server",
+        VantagePoint::Client => "client",
+    };
+    format!("{scenario}-{policy}-{seed}-{side}.sqlog")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-=".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn qlog_writer(
+    dir: &Path,
+    name: String,
+    vantage: VantagePoint,
+    start: Instant,
+) -> Result<QlogWriter, RunError> {
+    let path = dir.join(name);
+    let file = std::fs::create_dir_all(dir)
+        .and_then(|()| File::create(&path))
+        .map_err(|source| RunError::Qlog {
+            path: path.clone(),
+            source,
+        })?;
+    let odcid = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(QlogWriter::new(
+        Box::new(BufWriter::new(file)),
+        vantage,
+        &odcid,
+        start,
+    ))
 }
 
 /// One run: `policy` of `scenario` with `seed`. The server is the sender (a CDN edge), the
 /// client the viewer.
 pub fn run_one(scenario: &Scenario, policy: &PolicyEntry, seed: u64) -> Result<RunRow, RunError> {
+    run_one_with_qlog(scenario, policy, seed, None)
+}
+
+/// [`run_one`], and with `qlog_dir` a qlog trace per side in that directory, named by
+/// [`qlog_file_name`], with simulated times. Tracing does not change the run's results.
+pub fn run_one_with_qlog(
+    scenario: &Scenario,
+    policy: &PolicyEntry,
+    seed: u64,
+    qlog_dir: Option<&Path>,
+) -> Result<RunRow, RunError> {
     let (client_tls, server_tls) = simulation_tls(seed, "localhost", &[b"hq-interop"])?;
     let transport = TransportConfig {
         policy: policy.spec.clone(),
@@ -214,22 +286,25 @@ pub fn run_one(scenario: &Scenario, policy: &PolicyEntry, seed: u64) -> Result<R
     let start = Instant::ZERO;
     let pair = scenario.app.build(start, scenario.duration, seed);
     let bidi = matches!(scenario.app, crate::app::AppSpec::Rpc(_));
+    let mut client_driver = AppDriver::new(Side::Client, pair.client, bidi);
+    let mut server_driver = AppDriver::new(Side::Server, pair.server, bidi);
+    if let Some(dir) = qlog_dir {
+        for (driver, vantage) in [
+            (&mut client_driver, VantagePoint::Client),
+            (&mut server_driver, VantagePoint::Server),
+        ] {
+            let name = qlog_file_name(&scenario.name, &policy.label, seed, vantage);
+            driver.qlog = Some(qlog_writer(dir, name, vantage, start)?);
+        }
+    }
     let mut sim = Simulator::new();
     let c = sim.add_node(
         "client",
-        Box::new(QuicNode::new(
-            client_addr,
-            client_ep,
-            AppDriver::new(Side::Client, pair.client, bidi),
-        )),
+        Box::new(QuicNode::new(client_addr, client_ep, client_driver)),
     );
     let s = sim.add_node(
         "server",
-        Box::new(QuicNode::new(
-            server_addr,
-            server_ep,
-            AppDriver::new(Side::Server, pair.server, bidi),
-        )),
+        Box::new(QuicNode::new(server_addr, server_ep, server_driver)),
     );
     let down = scenario.down.path_spec().build(seed, "down", None, 0)?;
     let up = scenario.up.path_spec().build(seed, "up", None, 0)?;

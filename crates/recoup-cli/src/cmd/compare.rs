@@ -48,7 +48,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         duration: args.duration,
     }
     .apply(&mut scenarios)?;
-    let results = simulate::run_all(&scenarios, args.jobs)?;
+    let results = simulate::run_all(&scenarios, args.jobs, None)?;
     for (point, scenario) in results.iter().zip(&scenarios) {
         println!(
             "{} ({} seeds x {:?} per policy)",

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod analyze;
 pub mod compare;
 pub mod get;
 pub mod link;

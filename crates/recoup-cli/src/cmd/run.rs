@@ -12,7 +12,8 @@ use super::simulate::{self, Error, Overrides};
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   recoup run scenarios/autorec.toml --out results/autorec
-  recoup run sweep.toml --out results/sweep --seeds 3 --jobs 2")]
+  recoup run sweep.toml --out results/sweep --seeds 3 --jobs 2
+  recoup run scenarios/default.toml --out results/a --seeds 1 --qlog")]
 pub struct Args {
     /// Scenario file (TOML, DESIGN.md \"Scenario file\").
     pub scenario: PathBuf,
@@ -25,6 +26,10 @@ pub struct Args {
     /// Seeds per policy, overriding the file's `repetitions`.
     #[arg(long, value_name = "N")]
     pub seeds: Option<u32>,
+    /// Also write a qlog trace per run and side:
+    /// DIR/qlog/<scenario>-<policy>-<seed>-{server,client}.sqlog (simulated time).
+    #[arg(long)]
+    pub qlog: bool,
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
@@ -34,7 +39,8 @@ pub fn run(args: Args) -> Result<(), Error> {
         duration: None,
     }
     .apply(&mut scenarios)?;
-    let results = simulate::run_all(&scenarios, args.jobs)?;
+    let qlog_dir = args.qlog.then(|| args.out.join("qlog"));
+    let results = simulate::run_all(&scenarios, args.jobs, qlog_dir.as_deref())?;
     let written = simulate::write_outputs(&args.out, &results)?;
     let runs: usize = results.iter().map(|r| r.runs.len()).sum();
     println!("{runs} runs over {} scenario point(s)", results.len());

@@ -11,7 +11,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use recoup_sim::metrics::{fill_goodput_reduction, summarize, write_csv, RunRow, SummaryRow};
-use recoup_sim::run::{jobs, run_one};
+use recoup_sim::run::{jobs, run_one_with_qlog};
 use recoup_sim::scenario::{Scenario, ScenarioError};
 use serde::Serialize;
 
@@ -92,22 +92,36 @@ pub fn all_jobs(scenarios: &[Scenario]) -> Vec<Job> {
         .collect()
 }
 
-/// Runs every (point, policy, seed) on `threads` worker threads (0: one per core).
-pub fn run_all(scenarios: &[Scenario], threads: usize) -> Result<Vec<PointResult>, Error> {
+/// Runs every (point, policy, seed) on `threads` worker threads (0: one per core), writing a
+/// qlog trace per run and side into `qlog_dir` when given.
+pub fn run_all(
+    scenarios: &[Scenario],
+    threads: usize,
+    qlog_dir: Option<&Path>,
+) -> Result<Vec<PointResult>, Error> {
     let work = all_jobs(scenarios);
     let bar = progress_bar(work.len() as u64);
-    let rows = run_jobs(scenarios, &work, threads, &bar, &|_, _| Ok(()), None);
+    let rows = run_jobs(
+        scenarios,
+        &work,
+        threads,
+        qlog_dir,
+        &bar,
+        &|_, _| Ok(()),
+        None,
+    );
     bar.finish_and_clear();
     assemble(scenarios, rows?)
 }
 
 /// Runs `work` on `threads` worker threads (0: one per core), advancing `bar` and handing each
 /// finished run to `done` as soon as it finishes. Once `stop` is set, runs not yet started are
-/// left out of the result.
+/// left out of the result. With `qlog_dir`, each run writes its qlog traces there.
 pub fn run_jobs(
     scenarios: &[Scenario],
     work: &[Job],
     threads: usize,
+    qlog_dir: Option<&Path>,
     bar: &ProgressBar,
     done: &(dyn Fn(Job, &RunRow) -> Result<(), Error> + Sync),
     stop: Option<&AtomicBool>,
@@ -125,12 +139,15 @@ pub fn run_jobs(
                 let (i, p, seed) = job;
                 let scenario = &scenarios[i];
                 let policy = &scenario.policies[p];
-                let row = run_one(scenario, policy, seed).map_err(|source| Error::Run {
-                    scenario: scenario.name.clone(),
-                    policy: policy.label.clone(),
-                    seed,
-                    source: Box::new(source),
-                })?;
+                let row =
+                    run_one_with_qlog(scenario, policy, seed, qlog_dir).map_err(|source| {
+                        Error::Run {
+                            scenario: scenario.name.clone(),
+                            policy: policy.label.clone(),
+                            seed,
+                            source: Box::new(source),
+                        }
+                    })?;
                 done(job, &row)?;
                 bar.inc(1);
                 Ok(Some((job, row)))

@@ -132,7 +132,15 @@ pub fn run(args: Args) -> Result<(), Error> {
     let bar = simulate::progress_bar(work.len() as u64);
     bar.set_position(resumed as u64);
     bar.reset_eta();
-    let done = simulate::run_jobs(&scenarios, &todo, args.jobs, &bar, &record, Some(&STOP));
+    let done = simulate::run_jobs(
+        &scenarios,
+        &todo,
+        args.jobs,
+        None,
+        &bar,
+        &record,
+        Some(&STOP),
+    );
     bar.finish_and_clear();
     let done = done?;
     if done.len() < todo.len() {

@@ -170,7 +170,9 @@ impl Connection {
         self.reset_idle_timer(now);
         self.eliciting_since_receive = false;
         let packet_type = header.ty;
-        let ack_eliciting = self.process_frames(now, space, packet_type, &header.dcid, &payload)?;
+        // Logged before its frames are processed, with them, so that a reader of the trace sees
+        // an ACK before the losses it declares (as aioquic and quinn log), and can rebuild
+        // what was acknowledged from the trace alone (`recoup analyze`).
         if let Some(q) = self.qlog.as_mut() {
             q.event(
                 now,
@@ -178,9 +180,11 @@ impl Connection {
                 json!({
                     "header": {"packet_type": packet_type_name(space), "packet_number": pn},
                     "raw": {"length": header.packet.len()},
+                    "frames": qlog_received_frames(&payload),
                 }),
             );
         }
+        let ack_eliciting = self.process_frames(now, space, packet_type, &header.dcid, &payload)?;
         let max_ack_delay = self.config.max_ack_delay;
         let threshold = self.config.ack_eliciting_threshold;
         self.spaces[space].on_packet_received(
@@ -439,6 +443,28 @@ impl Connection {
             );
         }
     }
+}
+
+/// qlog descriptions of a received packet's frames: ACK ranges and STREAM ranges in full, other
+/// frames by type. Stops at the first undecodable frame (processing then rejects the packet).
+fn qlog_received_frames(payload: &[u8]) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for frame in Frames::new(payload) {
+        let Ok(frame) = frame else { break };
+        out.push(match &frame {
+            Frame::Padding { .. } => continue,
+            Frame::Ack(ack) => {
+                let ranges: Vec<[u64; 2]> = ack.ranges().map(|r| [*r.start(), *r.end()]).collect();
+                json!({"frame_type": "ack", "acked_ranges": ranges})
+            }
+            Frame::Stream(s) => json!({
+                "frame_type": "stream", "stream_id": s.stream_id, "offset": s.offset,
+                "length": s.data.len(), "fin": s.fin,
+            }),
+            other => json!({"frame_type": other.ty().name().to_ascii_lowercase()}),
+        });
+    }
+    out
 }
 
 fn ms(d: Duration) -> f64 {

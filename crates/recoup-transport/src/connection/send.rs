@@ -566,6 +566,7 @@ impl Connection {
         let chunks = self.streams.unacked(sid, range.start, range.end);
         let start = buf.len();
         let frames_before = pkt.frames.stream.len();
+        let qlog_before = pkt.qlog_frames.len();
         for c in &chunks {
             if pkt.frames.stream.len() >= MAX_STREAM_FRAMES
                 || self
@@ -575,6 +576,8 @@ impl Connection {
             {
                 buf.truncate(start);
                 pkt.frames.stream.truncate(frames_before);
+                // The trace must not show frames the packet does not carry.
+                pkt.qlog_frames.truncate(qlog_before);
                 return false;
             }
             self.record_range(pkt, c.id, c.offset, c.len, c.fin, Some(id), qlog);

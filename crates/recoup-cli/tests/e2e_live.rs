@@ -1,16 +1,15 @@
 //! The end-to-end test of issue 7: `recoup serve` streams 20 s of 4 Mbit/s live video through
 //! `recoup link` (12 Mbit/s, 60 ms RTT, 5 % Bernoulli loss: AutoRec's testbed path) to the
 //! unmodified aioquic player (`tests/interop/live_player.py`), once with `--policy arq` and once
-//! with `--policy autorec`. Every frame must arrive intact, and the server's qlog must show
-//! copies of lost data under autorec and none under arq.
-//!
-//! `recoup link` is assumed to print `listening on ADDR` as its first stdout line, as
-//! `recoup serve` does.
+//! with `--policy autorec` (both at once, each with its own server and link). Every frame must
+//! arrive intact; the server's qlog must show copies of lost data under autorec and none under
+//! arq; and `recoup analyze` on the two server qlogs must report the recovery metrics, with
+//! autorec's recovery latency for data whose first retransmission was lost below arq's.
 
 mod common;
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -53,10 +52,9 @@ fn link(upstream: SocketAddr) -> (Proc, SocketAddr) {
     Proc::server("recoup link", cmd)
 }
 
-/// Streams through the link and returns the player's summary and the server's qlog counts.
-fn stream_through_link(policy: &str) -> (serde_json::Value, QlogCount) {
-    let work = tempfile::tempdir().expect("tempdir");
-    let qlog = work.path().join("qlog");
+/// Streams through the link into `work` and returns the server's qlog counts and trace.
+fn stream_through_link(policy: &str, work: &Path) -> (QlogCount, PathBuf) {
+    let qlog = work.join("qlog");
     let (mut server, server_addr) = serve(policy, &qlog);
     let (mut relay, link_addr) = link(server_addr);
     let mut player = Command::new(python());
@@ -87,17 +85,72 @@ fn stream_through_link(policy: &str) -> (serde_json::Value, QlogCount) {
     assert_eq!(count.traces, 1, "{count:?}");
     // 5 % loss on 20 s of 4 Mbit/s: hundreds of lost packets, all recovered.
     assert!(count.retransmissions > 50, "{count:?}");
-    (summary, count)
+    let trace = std::fs::read_dir(&qlog)
+        .expect("qlog dir")
+        .map(|e| e.expect("dir entry").path())
+        .find(|p| p.extension().is_some_and(|e| e == "sqlog"))
+        .expect("one trace");
+    (count, trace)
+}
+
+/// `recoup analyze` on `traces`; returns its rows (analyze.json), in the order given.
+fn analyze(traces: &[&Path], out: &Path) -> Vec<serde_json::Value> {
+    let output = Command::new(recoup())
+        .arg("analyze")
+        .args(traces)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("run recoup analyze");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "recoup analyze failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    eprintln!("{stdout}");
+    let json = std::fs::read(out.join("analyze.json")).expect("analyze.json");
+    serde_json::from_slice::<Vec<serde_json::Value>>(&json).expect("analyze.json is a list")
+}
+
+fn number(row: &serde_json::Value, column: &str) -> f64 {
+    row[column]
+        .as_f64()
+        .unwrap_or_else(|| panic!("analyze gave no {column}: {row}"))
 }
 
 #[test]
-fn live_through_lossy_link_arq_sends_no_copies() {
-    let (_, count) = stream_through_link("arq");
-    assert_eq!(count.copies, 0, "arq sent copies: {count:?}");
-}
+fn live_through_lossy_link_autorec_recovers_faster_than_arq() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (arq_dir, autorec_dir) = (work.path().join("arq"), work.path().join("autorec"));
+    let ((arq, arq_trace), (autorec, autorec_trace)) = std::thread::scope(|s| {
+        let arq = s.spawn(|| stream_through_link("arq", &arq_dir));
+        let autorec = s.spawn(|| stream_through_link("autorec", &autorec_dir));
+        (
+            arq.join().expect("arq stream"),
+            autorec.join().expect("autorec stream"),
+        )
+    });
+    assert_eq!(arq.copies, 0, "arq sent copies: {arq:?}");
+    assert!(autorec.copies > 0, "autorec sent no copies: {autorec:?}");
 
-#[test]
-fn live_through_lossy_link_autorec_sends_copies() {
-    let (_, count) = stream_through_link("autorec");
-    assert!(count.copies > 0, "autorec sent no copies: {count:?}");
+    let rows = analyze(&[&arq_trace, &autorec_trace], &work.path().join("analyze"));
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (row, count) in rows.iter().zip([&arq, &autorec]) {
+        assert_eq!(row["vantage"], "server", "{row}");
+        assert!(number(row, "lost_ranges") > 50.0, "{row}");
+        assert!(
+            number(row, "t_unit_ms") >= 60.0,
+            "T_unit is at least one RTT: {row}"
+        );
+        assert_eq!(number(row, "copies_sent"), count.copies as f64, "{row}");
+    }
+    let (arq_multi, autorec_multi) = (
+        number(&rows[0], "recovery_latency_multi_ms"),
+        number(&rows[1], "recovery_latency_multi_ms"),
+    );
+    assert!(
+        autorec_multi < arq_multi,
+        "recovery latency of data whose first retransmission was lost: autorec {autorec_multi} ms, arq {arq_multi} ms"
+    );
 }

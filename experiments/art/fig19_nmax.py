@@ -9,49 +9,42 @@ the table in experiments/figures/art-fig19.md.
 
 from __future__ import annotations
 
-import argparse
+import sys
+from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from cli import RESULTS, figure_dir, markdown, run, scenario_toml  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import common  # noqa: E402
 
 # ART counts the ARQ retransmission in R ("QUIC (R = k)" sends k replicas per round), our
 # `fixed:r=` counts only the copies besides it, hence r = R - 1.
 POLICIES = [
-    ("QUIC (arq)", "arq", ""),
-    ("QUIC (R=2)", "fixed", "r=1"),
-    ("QUIC (R=3)", "fixed", "r=2"),
-    ("OR3 (R=2n-1)", "or3", "variant=2n-1"),
-    ("QUIC (R=2n+1)", "or3", "variant=2n+1"),
-    ("ART", "art", ""),
+    {"label": "QUIC (arq)", "name": "arq"},
+    {"label": "QUIC (R=2)", "name": "fixed", "params": "r=1"},
+    {"label": "QUIC (R=3)", "name": "fixed", "params": "r=2"},
+    {"label": "OR3 (R=2n-1)", "name": "or3", "params": "variant=2n-1"},
+    {"label": "QUIC (R=2n+1)", "name": "or3", "params": "variant=2n+1"},
+    {"label": "ART", "name": "art"},
 ]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="10 MB, 3 seeds (a smoke run)")
-    ap.add_argument("--seeds", type=int, help="seeds per policy (default 10, quick 3)")
-    ap.add_argument("--jobs", type=int, default=0, help="worker threads (default: all cores)")
-    args = ap.parse_args()
-    figs = figure_dir(args.quick)
-    size_mb = 10 if args.quick else 100
-    seeds = args.seeds or (3 if args.quick else 10)
-
-    toml = scenario_toml(
-        {"name": "art-fig19", "seed": 1, "repetitions": seeds, "duration": "60s"},
-        {
-            # 100 Mbit/s x 30 ms is 375 kB, about 300 packets: the queue holds one BDP.
-            "path": {"rtt": "30ms", "rate": "100Mbps", "queue": "droptail packets=300"},
-            "path.down": {"loss": "bernoulli 4%"},
-            "app": {"kind": "file", "size": f"{size_mb}MB", "count": 1},
-            "transport": {"cc": "bbr"},
-        },
-        POLICIES,
+    args = common.parse_args(
+        __doc__.split("\n\n")[0],
+        "10 MB, 3 seeds (a smoke run)",
+        seeds=10,
+        quick_seeds=3,
+        jobs=0,
+        count_help="seeds per policy",
     )
-    rows, wall = run(toml, RESULTS / "art-fig19", args.jobs)
-    order = [label for label, _, _ in POLICIES]
+    figs = common.figure_dir(args.quick)
+    size_mb = 10 if args.quick else 100
+
+    plan = common.art_plan("art-fig19", f"{size_mb}MB", "4%", POLICIES, args.seeds, "60s")
+    out = common.RESULTS / "art-fig19"
+    rows = common.run(plan, out / "scenario.toml", args)
+    order = [p["label"] for p in POLICIES]
     g = rows.groupby("policy")
     table = (
         g.agg(
@@ -82,16 +75,15 @@ def main() -> None:
         ax.set_xticks(list(x), order, rotation=30, ha="right")
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(
-        f"ART Fig. 19 setting: {size_mb} MB file, 100 Mbit/s, 30 ms RTT, 4 % loss, {seeds} seeds"
+        f"ART Fig. 19 setting: {size_mb} MB file, 100 Mbit/s, 30 ms RTT, 4 % loss, "
+        f"{args.seeds} seeds"
     )
-    fig.tight_layout()
-    figs.mkdir(parents=True, exist_ok=True)
-    fig.savefig(figs / "art-fig19.png", dpi=120)
+    common.save_figure(fig, figs / "art-fig19.png", dpi=120)
 
-    md = markdown(table)
-    (figs / "art-fig19.md").write_text(md)
+    md = common.frame_table(table)
+    common.save_text(figs / "art-fig19.md", md)
     print(md)
-    print(f"{len(rows)} runs, wall time {wall:.1f} s")
+    print(f"{len(rows)} runs, wall time {common.wall_seconds(out):.1f} s")
 
 
 if __name__ == "__main__":

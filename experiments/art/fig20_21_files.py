@@ -11,17 +11,22 @@ the table in experiments/figures/art-fig20-21.md.
 
 from __future__ import annotations
 
-import argparse
+import sys
+from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from cli import RESULTS, figure_dir, markdown, run, scenario_toml  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import common  # noqa: E402
 
-POLICIES = [("QUIC (arq)", "arq", ""), ("OR3", "or3", ""), ("ART", "art", "")]
+POLICIES = [
+    {"label": "QUIC (arq)", "name": "arq"},
+    {"label": "OR3", "name": "or3"},
+    {"label": "ART", "name": "art"},
+]
+LABELS = [p["label"] for p in POLICIES]
 # (figure, size, loss)
 CASES = [
     ("20a", "1MB", "1%"),
@@ -46,28 +51,24 @@ def reduction(table: pd.DataFrame, column: str) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="100 files per case (a smoke run)")
-    ap.add_argument("--files", type=int, help="files (seeds) per case and policy (default 1000)")
-    ap.add_argument("--jobs", type=int, default=0, help="worker threads (default: all cores)")
-    args = ap.parse_args()
-    figs = figure_dir(args.quick)
-    files = args.files or (100 if args.quick else 1000)
+    args = common.parse_args(
+        __doc__.split("\n\n")[0],
+        "100 files per case (a smoke run)",
+        seeds=1000,
+        quick_seeds=100,
+        jobs=0,
+        count="--files",
+        count_help="files (seeds) per case and policy",
+    )
+    figs = common.figure_dir(args.quick)
+    files = args.seeds
+    results = common.RESULTS / "art-fig20-21"
 
     summary, reductions, cdfs, walls = [], [], {}, []
     for fig, size, loss in CASES:
-        toml = scenario_toml(
-            {"name": f"art-fig{fig}", "seed": 1, "repetitions": files, "duration": "10s"},
-            {
-                # ART Fig. 19's testbed link; the queue holds one BDP (about 300 packets).
-                "path": {"rtt": "30ms", "rate": "100Mbps", "queue": "droptail packets=300"},
-                "path.down": {"loss": f"bernoulli {loss}"},
-                "app": {"kind": "file", "size": size, "count": 1},
-                "transport": {"cc": "bbr"},
-            },
-            POLICIES,
-        )
-        rows, wall = run(toml, RESULTS / "art-fig20-21" / fig, args.jobs)
+        plan = common.art_plan(f"art-fig{fig}", size, loss, POLICIES, files, "10s")
+        rows = common.run(plan, results / fig / "scenario.toml", args)
+        wall = common.wall_seconds(results / fig)
         walls.append(wall)
         incomplete = int(rows["transfers_incomplete"].fillna(0).sum())
         if incomplete:
@@ -82,7 +83,7 @@ def main() -> None:
             fct_p50=("fct_ms", "median"),
             fct_p95=("fct_ms", lambda s: s.quantile(0.95)),
             fct_p99=("fct_ms", lambda s: s.quantile(0.99)),
-        ).reindex([p for p, _, _ in POLICIES])
+        ).reindex(LABELS)
         cdfs[fig] = {p: np.sort(rows.loc[rows["policy"] == p, "fct_ms"].dropna()) for p in t.index}
         t["redundancy_cost"] *= 100
         out = t.reset_index().rename(columns={"redundancy_cost": "redundancy_cost_%"})
@@ -109,9 +110,9 @@ def main() -> None:
             for fig, size, loss, c, n in reductions
         ]
     )
-    md = markdown(table) + "\nART against OR3 (1 - ART / OR3):\n\n" + markdown(red, ".0f")
-    figs.mkdir(parents=True, exist_ok=True)
-    (figs / "art-fig20-21.md").write_text(md)
+    md = common.frame_table(table) + "\nART against OR3 (1 - ART / OR3):\n\n"
+    md += common.frame_table(red, ".0f")
+    common.save_text(figs / "art-fig20-21.md", md)
     print(md)
 
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.8), sharey=True)
@@ -123,12 +124,11 @@ def main() -> None:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(f"CDF over {files} files")
     axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(figs / "art-fig20-21-fct.png", dpi=120)
+    common.save_figure(fig, figs / "art-fig20-21-fct.png", dpi=120)
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.8))
     width = 0.8 / len(POLICIES)
-    for i, (policy, _, _) in enumerate(POLICIES):
+    for i, policy in enumerate(LABELS):
         sel = table[table["policy"] == policy]
         x = np.arange(len(CASES)) + i * width
         a.bar(x, sel["n_max"], width, label=policy)
@@ -139,8 +139,7 @@ def main() -> None:
         ax.grid(axis="y", alpha=0.3)
     a.legend()
     fig.suptitle(f"ART Figs. 20-21 setting: 100 Mbit/s, 30 ms RTT, {files} files per case")
-    fig.tight_layout()
-    fig.savefig(figs / "art-fig20-21-cost.png", dpi=120)
+    common.save_figure(fig, figs / "art-fig20-21-cost.png", dpi=120)
     print(f"wall time {sum(walls):.1f} s ({', '.join(f'{w:.1f}' for w in walls)})")
 
 

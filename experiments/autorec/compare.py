@@ -1,5 +1,8 @@
 """Policies side by side over one path parameter (AutoRec Figs. 17 and 18): a 4 Mbit/s live stream
 on the testbed path, ARQ in every sweep point as the goodput baseline.
+
+Shared by fig17_opportunistic.py and fig18_art.py, which put experiments/ on `sys.path` for
+`common` before importing it.
 """
 
 from __future__ import annotations
@@ -8,6 +11,11 @@ from dataclasses import dataclass, field
 
 import common
 import matplotlib.pyplot as plt
+
+# The AutoRec tolerances of Figs. 17-18.
+AUTOREC_PARAMS = "alpha=30ms,beta=0.3,gamma=0.2"
+# A paper number the text gives as about zero.
+NA = "~0"
 
 METRICS = [
     "recovery_latency_multi_ms",
@@ -47,17 +55,11 @@ def x_value(v: str) -> float:
 
 
 def run(c: Compare, doc: str) -> None:
-    args = common.parse_args(doc, seeds=10, quick_seeds=2)
-    plan = {
-        "name": c.fig,
-        "seed": 1,
-        "path": dict(common.TESTBED_PATH),
-        "app": {"kind": "live", "bitrate": "4Mbps", "fps": 30},
-        "transport": {"cc": "bbr"},
-        "policy": [{"name": "arq"}, *c.policies],
-        "sweep": {c.axis: c.quick_values if args.quick else c.values},
-    }
-    df = common.run_plan(c.fig, plan, args)
+    args = common.autorec_args(doc)
+    policies = [{"name": "arq"}, *c.policies]
+    sweep = {c.axis: c.quick_values if args.quick else c.values}
+    plan = common.autorec_plan(c.fig, "4Mbps", policies, args, sweep)
+    df = common.run(plan, common.RESULTS / c.fig / "runs" / "plan.toml", args)
     df["x"] = df[c.axis].map(x_value)
     agg = common.aggregate(df, ["policy", "x"], METRICS).sort_values(["policy", "x"])
     labels = ["arq"] + [p.get("label", p["name"]) for p in c.policies]
@@ -73,10 +75,7 @@ def run(c: Compare, doc: str) -> None:
         ax.set_xlabel(c.xlabel)
     axes[0][0].legend(fontsize=8)
     fig.suptitle(c.title)
-    fig.tight_layout()
-    png = common.figure_path(c.fig, args)
-    fig.savefig(png, dpi=110)
-    print(f"wrote {png}")
+    common.save_figure(fig, common.figure_path(c.fig, args.quick), dpi=110)
 
     rows = []
     for _, r in agg.iterrows():

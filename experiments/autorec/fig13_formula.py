@@ -10,8 +10,13 @@ against K = 0 (plain ARQ) on the same seed and congestion controller.
 
 from __future__ import annotations
 
-import common
+import sys
+from pathlib import Path
+
 import matplotlib.pyplot as plt
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import common  # noqa: E402
 
 FIG = "fig13_formula"
 # The paper's BBR, Copa and CUBIC; our transport has no Copa, so NewReno stands in as the third,
@@ -42,18 +47,13 @@ def h(k: int, r: float) -> float:
 
 
 def main() -> None:
-    args = common.parse_args(__doc__, seeds=10, quick_seeds=2)
+    args = common.autorec_args(__doc__)
     ks = [0, 1, 2, 4, 10] if args.quick else list(range(11))
-    plan = {
-        "name": "fig13",
-        "seed": 1,
-        "path": common.TESTBED_PATH,
-        "app": {"kind": "live", "bitrate": "12Mbps", "fps": 30},
-        "transport": {"cc": "bbr"},
-        "policy": [{"name": "autorec", "params": "k=0"}],
-        "sweep": {"transport.cc": CCS, "policy.autorec.k": ks},
-    }
-    df = common.run_plan(FIG, plan, args)
+    policies = [{"name": "autorec", "params": "k=0"}]
+    plan = common.autorec_plan(
+        "fig13", "12Mbps", policies, args, {"transport.cc": CCS, "policy.autorec.k": ks}
+    )
+    df = common.run(plan, common.RESULTS / FIG / "runs" / "plan.toml", args)
     df["cc"] = df["transport.cc"]
     df["k"] = df["policy.autorec.k"].astype(int)
     base = df[df["k"] == 0]
@@ -102,10 +102,7 @@ def main() -> None:
             if row == 0 and col == 0:
                 ax.legend(fontsize=8)
     fig.suptitle("AutoRec Fig. 13: formulas vs measurement (12 Mbit/s live stream, on-mode)")
-    fig.tight_layout()
-    png = common.figure_path(FIG, args)
-    fig.savefig(png, dpi=110)
-    print(f"wrote {png}")
+    common.save_figure(fig, common.figure_path(FIG, args.quick), dpi=110)
 
     rows = []
     for _, a in agg.iterrows():

@@ -6,8 +6,12 @@ Claim checked (AutoRec §VII-A): for alpha in 10-200 ms the measured recovery la
 
 from __future__ import annotations
 
-import common
-import sensitivity as sens
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import common  # noqa: E402
+import sensitivity as sens  # noqa: E402
 
 SWEEP = sens.Sweep(
     fig="fig14_alpha",

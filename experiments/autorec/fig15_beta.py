@@ -6,27 +6,22 @@ beta, and beta of 30 % already brings the recovery latency below 20 ms.
 
 from __future__ import annotations
 
-import sensitivity as sens
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import sensitivity as sens  # noqa: E402
 
 SWEEP = sens.Sweep(
     fig="fig15_beta",
     title="Fig. 15: redundancy cost tolerance (beta) sensitivity",
     param="beta",
     params="alpha=0ms,beta=0.3,gamma=1.0",
-    values=["0", "0.05", "0.1", "0.15", "0.2", "0.3", "0.4", "0.5", "0.6", "0.8", "1.0"],
-    quick_values=["0", "0.1", "0.3", "1.0"],
+    values=sens.FRACTIONS,
+    quick_values=sens.QUICK_FRACTIONS,
     unit="redundancy cost tolerance beta (%)",
 )
 
 
-def main() -> None:
-    agg, arq, args = sens.run(SWEEP, __doc__)
-    sens.plot(SWEEP, agg, arq, args)
-    extra = sens.tolerance_claim(agg, "redundancy_cost", "redundancy cost", "beta")
-    extra += "\nLargest benefit and overhead (beta = 100 %):\n\n"
-    extra += sens.max_point_row(agg.iloc[-1])
-    sens.table(SWEEP, agg, arq, extra, args)
-
-
 if __name__ == "__main__":
-    main()
+    sens.tolerance_figure(SWEEP, __doc__, "redundancy_cost", "redundancy cost")

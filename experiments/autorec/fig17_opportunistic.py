@@ -7,9 +7,13 @@ silence. Above 4 Mbit/s off-mode appears and both versions reinject.
 
 from __future__ import annotations
 
-import compare
+import sys
+from pathlib import Path
 
-NA = "~0"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import compare  # noqa: E402
+from compare import NA  # noqa: E402
+
 # Paper (AutoRec §VII-A, text on Fig. 17), at the ends of the ranges it quotes:
 # [latency ms, deterioration %, redundancy cost %, goodput reduction %].
 PAPER = {
@@ -31,11 +35,11 @@ CMP = compare.Compare(
     quick_values=["2Mbps", "4Mbps", "12Mbps"],
     xlabel="bandwidth (Mbit/s)",
     policies=[
-        {"name": "autorec", "params": "alpha=30ms,beta=0.3,gamma=0.2"},
+        {"name": "autorec", "params": compare.AUTOREC_PARAMS},
         {
             "name": "autorec",
             "label": "autorec-no-opp",
-            "params": "alpha=30ms,beta=0.3,gamma=0.2,opportunistic=off",
+            "params": compare.AUTOREC_PARAMS + ",opportunistic=off",
         },
     ],
     paper=PAPER,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import compare
+import sys
+from pathlib import Path
 
-NA = "~0"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import compare  # noqa: E402
+from compare import NA  # noqa: E402
+
 # Paper (AutoRec §VII-A, text on Fig. 18): [latency ms, deterioration %, redundancy cost %,
 # goodput reduction %]; for 60-200 ms the text gives ranges over the RTTs.
 PAPER = {
@@ -25,7 +29,7 @@ CMP = compare.Compare(
     xlabel="RTT (ms)",
     policies=[
         {"name": "art"},
-        {"name": "autorec", "params": "alpha=30ms,beta=0.3,gamma=0.2"},
+        {"name": "autorec", "params": compare.AUTOREC_PARAMS},
     ],
     paper=PAPER,
 )

@@ -1,9 +1,10 @@
 """AutoRec Figs. 14-16: sensitivity to one tolerance (alpha, beta or gamma) with the other two
 relaxed, on a 12 Mbit/s live stream that keeps the testbed path's sender in on-mode.
 
-Shared by fig14_alpha.py, fig15_beta.py and fig16_gamma.py. ARQ runs once on the same seeds as
-the goodput baseline (a sweep point of AutoRec changes only AutoRec's parameters, so the ARQ
-runs would be identical at every point).
+Shared by fig14_alpha.py, fig15_beta.py and fig16_gamma.py, which put experiments/ on `sys.path`
+for `common` before importing it. ARQ runs once on the same seeds as the goodput baseline (a sweep
+point of AutoRec changes only AutoRec's parameters, so the ARQ runs would be identical at every
+point).
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ METRICS = [
 # Paper (AutoRec §VII-A): alpha = 0 ms, beta = gamma = 100 %, the largest benefit and overhead.
 PAPER_MAX = {"latency_ms": 9.5, "deterioration": 0.0, "cost": 0.476, "goodput": 0.330}
 
+# The beta and gamma values of Figs. 15-16, as fractions.
+FRACTIONS = ["0", "0.05", "0.1", "0.15", "0.2", "0.3", "0.4", "0.5", "0.6", "0.8", "1.0"]
+QUICK_FRACTIONS = ["0", "0.1", "0.3", "1.0"]
+
 
 @dataclass
 class Sweep:
@@ -39,16 +44,6 @@ class Sweep:
     unit: str  # axis label of the swept tolerance
 
 
-def scenario(policy: dict[str, str]) -> dict:
-    return {
-        "seed": 1,
-        "path": common.TESTBED_PATH,
-        "app": {"kind": "live", "bitrate": "12Mbps", "fps": 30},
-        "transport": {"cc": "bbr"},
-        "policy": [policy],
-    }
-
-
 def tolerance(value: str) -> float:
     """The swept value in the unit of the claim: ms for alpha, a fraction otherwise."""
     return float(value[:-2]) if value.endswith("ms") else float(value)
@@ -56,15 +51,15 @@ def tolerance(value: str) -> float:
 
 def run(s: Sweep, doc: str) -> tuple[pd.DataFrame, pd.DataFrame, object]:
     """Runs the sweep and the ARQ baseline; returns (AutoRec aggregate, ARQ aggregate, args)."""
-    args = common.parse_args(doc, seeds=10, quick_seeds=2)
+    args = common.autorec_args(doc)
     values = s.quick_values if args.quick else s.values
-    arq = common.run_plan(s.fig, {"name": "arq", **scenario({"name": "arq"})}, args, tag="arq")
-    plan = {
-        "name": s.fig,
-        **scenario({"name": "autorec", "params": s.params}),
-        "sweep": {f"policy.autorec.{s.param}": values},
-    }
-    df = common.run_plan(s.fig, plan, args)
+    out = common.RESULTS / s.fig
+    arq = common.autorec_plan("arq", "12Mbps", [{"name": "arq"}], args)
+    arq = common.run(arq, out / "arq" / "plan.toml", args)
+    policies = [{"name": "autorec", "params": s.params}]
+    sweep = {f"policy.autorec.{s.param}": values}
+    plan = common.autorec_plan(s.fig, "12Mbps", policies, args, sweep)
+    df = common.run(plan, out / "runs" / "plan.toml", args)
     df = common.add_goodput_reduction(df, arq, [])
     df["x"] = df[f"policy.autorec.{s.param}"].map(tolerance)
     agg = common.aggregate(df, ["x"], METRICS).sort_values("x")
@@ -114,10 +109,7 @@ def plot(s: Sweep, agg: pd.DataFrame, arq: pd.DataFrame, args) -> None:
     b.legend(fontsize=8)
     b.set_title("(b) overhead")
     fig.suptitle(s.title)
-    fig.tight_layout()
-    png = common.figure_path(s.fig, args)
-    fig.savefig(png, dpi=110)
-    print(f"wrote {png}")
+    common.save_figure(fig, common.figure_path(s.fig, args.quick), dpi=110)
 
 
 def table(s: Sweep, agg: pd.DataFrame, arq: pd.DataFrame, extra: str, args) -> None:
@@ -172,6 +164,16 @@ def max_point_row(r: pd.Series) -> str:
             ],
         ],
     )
+
+
+def tolerance_figure(s: Sweep, doc: str, metric: str, name: str) -> None:
+    """Figs. 15-16: a beta or gamma sweep with its claims and its largest value, 100 %."""
+    agg, arq, args = run(s, doc)
+    plot(s, agg, arq, args)
+    extra = tolerance_claim(agg, metric, name, s.param)
+    extra += f"\nLargest benefit and overhead ({s.param} = 100 %):\n\n"
+    extra += max_point_row(agg.iloc[-1])
+    table(s, agg, arq, extra, args)
 
 
 def tolerance_claim(agg: pd.DataFrame, metric: str, name: str, param: str) -> str:

@@ -12,31 +12,27 @@ experiments/figures/ge-burst.png and the table in experiments/figures/ge-burst.m
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "art"))
-from cli import RESULTS, figure_dir, markdown, run, scenario_toml  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import common  # noqa: E402
 
 BAD_LOSS = [10, 20, 40, 60, 80]
 POLICIES = [
-    ("arq", "arq", ""),
-    ("or3", "or3", ""),
-    ("art", "art", ""),
-    ("too", "too", ""),
+    {"label": "arq", "name": "arq"},
+    {"label": "or3", "name": "or3"},
+    {"label": "art", "name": "art"},
+    {"label": "too", "name": "too"},
     # AutoRec Fig. 20's three settings; alpha = 0 asks for the fastest recovery the cost
     # bounds allow (the scenarios/ge-burst.toml settings).
-    ("autorec", "autorec", "alpha=0ms,beta=0.2,gamma=0.2"),
-    ("autorec-lc", "autorec", "alpha=0ms,beta=0.05,gamma=0.05"),
-    ("autorec-hc", "autorec", "alpha=0ms,beta=0.5,gamma=0.5"),
-    ("ladr-rrl", "ladr-rrl", ""),
+    {"label": "autorec", "name": "autorec", "params": "alpha=0ms,beta=0.2,gamma=0.2"},
+    {"label": "autorec-lc", "name": "autorec", "params": "alpha=0ms,beta=0.05,gamma=0.05"},
+    {"label": "autorec-hc", "name": "autorec", "params": "alpha=0ms,beta=0.5,gamma=0.5"},
+    {"label": "ladr-rrl", "name": "ladr-rrl"},
 ]
 # AutoRec Fig. 20 as stated in the text (§VII), percent: (policy, bad-state loss) ->
 # (time frozen, bandwidth cost). The figure's other points are only plotted.
@@ -60,29 +56,36 @@ def loss_spec(bad: int) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="2 seeds of 20 s (a smoke run)")
-    ap.add_argument("--seeds", type=int, help="seeds per point and policy (default 10)")
-    ap.add_argument("--jobs", type=int, default=0, help="worker threads (default: all cores)")
-    args = ap.parse_args()
-    figs = figure_dir(args.quick)
-    seeds = args.seeds or (2 if args.quick else 10)
-    duration = "20s" if args.quick else "60s"
-
-    toml = scenario_toml(
-        {"name": "ge-burst", "seed": 1, "repetitions": seeds, "duration": duration},
-        {
-            "path": {"rtt": "30ms", "rate": "12Mbps", "queue": "droptail packets=100"},
-            "path.down": {"loss": loss_spec(BAD_LOSS[0])},
-            "app": {"kind": "rtc", "bitrate": "4Mbps", "fps": 60, "deadline": "100ms"},
-            "transport": {"cc": "bbr"},
-        },
-        POLICIES,
-        {"path.down.loss": [loss_spec(b) for b in BAD_LOSS]},
+    args = common.parse_args(
+        __doc__.split("\n\n")[0],
+        "2 seeds of 20 s (a smoke run)",
+        seeds=10,
+        quick_seeds=2,
+        jobs=0,
+        count_help="seeds per point and policy",
     )
-    rows, wall = run(toml, RESULTS / "ge-burst", args.jobs)
+    figs = common.figure_dir(args.quick)
+
+    plan = {
+        "name": "ge-burst",
+        "seed": 1,
+        "repetitions": args.seeds,
+        "duration": "20s" if args.quick else "60s",
+        "path": {
+            "rtt": "30ms",
+            "rate": "12Mbps",
+            "queue": "droptail packets=100",
+            "down": {"loss": loss_spec(BAD_LOSS[0])},
+        },
+        "app": {"kind": "rtc", "bitrate": "4Mbps", "fps": 60, "deadline": "100ms"},
+        "transport": {"cc": "bbr"},
+        "policy": POLICIES,
+        "sweep": {"path.down.loss": [loss_spec(b) for b in BAD_LOSS]},
+    }
+    out = common.RESULTS / "ge-burst"
+    rows = common.run(plan, out / "scenario.toml", args)
     rows["bad_loss"] = rows["scenario"].str.extract(r"80% (\d+)% 1%", expand=False).astype(int)
-    order = [label for label, _, _ in POLICIES]
+    order = [p["label"] for p in POLICIES]
     t = (
         rows.groupby(["bad_loss", "policy"])
         .agg(
@@ -115,9 +118,8 @@ def main() -> None:
             "frozen": "frozen %",
         }
     )
-    md = markdown(t)
-    figs.mkdir(parents=True, exist_ok=True)
-    (figs / "ge-burst.md").write_text(md)
+    md = common.frame_table(t)
+    common.save_text(figs / "ge-burst.md", md)
     print(md)
 
     means = rows.groupby(["policy", "bad_loss"])[[m for m, _ in METRICS]].mean()
@@ -131,11 +133,10 @@ def main() -> None:
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.suptitle(
-        f"Time-slotted Gilbert-Elliott (30 ms), RTC 4 Mbit/s 60 fps, 30 ms RTT, {seeds} seeds"
+        f"Time-slotted Gilbert-Elliott (30 ms), RTC 4 Mbit/s 60 fps, 30 ms RTT, {args.seeds} seeds"
     )
-    fig.tight_layout()
-    fig.savefig(figs / "ge-burst.png", dpi=120)
-    print(f"{len(rows)} runs, wall time {wall:.1f} s")
+    common.save_figure(fig, figs / "ge-burst.png", dpi=120)
+    print(f"{len(rows)} runs, wall time {common.wall_seconds(out):.1f} s")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,326 @@
+"""Shared plumbing of the experiment scripts: command-line flags, the `recoup` CLI binary, a plan
+(a dict shaped like DESIGN.md's scenario file) written as TOML and run, its `runs.csv` read back,
+means over seeds with 95 % confidence intervals, and markdown tables, plots and their paths.
+
+The scripts drive the CLI, so this module needs neither the `recoup` Python package nor its
+compiled extension; it borrows only the package's TOML writer, a plain-Python file. A script in
+experiments/<group>/ imports it after putting experiments/ on `sys.path`, which makes it run from
+any working directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import pandas as pd
+
+# Scripts run headless and only write files; the default backend would want a display if one
+# is set.
+matplotlib.use("Agg")
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "experiments" / "results"
+FIGURES = REPO / "experiments" / "figures"
+
+
+def _toml_writer() -> Any:
+    # Loaded by path: importing `recoup._toml` would run the package's __init__, which needs the
+    # compiled extension.
+    spec = importlib.util.spec_from_file_location(
+        "recoup_toml_writer", REPO / "python" / "recoup" / "_toml.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+to_toml = _toml_writer().dumps
+
+# AutoRec §VII testbed: 5 % loss, 60 ms RTT, 12 Mbit/s.
+AUTOREC_PATH = {
+    "rtt": "60ms",
+    "rate": "12Mbps",
+    "queue": "droptail packets=100",
+    "loss": "bernoulli 5%",
+}
+# ART Fig. 19's testbed link; 100 Mbit/s x 30 ms is 375 kB, about 300 packets: the queue holds
+# one BDP.
+ART_PATH = {"rtt": "30ms", "rate": "100Mbps", "queue": "droptail packets=300"}
+
+
+def autorec_plan(
+    name: str,
+    bitrate: str,
+    policies: list[dict[str, str]],
+    args: argparse.Namespace,
+    sweep: dict[str, list[Any]] | None = None,
+) -> dict[str, Any]:
+    """A live stream (30 fps, BBR) on the AutoRec testbed path, `args.seeds` seeds of
+    `args.duration` per point."""
+    plan = {
+        "name": name,
+        "seed": 1,
+        "repetitions": args.seeds,
+        "duration": args.duration,
+        "path": AUTOREC_PATH,
+        "app": {"kind": "live", "bitrate": bitrate, "fps": 30},
+        "transport": {"cc": "bbr"},
+        "policy": policies,
+    }
+    if sweep:
+        plan["sweep"] = sweep
+    return plan
+
+
+def art_plan(
+    name: str, size: str, loss: str, policies: list[dict[str, str]], seeds: int, duration: str
+) -> dict[str, Any]:
+    """One file of `size` per run (BBR) on ART's testbed link with `loss` random loss."""
+    return {
+        "name": name,
+        "seed": 1,
+        "repetitions": seeds,
+        "duration": duration,
+        "path": {**ART_PATH, "down": {"loss": f"bernoulli {loss}"}},
+        "app": {"kind": "file", "size": size, "count": 1},
+        "transport": {"cc": "bbr"},
+        "policy": policies,
+    }
+
+
+def parse_args(
+    doc: str,
+    quick: str,
+    seeds: int,
+    quick_seeds: int,
+    *,
+    jobs: int,
+    count: str = "--seeds",
+    count_help: str = "seeds per point",
+    duration: bool = False,
+) -> argparse.Namespace:
+    """The flags: --quick (a smoke run, described by `quick`), `count` (runs per point, into
+    `args.seeds`) and --jobs (worker threads, `jobs` by default, 0 for all cores). With
+    `duration`, also --duration (60 s, --quick 10 s) and --replot (redraw from existing
+    results; `args.replot` is False without it)."""
+    p = argparse.ArgumentParser(description=doc)
+    p.add_argument("--quick", action="store_true", help=quick)
+    p.add_argument(
+        count,
+        dest="seeds",
+        metavar="N",
+        type=int,
+        help=f"{count_help} (default {seeds}, with --quick {quick_seeds})",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=jobs,
+        help=f"worker threads (default {jobs or 'all cores'})",
+    )
+    if duration:
+        p.add_argument("--duration", help="simulated length of each run (default 60s)")
+        p.add_argument(
+            "--replot", action="store_true", help="only re-read existing results and redraw"
+        )
+    p.set_defaults(replot=False)
+    args = p.parse_args()
+    if args.seeds is None:
+        args.seeds = quick_seeds if args.quick else seeds
+    if duration and args.duration is None:
+        args.duration = "10s" if args.quick else "60s"
+    return args
+
+
+def autorec_args(doc: str) -> argparse.Namespace:
+    """The AutoRec scripts' flags: 10 seeds of 60 s per point on 2 threads by default."""
+    return parse_args(
+        doc,
+        "smoke version: 2 seeds of 10 s and fewer sweep points",
+        seeds=10,
+        quick_seeds=2,
+        jobs=2,
+        duration=True,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def recoup_binary() -> Path:
+    """The release CLI: $RECOUP_BIN, else built from this checkout with cargo (into
+    $CARGO_TARGET_DIR or target/). The build is copied out of the target folder, which other
+    checkouts may share and overwrite."""
+    if "RECOUP_BIN" in os.environ:
+        return Path(os.environ["RECOUP_BIN"])
+    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    subprocess.run(
+        ["cargo", "build", "--release", "--locked", "-q", "-p", "recoup-cli"],
+        cwd=REPO,
+        check=True,
+    )
+    copy = RESULTS / "bin" / "recoup"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(target / "release" / "recoup", copy)
+    return copy
+
+
+def _axes(scenario: str) -> dict[str, str]:
+    """`name[a=1,b=x]` -> {"a": "1", "b": "x"}."""
+    m = re.search(r"\[(.*)\]$", scenario)
+    if not m:
+        return {}
+    return dict(part.split("=", 1) for part in m.group(1).split(","))
+
+
+def run(plan: dict[str, Any], path: Path, args: argparse.Namespace) -> pd.DataFrame:
+    """Writes `plan` to the scenario file `path` and runs it on `args.jobs` threads into that
+    file's folder (emptied first), unless `args.replot`; returns the rows of runs.csv, one per
+    (sweep point, policy, seed), with one column per sweep axis. The wall time goes to
+    wall_seconds.txt beside them."""
+    out = path.parent
+    if not args.replot:
+        if out.exists():
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
+        path.write_text(to_toml(plan))
+        cmd = [str(recoup_binary()), "run", str(path), "--out", str(out), "--jobs", str(args.jobs)]
+        print("$", " ".join(cmd), flush=True)
+        t0 = time.monotonic()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        wall = time.monotonic() - t0
+        (out / "wall_seconds.txt").write_text(f"{wall:.1f}\n")
+        print(f"{out.relative_to(RESULTS)}: {wall:.1f} s wall", flush=True)
+    df = pd.read_csv(out / "runs.csv")
+    bad = df["app_error"].dropna()
+    if not bad.empty:
+        sys.exit(f"{len(bad)} runs report an application error ({bad.iloc[0]}); see {out}")
+    axes = df["scenario"].map(_axes).apply(pd.Series)
+    return pd.concat([axes, df], axis=1)
+
+
+def wall_seconds(folder: Path) -> float:
+    """The simulation wall time of every run below `folder`, in seconds."""
+    return sum(float(p.read_text()) for p in folder.rglob("wall_seconds.txt"))
+
+
+def add_goodput_reduction(df: pd.DataFrame, base: pd.DataFrame, on: list[str]) -> pd.DataFrame:
+    """goodput_reduction = 1 - goodput / goodput of the `base` row with the same seed and the
+    same values of `on` (DESIGN.md: against `arq` on the same seed)."""
+    b = base[[*on, "seed", "goodput_mbps"]].rename(columns={"goodput_mbps": "base_goodput"})
+    df = df.drop(columns=["goodput_reduction"], errors="ignore").merge(b, on=[*on, "seed"])
+    df["goodput_reduction"] = 1.0 - df["goodput_mbps"] / df["base_goodput"]
+    return df
+
+
+# Two-sided 97.5 % quantiles of Student's t for df = 1..30; 1.96 beyond.
+_T975 = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+]  # fmt: skip
+
+
+def t975(df: int) -> float:
+    if df < 1:
+        return math.nan
+    return _T975[df - 1] if df <= len(_T975) else 1.96
+
+
+def aggregate(df: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.DataFrame:
+    """Mean and 95 % CI half-width (`<metric>_ci`) of each metric over seeds, per `by` group."""
+    rows = []
+    for key, g in df.groupby(by, sort=False):
+        row = dict(zip(by, key if isinstance(key, tuple) else (key,)))
+        row["n"] = len(g)
+        for m in metrics:
+            v = g[m].dropna()
+            row[m] = v.mean() if len(v) else math.nan
+            row[m + "_ci"] = (
+                t975(len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else math.nan
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def fmt(v: Any, spec: str = ".1f", missing: str = "–") -> str:
+    """A table cell: floats with format `spec`, NaN and None as `missing`."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return missing
+    if isinstance(v, float):
+        return format(v, spec)
+    return str(v)
+
+
+def pm(mean: float, ci: float, scale: float = 1.0, digits: int = 1) -> str:
+    """`mean ± ci` in the given scale (100 for percent)."""
+    if math.isnan(mean):
+        return "–"
+    if math.isnan(ci):
+        return fmt(mean * scale, f".{digits}f")
+    return f"{mean * scale:.{digits}f} ± {ci * scale:.{digits}f}"
+
+
+def markdown_table(header: list[Any], rows: Any, spec: str = ".1f", missing: str = "–") -> str:
+    """A pipe table; cells as `fmt` writes them."""
+    out = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(fmt(c, spec, missing) for c in r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def frame_table(df: pd.DataFrame, spec: str = ".3g") -> str:
+    """`df` (index dropped) as a pipe table, numbers formatted with `spec`, NaN left empty."""
+    return markdown_table(list(df.columns), df.itertuples(index=False), spec, missing="")
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def figure_dir(quick: bool) -> Path:
+    """Where the ART and burst scripts put plots and tables: experiments/figures/, or for a smoke
+    run the gitignored experiments/results/quick/ so it never replaces the committed figures."""
+    return RESULTS / "quick" if quick else FIGURES
+
+
+def figure_path(fig: str, quick: bool, ext: str = "png") -> Path:
+    """Where the AutoRec scripts put a plot or table: experiments/figures/<fig>.<ext>, for a
+    smoke run <fig>-quick.<ext> (gitignored)."""
+    return FIGURES / f"{fig}{'-quick' if quick else ''}.{ext}"
+
+
+def save_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(f"wrote {path}")
+
+
+def save_figure(fig: Any, path: Path, dpi: int) -> None:
+    """Lays out the matplotlib figure `fig` and saves it to `path`."""
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    print(f"wrote {path}")
+
+
+def write_table(fig: str, title: str, body: str, args: argparse.Namespace) -> None:
+    """An AutoRec figure's table with what it took: experiments/figures/<fig>.md (or
+    <fig>-quick.md for a smoke run)."""
+    wall = wall_seconds(RESULTS / fig)
+    save_text(
+        figure_path(fig, args.quick, "md"),
+        f"## {title}\n\n{body}\n"
+        f"{args.seeds} seeds x {args.duration} per point; wall time {wall:.0f} s with "
+        f"--jobs {args.jobs} on {machine()}.\n",
+    )

@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{now, recoup, run_peer, Proc, STARTUP_TIMEOUT};
+use common::{link_command, now, recoup, run_peer, Proc, STARTUP_TIMEOUT};
 use sha2::{Digest, Sha256};
 
 const FILE_SIZE: usize = 2 * 1024 * 1024;
@@ -58,18 +58,23 @@ fn quic_download_through_a_lossy_link_is_intact() {
         .args(["serve", "--listen", "127.0.0.1:0", "--root"])
         .arg(root.path());
     let (mut server, server_addr) = Proc::server("recoup serve", serve);
-    let mut link = Command::new(recoup());
-    link.args(["link", "--listen", "127.0.0.1:0", "--upstream"])
-        .arg(server_addr.to_string())
-        .args([
+    let link = link_command(
+        server_addr,
+        &[
             "--rtt",
             "20ms",
             "--rate",
             "20Mbps",
             "--queue",
             "droptail packets=200",
-        ])
-        .args(["--loss", "bernoulli 2%", "--seed", "3", "--duration", "60s"]);
+            "--loss",
+            "bernoulli 2%",
+            "--seed",
+            "3",
+            "--duration",
+            "60s",
+        ],
+    );
     let (mut link, link_addr) = Proc::server("recoup link", link);
 
     let out_dir = tempfile::tempdir().expect("tempdir");

@@ -38,6 +38,42 @@ pub fn python() -> String {
     std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned())
 }
 
+/// `recoup serve` with BBR, `policy` and a qlog directory, logging at info level (the live tests
+/// wait for its log lines).
+pub fn serve_live(policy: &str, qlog: &Path) -> (Proc, SocketAddr) {
+    let mut cmd = Command::new(recoup());
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--cc",
+        "bbr",
+        "--policy",
+        policy,
+    ])
+    .arg("--qlog-dir")
+    .arg(qlog)
+    .env("RUST_LOG", "info");
+    Proc::server("recoup serve", cmd)
+}
+
+/// `recoup link` on a free loopback port in front of `upstream`, emulating the path `flags`.
+pub fn link_command(upstream: SocketAddr, flags: &[&str]) -> Command {
+    let mut cmd = Command::new(recoup());
+    cmd.args(["link", "--listen", "127.0.0.1:0", "--upstream"])
+        .arg(upstream.to_string())
+        .args(flags);
+    cmd
+}
+
+/// The unmodified aioquic live player (`tests/interop/live_player.py`) fetching `url`.
+pub fn live_player(url: &str) -> Command {
+    let mut cmd = Command::new(python());
+    cmd.arg(interop_dir().join("live_player.py"))
+        .args(["--insecure", "--url", url]);
+    cmd
+}
+
 /// A started process: killed on drop; its stderr (and stdout after the first line) go to files
 /// shown when something fails.
 pub struct Proc {

@@ -13,6 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use sha2::{Digest, Sha256};
+
 /// Bound on a peer's run ([`run_peer`]).
 pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
 /// Bound on a server's start, until it prints its address.
@@ -72,6 +74,30 @@ pub fn live_player(url: &str) -> Command {
     cmd.arg(interop_dir().join("live_player.py"))
         .args(["--insecure", "--url", url]);
     cmd
+}
+
+/// A directory with `name` holding `size` deterministic pseudo-random bytes (xorshift64).
+pub fn fixture(name: &str, size: usize) -> (tempfile::TempDir, Vec<u8>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut data = Vec::with_capacity(size);
+    while data.len() < size {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        data.extend_from_slice(&x.to_le_bytes());
+    }
+    data.truncate(size);
+    std::fs::write(dir.path().join(name), &data).expect("write fixture");
+    (dir, data)
+}
+
+/// Hex SHA-256, for comparing downloads in messages that stay short.
+pub fn sha256(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A started process: killed on drop; its stderr (and stdout after the first line) go to files

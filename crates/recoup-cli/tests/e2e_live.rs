@@ -13,58 +13,38 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{count_qlog, interop_dir, python, recoup, run_peer_within, Proc, QlogCount};
+use common::{
+    count_qlog, link_command, live_player, recoup, run_peer_within, serve_live, Proc, QlogCount,
+};
 
 const FRAMES: u64 = 600;
 /// 20 s of video, the start-up over a lossy 60 ms path, the close; generous for a loaded machine.
 const PLAYER_TIMEOUT: Duration = Duration::from_secs(60);
 
-fn serve(policy: &str, qlog: &Path) -> (Proc, SocketAddr) {
-    let mut cmd = Command::new(recoup());
-    cmd.args([
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--cc",
-        "bbr",
-        "--policy",
-        policy,
-    ])
-    .arg("--qlog-dir")
-    .arg(qlog)
-    .env("RUST_LOG", "info");
-    Proc::server("recoup serve", cmd)
-}
-
 fn link(upstream: SocketAddr) -> (Proc, SocketAddr) {
-    let mut cmd = Command::new(recoup());
-    cmd.args(["link", "--listen", "127.0.0.1:0", "--upstream"])
-        .arg(upstream.to_string())
-        .args([
+    let mut cmd = link_command(
+        upstream,
+        &[
             "--rtt",
             "60ms",
             "--rate",
             "12Mbps",
             "--loss",
             "bernoulli 5%",
-        ])
-        .env("RUST_LOG", "info");
+        ],
+    );
+    cmd.env("RUST_LOG", "info");
     Proc::server("recoup link", cmd)
 }
 
 /// Streams through the link into `work` and returns the server's qlog counts and trace.
 fn stream_through_link(policy: &str, work: &Path) -> (QlogCount, PathBuf) {
     let qlog = work.join("qlog");
-    let (mut server, server_addr) = serve(policy, &qlog);
+    let (mut server, server_addr) = serve_live(policy, &qlog);
     let (mut relay, link_addr) = link(server_addr);
-    let mut player = Command::new(python());
-    player
-        .arg(interop_dir().join("live_player.py"))
-        .arg("--insecure")
-        .arg("--url")
-        .arg(format!(
-            "https://{link_addr}/live/e2e?bitrate=4Mbps&fps=30&gop=30&duration=20s"
-        ));
+    let player = live_player(&format!(
+        "https://{link_addr}/live/e2e?bitrate=4Mbps&fps=30&gop=30&duration=20s"
+    ));
     let report = run_peer_within("live player", player, &mut server, PLAYER_TIMEOUT);
     let line = report.lines().nth(1).unwrap_or_default();
     let summary: serde_json::Value = serde_json::from_str(line)

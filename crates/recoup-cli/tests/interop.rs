@@ -17,34 +17,11 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{
-    interop_dir, now, python, read_log, recoup, run_peer, Proc, DOWNLOAD_TIMEOUT, STARTUP_TIMEOUT,
+    fixture, interop_dir, now, python, read_log, recoup, run_peer, sha256, Proc, DOWNLOAD_TIMEOUT,
+    STARTUP_TIMEOUT,
 };
-use sha2::{Digest, Sha256};
 
 const FILE_SIZE: usize = 10 * 1024 * 1024;
-
-/// A directory with `name` holding `size` deterministic pseudo-random bytes (xorshift64).
-fn fixture(name: &str, size: usize) -> (tempfile::TempDir, Vec<u8>) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut data = Vec::with_capacity(size);
-    while data.len() < size {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        data.extend_from_slice(&x.to_le_bytes());
-    }
-    data.truncate(size);
-    std::fs::write(dir.path().join(name), &data).expect("write fixture");
-    (dir, data)
-}
-
-fn sha256(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
 
 fn recoup_serve(root: &Path, extra: &[&str]) -> (Proc, SocketAddr) {
     let mut cmd = Command::new(recoup());

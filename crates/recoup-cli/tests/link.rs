@@ -8,31 +8,9 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{now, recoup, run_peer, Proc, STARTUP_TIMEOUT};
-use sha2::{Digest, Sha256};
+use common::{fixture, link_command, now, recoup, run_peer, sha256, Proc, STARTUP_TIMEOUT};
 
 const FILE_SIZE: usize = 2 * 1024 * 1024;
-
-fn sha256(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// `FILE_SIZE` deterministic pseudo-random bytes (xorshift64).
-fn content() -> Vec<u8> {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut data = Vec::with_capacity(FILE_SIZE);
-    while data.len() < FILE_SIZE {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        data.extend_from_slice(&x.to_le_bytes());
-    }
-    data.truncate(FILE_SIZE);
-    data
-}
 
 /// The number after `lost ` on the summary line of direction `dir`.
 fn lost(summary: &str, dir: &str) -> Option<u64> {
@@ -50,26 +28,29 @@ fn lost(summary: &str, dir: &str) -> Option<u64> {
 
 #[test]
 fn quic_download_through_a_lossy_link_is_intact() {
-    let root = tempfile::tempdir().expect("tempdir");
-    let data = content();
-    std::fs::write(root.path().join("file.bin"), &data).expect("write");
+    let (root, data) = fixture("file.bin", FILE_SIZE);
     let mut serve = Command::new(recoup());
     serve
         .args(["serve", "--listen", "127.0.0.1:0", "--root"])
         .arg(root.path());
     let (mut server, server_addr) = Proc::server("recoup serve", serve);
-    let mut link = Command::new(recoup());
-    link.args(["link", "--listen", "127.0.0.1:0", "--upstream"])
-        .arg(server_addr.to_string())
-        .args([
+    let link = link_command(
+        server_addr,
+        &[
             "--rtt",
             "20ms",
             "--rate",
             "20Mbps",
             "--queue",
             "droptail packets=200",
-        ])
-        .args(["--loss", "bernoulli 2%", "--seed", "3", "--duration", "60s"]);
+            "--loss",
+            "bernoulli 2%",
+            "--seed",
+            "3",
+            "--duration",
+            "60s",
+        ],
+    );
     let (mut link, link_addr) = Proc::server("recoup link", link);
 
     let out_dir = tempfile::tempdir().expect("tempdir");

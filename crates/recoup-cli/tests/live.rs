@@ -5,40 +5,14 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use common::{count_qlog, interop_dir, python, recoup, run_peer_within, Proc};
+use common::{count_qlog, live_player, run_peer_within, serve_live};
 
 /// The stream and how long the player may take for it (start-up, 5 s of video, the close).
 const STREAM: &str = "bitrate=4Mbps&fps=30&gop=30&duration=5s";
 const FRAMES: u64 = 150;
 const PLAYER_TIMEOUT: Duration = Duration::from_secs(20);
-
-fn serve(policy: &str, qlog: &Path) -> (Proc, std::net::SocketAddr) {
-    let mut cmd = Command::new(recoup());
-    cmd.args([
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--cc",
-        "bbr",
-        "--policy",
-        policy,
-    ])
-    .arg("--qlog-dir")
-    .arg(qlog)
-    .env("RUST_LOG", "info");
-    Proc::server("recoup serve", cmd)
-}
-
-fn player(url: &str) -> Command {
-    let mut cmd = Command::new(python());
-    cmd.arg(interop_dir().join("live_player.py"))
-        .args(["--insecure", "--url", url]);
-    cmd
-}
 
 /// The player's JSON summary (the first line of its stdout in `report`).
 fn summary(report: &str) -> serde_json::Value {
@@ -49,9 +23,14 @@ fn summary(report: &str) -> serde_json::Value {
 fn live_stream(policy: &str) {
     let work = tempfile::tempdir().expect("tempdir");
     let qlog = work.path().join("qlog");
-    let (mut server, addr) = serve(policy, &qlog);
+    let (mut server, addr) = serve_live(policy, &qlog);
     let url = format!("https://{addr}/live/test?{STREAM}");
-    let report = run_peer_within("live player", player(&url), &mut server, PLAYER_TIMEOUT);
+    let report = run_peer_within(
+        "live player",
+        live_player(&url),
+        &mut server,
+        PLAYER_TIMEOUT,
+    );
     let s = summary(&report);
     eprintln!("recoup serve --policy {policy} -> live_player.py: {s}");
     assert_eq!(s["ok"], true, "{report}");
@@ -96,9 +75,9 @@ fn live_stream_to_aioquic_player_autorec() {
 #[test]
 fn bad_live_query_is_answered_with_an_error_and_logged() {
     let work = tempfile::tempdir().expect("tempdir");
-    let (mut server, addr) = serve("arq", &work.path().join("qlog"));
+    let (mut server, addr) = serve_live("arq", &work.path().join("qlog"));
     let url = format!("https://{addr}/live/test?bitrate=fast&duration=1s");
-    let out = player(&url).output().expect("run the player");
+    let out = live_player(&url).output().expect("run the player");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "the player accepted it: {stderr}");
     assert!(
@@ -112,6 +91,11 @@ fn bad_live_query_is_answered_with_an_error_and_logged() {
     );
     // The server keeps serving.
     let url = format!("https://{addr}/live/again?duration=1s&bitrate=1Mbps");
-    let report = run_peer_within("live player", player(&url), &mut server, PLAYER_TIMEOUT);
+    let report = run_peer_within(
+        "live player",
+        live_player(&url),
+        &mut server,
+        PLAYER_TIMEOUT,
+    );
     assert_eq!(summary(&report)["frames"], 30, "{report}");
 }

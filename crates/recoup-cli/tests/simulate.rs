@@ -176,6 +176,18 @@ fn read(path: &std::path::Path) -> String {
 
 const RESULT_FILES: [&str; 4] = ["runs.csv", "runs.json", "summary.csv", "summary.json"];
 
+/// `recoup sweep PLAN --out DIR`, asserting success; returns stdout.
+fn sweep(plan: &std::path::Path, out: &std::path::Path) -> String {
+    ok(&[os("sweep"), plan.as_os_str(), os("--out"), out.as_os_str()])
+}
+
+/// Asserts that directories `a` and `b` hold the same result files.
+fn assert_same_results(a: &std::path::Path, b: &std::path::Path, what: &str) {
+    for f in RESULT_FILES {
+        assert_eq!(read(&a.join(f)), read(&b.join(f)), "{f}: {what}");
+    }
+}
+
 #[test]
 fn sweep_resumed_after_interruption_gives_the_rows_of_run() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -187,23 +199,12 @@ fn sweep_resumed_after_interruption_gives_the_rows_of_run() {
         dir.path().join("resumed"),
     );
     ok(&[os("run"), plan.as_os_str(), os("--out"), by_run.as_os_str()]);
-    let out = ok(&[
-        os("sweep"),
-        plan.as_os_str(),
-        os("--out"),
-        swept.as_os_str(),
-    ]);
+    let out = sweep(&plan, &swept);
     assert!(
         out.contains("8 runs over 2 scenario point(s) (8 new)"),
         "{out}"
     );
-    for f in RESULT_FILES {
-        assert_eq!(
-            read(&swept.join(f)),
-            read(&by_run.join(f)),
-            "{f}: sweep vs run"
-        );
-    }
+    assert_same_results(&swept, &by_run, "sweep vs run");
 
     // An interruption: the journal keeps its header, half of the runs and part of a line.
     let journal = read(&swept.join("runs.jsonl"));
@@ -219,43 +220,21 @@ fn sweep_resumed_after_interruption_gives_the_rows_of_run() {
     cut.push_str(&lines[5][..lines[5].len() / 2]);
     std::fs::create_dir(&resumed).expect("mkdir");
     std::fs::write(resumed.join("runs.jsonl"), cut).expect("write cut journal");
-    let out = ok(&[
-        os("sweep"),
-        plan.as_os_str(),
-        os("--out"),
-        resumed.as_os_str(),
-    ]);
+    let out = sweep(&plan, &resumed);
     assert!(out.contains("4 of 8 runs already done"), "{out}");
     assert!(out.contains("(4 new)"), "{out}");
-    for f in RESULT_FILES {
-        assert_eq!(
-            read(&resumed.join(f)),
-            read(&swept.join(f)),
-            "{f}: resumed vs whole"
-        );
-    }
+    assert_same_results(&resumed, &swept, "resumed vs whole");
     let again = read(&resumed.join("runs.jsonl"));
     assert_eq!(again.lines().count(), 1 + 8, "{again}");
     assert!(again.starts_with(&lines[..5].join("\n")));
 
     // Finished: a rerun runs nothing and writes the same files.
-    let out = ok(&[
-        os("sweep"),
-        plan.as_os_str(),
-        os("--out"),
-        swept.as_os_str(),
-    ]);
+    let out = sweep(&plan, &swept);
     assert!(
         out.contains("8 of 8 runs already done") && out.contains("(0 new)"),
         "{out}"
     );
-    for f in RESULT_FILES {
-        assert_eq!(
-            read(&swept.join(f)),
-            read(&by_run.join(f)),
-            "{f} after a rerun"
-        );
-    }
+    assert_same_results(&swept, &by_run, "after a rerun");
 }
 
 #[test]

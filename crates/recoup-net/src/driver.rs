@@ -117,6 +117,77 @@ pub(crate) fn bind_udp(addr: SocketAddr) -> Result<(mio::net::UdpSocket, UdpSock
     Ok((mio::net::UdpSocket::from_std(std_socket), state))
 }
 
+/// Buffers for one batch of received messages (`recvmmsg`; with GRO a message may hold several
+/// datagrams).
+#[derive(Debug, Default)]
+pub(crate) struct RecvBatch {
+    bufs: Vec<Vec<u8>>,
+    meta: Vec<RecvMeta>,
+    /// Messages filled by the last [`RecvBatch::recv`].
+    filled: usize,
+}
+
+impl RecvBatch {
+    pub(crate) fn new() -> Self {
+        let batch = quinn_udp::BATCH_SIZE.max(1);
+        Self {
+            bufs: vec![vec![0; RECV_BUF]; batch],
+            meta: vec![RecvMeta::default(); batch],
+            filled: 0,
+        }
+    }
+
+    /// Receives one batch from `socket`; `false` if it had nothing.
+    pub(crate) fn recv(
+        &mut self,
+        state: &UdpSocketState,
+        socket: &mio::net::UdpSocket,
+    ) -> Result<bool, Error> {
+        self.filled = 0;
+        let mut slices: Vec<IoSliceMut<'_>> =
+            self.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+        loop {
+            match state.recv(socket.into(), &mut slices, &mut self.meta) {
+                Ok(n) => {
+                    self.filled = n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // An ICMP error for an earlier send (a peer gone) surfaces here on Linux: not
+                // input; the transport's timers and the relay's idle timeout cope.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+                Err(e) => return Err(Error::io("receiving", e)),
+            }
+        }
+    }
+
+    /// The datagrams of the last receive as (sender, payload), split where GRO coalesced them.
+    pub(crate) fn datagrams(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> {
+        self.meta
+            .iter()
+            .zip(&self.bufs)
+            .take(self.filled)
+            .flat_map(|(m, buf)| {
+                let data = buf.get(..m.len).unwrap_or_default();
+                data.chunks(m.stride.max(1)).map(move |d| (m.addr, d))
+            })
+    }
+}
+
+/// Waits on `poll`; a signal's interruption is an early wake-up, not an error.
+pub(crate) fn poll_events(
+    poll: &mut Poll,
+    events: &mut Events,
+    timeout: Option<Duration>,
+) -> Result<(), Error> {
+    match poll.poll(events, timeout) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+        Err(e) => Err(Error::io("epoll wait", e)),
+    }
+}
+
 /// One socket and the endpoint behind it.
 #[derive(Debug)]
 pub struct Driver {
@@ -130,8 +201,7 @@ pub struct Driver {
     /// Batches the socket refused for lack of buffer space (at most two), sent first when it
     /// drains.
     blocked: VecDeque<Batch>,
-    recv_bufs: Vec<Vec<u8>>,
-    recv_meta: Vec<RecvMeta>,
+    recv: RecvBatch,
 }
 
 impl Driver {
@@ -154,7 +224,6 @@ impl Driver {
             gro_segments = state.gro_segments(),
             "UDP socket ready"
         );
-        let batch = quinn_udp::BATCH_SIZE.max(1);
         Ok(Self {
             socket,
             state,
@@ -164,8 +233,7 @@ impl Driver {
             clock: Clock::new(),
             max_segments,
             blocked: VecDeque::new(),
-            recv_bufs: vec![vec![0; RECV_BUF]; batch],
-            recv_meta: vec![RecvMeta::default(); batch],
+            recv: RecvBatch::new(),
         })
     }
 
@@ -236,30 +304,13 @@ impl Driver {
     fn receive(&mut self) -> Result<bool, Error> {
         let mut handled = 0;
         while handled < MAX_RECV_PER_TURN {
-            let mut slices: Vec<IoSliceMut<'_>> = self
-                .recv_bufs
-                .iter_mut()
-                .map(|b| IoSliceMut::new(b))
-                .collect();
-            let n = match self
-                .state
-                .recv((&self.socket).into(), &mut slices, &mut self.recv_meta)
-            {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                // ICMP errors (a peer gone) surface here on Linux; the transport's timers cope.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
-                Err(e) => return Err(Error::io("receiving", e)),
-            };
+            if !self.recv.recv(&self.state, &self.socket)? {
+                return Ok(false);
+            }
             let now = self.clock.now();
-            for (m, buf) in self.recv_meta.iter().zip(&self.recv_bufs).take(n) {
-                let data = buf.get(..m.len).unwrap_or_default();
-                let stride = m.stride.max(1);
-                for datagram in data.chunks(stride) {
-                    self.endpoint.handle_datagram(now, m.addr, datagram);
-                    handled += 1;
-                }
+            for (from, datagram) in self.recv.datagrams() {
+                self.endpoint.handle_datagram(now, from, datagram);
+                handled += 1;
             }
         }
         Ok(true)
@@ -352,10 +403,6 @@ impl Driver {
     }
 
     fn poll_events(&mut self, events: &mut Events, timeout: Option<Duration>) -> Result<(), Error> {
-        match self.poll.poll(events, timeout) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-            Err(e) => Err(Error::io("epoll wait", e)),
-        }
+        poll_events(&mut self.poll, events, timeout)
     }
 }

@@ -14,17 +14,16 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
-use quinn_udp::{RecvMeta, UdpSocketState};
+use quinn_udp::UdpSocketState;
 use recoup_sim::{Datagram, ElementSpec, Node, Output, PathSpec};
 use recoup_time::Instant;
 
 use crate::clock::Clock;
-use crate::driver::{bind_udp, Stopper};
+use crate::driver::{bind_udp, poll_events, RecvBatch, Stopper};
 use crate::error::Error;
 
 const LISTEN: Token = Token(0);
@@ -32,8 +31,6 @@ const WAKER: Token = Token(1);
 /// Client `k`'s upstream socket is `Token(FIRST_CLIENT + k)`.
 const FIRST_CLIENT: usize = 2;
 
-/// Largest UDP payload, so one receive buffer holds any (GRO-coalesced) datagram.
-const RECV_BUF: usize = u16::MAX as usize;
 /// Datagrams taken from one socket per turn, so a flood on one cannot delay sends.
 const MAX_RECV_PER_SOCKET: usize = 64;
 /// Clients beyond this are ignored (and counted), so the relay's memory stays bounded.
@@ -383,8 +380,7 @@ pub struct Relay {
     next_client: usize,
     /// Sockets that may have input left (mio is edge-triggered).
     readable: Vec<Token>,
-    recv_bufs: Vec<Vec<u8>>,
-    recv_meta: Vec<RecvMeta>,
+    recv: RecvBatch,
     report: LinkReport,
 }
 
@@ -400,7 +396,6 @@ impl Relay {
             .register(&mut listen, LISTEN, Interest::READABLE)
             .map_err(|e| Error::io("registering the socket", e))?;
         let stopper = Stopper::new(poll.registry(), WAKER)?;
-        let batch = quinn_udp::BATCH_SIZE.max(1);
         Ok(Self {
             options,
             poll,
@@ -412,8 +407,7 @@ impl Relay {
             by_addr: HashMap::new(),
             next_client: 0,
             readable: Vec::new(),
-            recv_bufs: vec![vec![0; RECV_BUF]; batch],
-            recv_meta: vec![RecvMeta::default(); batch],
+            recv: RecvBatch::new(),
             report: LinkReport::default(),
         })
     }
@@ -481,41 +475,28 @@ impl Relay {
     fn receive_from(&mut self, token: Token) -> Result<bool, Error> {
         let mut taken = 0;
         while taken < MAX_RECV_PER_SOCKET {
-            let mut slices: Vec<IoSliceMut<'_>> = self
-                .recv_bufs
-                .iter_mut()
-                .map(|b| IoSliceMut::new(b))
-                .collect();
-            let result = if token == LISTEN {
-                self.listen_state
-                    .recv((&self.listen).into(), &mut slices, &mut self.recv_meta)
+            let socket = if token == LISTEN {
+                Some((&self.listen_state, &self.listen))
             } else {
-                match self.clients.get(&(token.0 - FIRST_CLIENT)) {
-                    Some(c) => c
-                        .state
-                        .recv((&c.socket).into(), &mut slices, &mut self.recv_meta),
-                    None => return Ok(false),
-                }
+                self.clients
+                    .get(&(token.0 - FIRST_CLIENT))
+                    .map(|c| (&c.state, &c.socket))
             };
-            let n = match result {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                // An ICMP error for an earlier send (a peer gone): nothing to relay.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
-                Err(e) => return Err(Error::io("receiving", e)),
+            let Some((state, socket)) = socket else {
+                return Ok(false);
             };
-            let now = self.clock.now();
-            for i in 0..n {
-                let meta = self.recv_meta[i];
-                let data = std::mem::take(&mut self.recv_bufs[i]);
-                let payload = data.get(..meta.len).unwrap_or_default();
-                for datagram in payload.chunks(meta.stride.max(1)) {
-                    self.input(token, meta.addr, datagram, now)?;
-                    taken += 1;
-                }
-                self.recv_bufs[i] = data;
+            if !self.recv.recv(state, socket)? {
+                return Ok(false);
             }
+            let now = self.clock.now();
+            // Taken out while `input` borrows the relay, put back before any error returns.
+            let batch = std::mem::take(&mut self.recv);
+            let relayed = batch.datagrams().try_for_each(|(from, datagram)| {
+                taken += 1;
+                self.input(token, from, datagram, now)
+            });
+            self.recv = batch;
+            relayed?;
         }
         Ok(true)
     }
@@ -700,11 +681,7 @@ impl Relay {
     }
 
     fn poll_events(&mut self, events: &mut Events, timeout: Option<Duration>) -> Result<(), Error> {
-        match self.poll.poll(events, timeout) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::io("epoll wait", e)),
-        }
+        poll_events(&mut self.poll, events, timeout)?;
         for event in events.iter() {
             let token = event.token();
             if token != WAKER && !self.readable.contains(&token) {

@@ -33,12 +33,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
-    let mut scenarios = recoup_sim::scenario::load(&args.scenario)?;
-    Overrides {
+    let scenarios = Overrides {
         seeds: args.seeds,
         duration: None,
     }
-    .apply(&mut scenarios)?;
+    .load(&args.scenario)?;
     let qlog_dir = args.qlog.then(|| args.out.join("qlog"));
     let results = simulate::run_all(&scenarios, args.jobs, qlog_dir.as_deref())?;
     let written = simulate::write_outputs(&args.out, &results)?;

@@ -46,6 +46,14 @@ pub struct Overrides {
 }
 
 impl Overrides {
+    /// Loads the scenario file at `path` (one scenario per sweep point) with the overrides
+    /// applied.
+    pub fn load(&self, path: &Path) -> Result<Vec<Scenario>, Error> {
+        let mut scenarios = recoup_sim::scenario::load(path)?;
+        self.apply(&mut scenarios)?;
+        Ok(scenarios)
+    }
+
     pub fn apply(&self, scenarios: &mut [Scenario]) -> Result<(), Error> {
         if self.seeds == Some(0) {
             return Err(Error::Usage("--seeds must be at least 1".into()));

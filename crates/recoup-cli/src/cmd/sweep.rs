@@ -74,12 +74,11 @@ struct Entry {
 static STOP: AtomicBool = AtomicBool::new(false);
 
 pub fn run(args: Args) -> Result<(), Error> {
-    let mut scenarios = recoup_sim::scenario::load(&args.plan)?;
-    Overrides {
+    let scenarios = Overrides {
         seeds: args.seeds,
         duration: None,
     }
-    .apply(&mut scenarios)?;
+    .load(&args.plan)?;
     std::fs::create_dir_all(&args.out).map_err(|source| Error::Io {
         path: args.out.clone(),
         source,

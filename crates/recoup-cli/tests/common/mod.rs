@@ -13,6 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use sha2::{Digest, Sha256};
+
 /// Bound on a peer's run ([`run_peer`]).
 pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
 /// Bound on a server's start, until it prints its address.
@@ -36,6 +38,66 @@ pub fn interop_dir() -> PathBuf {
 
 pub fn python() -> String {
     std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+/// `recoup serve` with BBR, `policy` and a qlog directory, logging at info level (the live tests
+/// wait for its log lines).
+pub fn serve_live(policy: &str, qlog: &Path) -> (Proc, SocketAddr) {
+    let mut cmd = Command::new(recoup());
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--cc",
+        "bbr",
+        "--policy",
+        policy,
+    ])
+    .arg("--qlog-dir")
+    .arg(qlog)
+    .env("RUST_LOG", "info");
+    Proc::server("recoup serve", cmd)
+}
+
+/// `recoup link` on a free loopback port in front of `upstream`, emulating the path `flags`.
+pub fn link_command(upstream: SocketAddr, flags: &[&str]) -> Command {
+    let mut cmd = Command::new(recoup());
+    cmd.args(["link", "--listen", "127.0.0.1:0", "--upstream"])
+        .arg(upstream.to_string())
+        .args(flags);
+    cmd
+}
+
+/// The unmodified aioquic live player (`tests/interop/live_player.py`) fetching `url`.
+pub fn live_player(url: &str) -> Command {
+    let mut cmd = Command::new(python());
+    cmd.arg(interop_dir().join("live_player.py"))
+        .args(["--insecure", "--url", url]);
+    cmd
+}
+
+/// A directory with `name` holding `size` deterministic pseudo-random bytes (xorshift64).
+pub fn fixture(name: &str, size: usize) -> (tempfile::TempDir, Vec<u8>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut data = Vec::with_capacity(size);
+    while data.len() < size {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        data.extend_from_slice(&x.to_le_bytes());
+    }
+    data.truncate(size);
+    std::fs::write(dir.path().join(name), &data).expect("write fixture");
+    (dir, data)
+}
+
+/// Hex SHA-256, for comparing downloads in messages that stay short.
+pub fn sha256(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A started process: killed on drop; its stderr (and stdout after the first line) go to files

@@ -294,6 +294,11 @@ fn qlog_of_a_lossy_run_with_copies() {
     assert!(count("transport:packet_received") > 50);
     assert!(count("recovery:packet_lost") > 0);
     assert!(count("recovery:metrics_updated") > 0);
+    // The congestion controller's state rides along, so a trace shows why the window moved.
+    assert!(records
+        .iter()
+        .filter(|r| r["name"] == "recovery:metrics_updated")
+        .all(|r| r["data"]["recoup"]["cc_state"].is_string()));
     let marked = records
         .iter()
         .filter(|r| r["name"] == "transport:packet_sent" && r["data"]["recoup"]["kind"] == "copy")

@@ -397,6 +397,13 @@ impl Connection {
                         "latest_rtt": ms(rtt.latest()), "rtt_variance": ms(rtt.var()),
                         "congestion_window": self.cc.window(),
                         "bytes_in_flight": self.loss.bytes_in_flight(),
+                        // As before this ACK's update, in bytes/s: BBR's state and bandwidth
+                        // filter show why its window collapses (e.g. after ProbeRTT).
+                        "recoup": {
+                            "cc_state": self.cc.state(),
+                            "bandwidth_estimate": self.cc.bandwidth_estimate(),
+                            "pacing_rate": self.cc.pacing_rate(),
+                        },
                     }),
                 );
             }

@@ -62,6 +62,6 @@ wheel_dir="$(mktemp -d)"
 trap 'rm -rf "$wheel_dir"' EXIT
 python3 -m maturin build --release --locked -m crates/recoup-py/Cargo.toml -i python3 -o "$wheel_dir"
 python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel_dir"/recoup-*.whl
-python3 -m ruff check python experiments
-python3 -m ruff format --check python experiments
+python3 -m ruff check python experiments tests/interop
+python3 -m ruff format --check python experiments tests/interop
 python3 -m pytest -q python/tests

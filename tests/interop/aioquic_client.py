@@ -65,7 +65,9 @@ async def main(args):
     if keylog:
         config.secrets_log_file = open(keylog, "a")
     start = time.monotonic()
-    async with connect(url.hostname, url.port, configuration=config, create_protocol=HqClient) as client:
+    async with connect(
+        url.hostname, url.port, configuration=config, create_protocol=HqClient
+    ) as client:
         with open(args.output, "wb") as out:
             n = await asyncio.wait_for(client.get(url.path or "/", out), args.timeout)
         client.close()

@@ -41,7 +41,9 @@ def start(cmd):
 def download(client, addr, out):
     r = subprocess.run(
         [client, f"https://{addr}/bulk.bin", "-o", out],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     if r.returncode != 0:
         raise SystemExit(f"client failed against {addr}:\n{r.stdout}\n{r.stderr}")
@@ -64,14 +66,25 @@ def main():
             f.write(os.urandom(args.size_mb * 1024 * 1024))
         out = os.path.join(tmp, "out.bin")
         servers = {
-            "recoup": start([os.path.join(args.bin, "recoup"), "serve", "--listen", "127.0.0.1:0",
-                             "--root", root, "--policy", args.policy]),
-            "quinn": start([os.path.join(args.bin, "quinn-server"), "--listen", "127.0.0.1:0",
-                            "--root", root]),
+            "recoup": start(
+                [
+                    os.path.join(args.bin, "recoup"),
+                    "serve",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--root",
+                    root,
+                    "--policy",
+                    args.policy,
+                ]
+            ),
+            "quinn": start(
+                [os.path.join(args.bin, "quinn-server"), "--listen", "127.0.0.1:0", "--root", root]
+            ),
         }
         results = {name: {"goodput": [], "bytes": 0, "cpu": 0.0} for name in servers}
         try:
-            for name, (proc, addr) in servers.items():
+            for _proc, addr in servers.values():
                 download(client, addr, out)  # warm-up, not counted
             for _ in range(args.rounds):
                 for name, (proc, addr) in servers.items():
@@ -85,8 +98,10 @@ def main():
             for proc, _ in servers.values():
                 proc.kill()
                 proc.wait()
-    print(f"{args.rounds} rounds of {args.size_mb} MiB, client quinn-client, policy {args.policy}, "
-          f"{os.cpu_count()} cores")
+    print(
+        f"{args.rounds} rounds of {args.size_mb} MiB, client quinn-client, policy {args.policy}, "
+        f"{os.cpu_count()} cores"
+    )
     print("| server | goodput Mbit/s (median) | min | max | server CPU s per GB |")
     print("|---|---|---|---|---|")
     summary = {}
@@ -94,8 +109,10 @@ def main():
         med = statistics.median(r["goodput"])
         cpu_gb = r["cpu"] / (r["bytes"] / 1e9)
         summary[name] = (med, cpu_gb)
-        print(f"| {name} | {med:.0f} | {min(r['goodput']):.0f} | {max(r['goodput']):.0f} | "
-              f"{cpu_gb:.2f} |")
+        print(
+            f"| {name} | {med:.0f} | {min(r['goodput']):.0f} | {max(r['goodput']):.0f} | "
+            f"{cpu_gb:.2f} |"
+        )
     g = summary["recoup"][0] / summary["quinn"][0]
     c = summary["recoup"][1] / summary["quinn"][1]
     print(f"\nrecoup/quinn goodput ratio: {g:.2f}x; CPU per GB ratio: {c:.2f}x")

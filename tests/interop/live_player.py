@@ -60,6 +60,7 @@ class FrameChecker:
         self.missing = 0
         self.errors = []
         self.framing_lost = False
+        self.repeat = False  # the frame being read repeats an earlier sequence number
         self.captures = []  # capture_us of every good frame, in order
         self.prefix = bytearray()  # the stream's first bytes, to show a server's error text
 
@@ -104,16 +105,20 @@ class FrameChecker:
         if sequence > self.next_sequence:
             self.missing += sequence - self.next_sequence
             self.error(f"frames {self.next_sequence}..{sequence - 1} missing")
-        elif sequence < self.next_sequence:
+        self.repeat = sequence < self.next_sequence
+        if self.repeat:
+            # Counted bad once here; its payload is still read to keep the framing.
             self.bad_frames += 1
             self.error(f"frame {sequence} again after frame {self.next_sequence - 1}")
-        self.next_sequence = sequence + 1
+        self.next_sequence = max(self.next_sequence, sequence + 1)
         self.current = (sequence, capture, length, 0, checksum)
         return self.end_frame() if length == 0 else 0
 
     def end_frame(self):
         sequence, capture, _, crc, expected = self.current
         self.current = None
+        if self.repeat:
+            return 0
         if crc != expected:
             self.bad_frames += 1
             self.error(f"frame {sequence}: CRC-32 {crc:08x}, header says {expected:08x}")

@@ -123,16 +123,6 @@ impl App for LiveSource {
         })
     }
 
-    fn on_stream_bytes(
-        &mut self,
-        _now: Instant,
-        stream: StreamKey,
-        _data: &[u8],
-        _fin: bool,
-    ) -> Result<(), FrameError> {
-        Err(unexpected(stream))
-    }
-
     fn next_wakeup(&self) -> Option<Instant> {
         if self.all_captured() {
             None
@@ -310,10 +300,6 @@ impl LivePlayer {
 }
 
 impl App for LivePlayer {
-    fn poll_write(&mut self, _now: Instant, _max: usize) -> Option<Write> {
-        None
-    }
-
     fn on_stream_bytes(
         &mut self,
         now: Instant,

@@ -61,18 +61,23 @@ pub struct Write {
 /// An application endpoint. See the module documentation for the call order.
 pub trait App {
     /// The next bytes to write, at most `max` of them; `None` when there is nothing to write
-    /// now. `max == 0` always gives `None`.
-    fn poll_write(&mut self, now: Instant, max: usize) -> Option<Write>;
+    /// now. `max == 0` always gives `None`. By default nothing: a receiver only reads.
+    fn poll_write(&mut self, _now: Instant, _max: usize) -> Option<Write> {
+        None
+    }
 
     /// Bytes of `stream` arrived, continuing where the last call for that stream stopped;
-    /// `fin`: the stream ends after `data`. An error means the data is not what was sent.
+    /// `fin`: the stream ends after `data`. An error means the data is not what was sent. By
+    /// default every stream is an error: a sender expects none.
     fn on_stream_bytes(
         &mut self,
-        now: Instant,
+        _now: Instant,
         stream: StreamKey,
-        data: &[u8],
-        fin: bool,
-    ) -> Result<(), FrameError>;
+        _data: &[u8],
+        _fin: bool,
+    ) -> Result<(), FrameError> {
+        Err(unexpected(stream))
+    }
 
     /// When the application next has something to do on its own (the frame clock, a think
     /// time), if ever.

@@ -90,16 +90,6 @@ impl App for RtcSender {
         Some(Write { stream, data, fin })
     }
 
-    fn on_stream_bytes(
-        &mut self,
-        _now: Instant,
-        stream: StreamKey,
-        _data: &[u8],
-        _fin: bool,
-    ) -> Result<(), FrameError> {
-        Err(unexpected(stream))
-    }
-
     fn next_wakeup(&self) -> Option<Instant> {
         let t = clock_tick(self.start, self.encoder.fps, self.next_frame);
         (t < self.end).then_some(t)
@@ -223,10 +213,6 @@ impl RtcReceiver {
 }
 
 impl App for RtcReceiver {
-    fn poll_write(&mut self, _now: Instant, _max: usize) -> Option<Write> {
-        None
-    }
-
     fn on_stream_bytes(
         &mut self,
         now: Instant,

@@ -162,16 +162,6 @@ impl App for FileSender {
         write_front(&mut self.active, max)
     }
 
-    fn on_stream_bytes(
-        &mut self,
-        _now: Instant,
-        stream: StreamKey,
-        _data: &[u8],
-        _fin: bool,
-    ) -> Result<(), FrameError> {
-        Err(unexpected(stream))
-    }
-
     fn next_wakeup(&self) -> Option<Instant> {
         (self.next < u64::from(self.config.count)).then(|| self.start_of(self.next))
     }
@@ -238,10 +228,6 @@ impl FileReceiver {
 }
 
 impl App for FileReceiver {
-    fn poll_write(&mut self, _now: Instant, _max: usize) -> Option<Write> {
-        None
-    }
-
     fn on_stream_bytes(
         &mut self,
         now: Instant,

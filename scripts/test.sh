@@ -33,6 +33,16 @@ if ! command -v tshark >/dev/null 2>&1; then
 fi
 command -v tshark >/dev/null 2>&1 && tshark --version | head -1
 
+step "C compiler (the C ABI test compiles a C host)"
+if ! command -v cc >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null
+  else
+    echo "no C compiler (cc) and no root to install gcc: the C ABI test will fail" >&2
+  fi
+fi
+cc --version | head -1
+
 step "fonts for plots (Debian fonts-dejavu-core)"
 # recoup compare labels compare.png with DejaVu Sans; without it the plot is skipped.
 if [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then

@@ -55,6 +55,7 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use recoup_transport::loss::LossDetectionMode;
 
     #[test]
     fn cli_definition_is_consistent() {
@@ -95,5 +96,38 @@ mod tests {
             "--out is required"
         );
         assert!(Cli::try_parse_from(["recoup", "serve", "--policy", "nonsense:?"]).is_err());
+    }
+
+    #[test]
+    fn loss_detection_flag() {
+        for (cmd, extra) in [("serve", None), ("get", Some("https://127.0.0.1:1/x"))] {
+            let mut args = vec!["recoup", cmd, "--loss-detection", "rack-tlp"];
+            args.extend(extra);
+            let cli = Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{cmd}: {e}"));
+            let transport = match cli.command {
+                Command::Serve(a) => a.transport,
+                Command::Get(a) => a.transport,
+                other => panic!("parsed as {other:?}"),
+            };
+            assert_eq!(
+                transport.config().loss_detection,
+                LossDetectionMode::RackTlp
+            );
+        }
+        let cli = Cli::try_parse_from(["recoup", "serve"]).expect("serve");
+        let Command::Serve(a) = cli.command else {
+            panic!("serve")
+        };
+        assert_eq!(
+            a.transport.config().loss_detection,
+            LossDetectionMode::Rfc9002
+        );
+        let e = Cli::try_parse_from(["recoup", "serve", "--loss-detection", "tcp"])
+            .expect_err("unknown loss detection")
+            .to_string();
+        assert!(
+            e.contains("--loss-detection") && e.contains("rfc9002, rack-tlp"),
+            "{e}"
+        );
     }
 }

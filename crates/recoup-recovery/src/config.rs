@@ -2,27 +2,34 @@
 //! parsed into typed configurations, printed back in a canonical form that parses to the same
 //! value.
 //!
-//! Every parameter of DESIGN.md is settable; defaults are the papers'. `Display` prints only the
-//! parameters that differ from the default, so `autorec` prints as `autorec` and a preset prints
-//! as its values.
+//! Every parameter of DESIGN.md is settable; defaults are the papers'. Each configuration struct
+//! is its own parameter list ([`crate::params`]): a field is a parameter, named by the field (or
+//! its `rename`), with its default in the struct's `Default` and, where a value has a range, a
+//! `deserialize_with` below that checks it. `Display` prints only the parameters that differ
+//! from the default, so `autorec` prints as `autorec` and a preset prints as its values.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use serde::{Deserialize, Deserializer, Serialize};
+
 use crate::error::Error;
+use crate::params::{self, in_range, Params};
 
 /// The policy names the parser accepts.
 pub const POLICY_NAMES: &str = "arq, fixed, or3, art, art-mab, autorec, too, ladr-rrl (alias ladr)";
 
 /// OR3's redundancy level per round (ART §7.1 baselines): R counts every send of the round,
 /// the ARQ retransmission included (ART Fig. 9: R_1 = 3 replicas k = 1, 2, 3).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Or3Variant {
     /// OR3: R = 2n - 1, i.e. 2n - 2 copies besides the retransmission (0, 2, 4, ...).
     #[default]
+    #[serde(rename = "2n-1")]
     TwoNMinusOne,
     /// "QUIC (R = 2n + 1)": 2n copies besides the retransmission (2, 4, 6, ...).
+    #[serde(rename = "2n+1")]
     TwoNPlusOne,
 }
 
@@ -36,26 +43,25 @@ impl Or3Variant {
             Self::TwoNPlusOne => twice.saturating_add(1),
         }
     }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::TwoNMinusOne => "2n-1",
-            Self::TwoNPlusOne => "2n+1",
-        }
-    }
 }
 
-/// ART's Replica Scheduler (ART §6.2) and opportunism (§6.4), shared by `art` and `art-mab`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// ART's Replica Scheduler (ART §6.2) and opportunism (§6.4), shared by `art` and `art-mab`:
+/// its parameters are given in the same list as theirs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SchedulerConfig {
-    /// Spread replicas over the escape space; `false` is the back-to-back ablation.
+    /// Spread replicas over the escape space; `scheduler=off` is the back-to-back ablation.
+    #[serde(rename = "scheduler")]
     pub enabled: bool,
     /// Scaling coefficient of the escape space, min(BDP, a * B_max); ART uses 1.
+    #[serde(deserialize_with = "scale")]
     pub a: f64,
     /// B_max is the largest loss burst in this many last RTTs (ART: "5 ~ 10").
+    #[serde(deserialize_with = "rtts")]
     pub burst_rtts: u32,
     /// Copies may exceed the congestion window by up to this many packets (ART §6.4
     /// "opportunism"; the paper gives no budget, so it is off unless asked for).
+    #[serde(deserialize_with = "budget")]
     pub opportunism: u32,
 }
 
@@ -71,12 +77,17 @@ impl Default for SchedulerConfig {
 }
 
 /// `art`: ART's test-and-verification Redundancy Adapter (§6.1) with the Replica Scheduler.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ArtConfig {
     /// Length of the replica-outcome bitmap (ART: L_queue >= 10).
+    #[serde(deserialize_with = "l_queue")]
     pub l_queue: usize,
     /// Largest redundancy level R (sends per round, retransmission included).
+    #[serde(deserialize_with = "one_to_64")]
     pub r_max: u32,
+    /// Parsed from the same list by its own struct.
+    #[serde(skip)]
     pub scheduler: SchedulerConfig,
 }
 
@@ -91,34 +102,34 @@ impl Default for ArtConfig {
 }
 
 /// The bandit algorithm of `art-mab` (ART §8).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum BanditAlgo {
     #[default]
+    #[serde(rename = "eg", alias = "epsilon-greedy")]
     EpsilonGreedy,
+    #[serde(rename = "ucb")]
     Ucb,
 }
 
-impl BanditAlgo {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::EpsilonGreedy => "eg",
-            Self::Ucb => "ucb",
-        }
-    }
-}
-
 /// `art-mab`: ART with a multi-armed bandit over R in `1..=r_max` (ART §8, MAB-EG / MAB-UCB).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ArtMabConfig {
     pub algo: BanditAlgo,
     /// Penalty factor: each extra replica divides a success's reward by eta (ART: 1.01).
+    #[serde(deserialize_with = "eta")]
     pub eta: f64,
     /// Exploration probability of epsilon-greedy.
+    #[serde(deserialize_with = "probability")]
     pub epsilon: f64,
     /// UCB exploration weight c in mean + sqrt(c ln t / n).
+    #[serde(deserialize_with = "weight")]
     pub ucb_c: f64,
     /// Arms are R = 1..=r_max (ART: 10).
+    #[serde(deserialize_with = "one_to_64")]
     pub r_max: u32,
+    /// Parsed from the same list by its own struct.
+    #[serde(skip)]
     pub scheduler: SchedulerConfig,
 }
 
@@ -136,21 +147,28 @@ impl Default for ArtMabConfig {
 }
 
 /// `autorec` (AutoRec §V).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AutoRecConfig {
     /// Recovery latency tolerance.
+    #[serde(with = "params::duration")]
     pub alpha: Duration,
     /// Redundancy cost tolerance (fraction).
+    #[serde(deserialize_with = "tolerance")]
     pub beta: f64,
     /// Goodput reduction tolerance (fraction).
+    #[serde(deserialize_with = "fraction")]
     pub gamma: f64,
     /// Decision interval D in smoothed RTTs.
+    #[serde(rename = "d", deserialize_with = "rtts")]
     pub d_rtts: u32,
     /// Upper end of the K search range.
+    #[serde(deserialize_with = "zero_to_64")]
     pub k_max: u32,
     /// Opportunistic reinjection after T_thres of silence, even in on-mode.
     pub opportunistic: bool,
     /// A fixed K instead of the Redundancy Adapter (the formula-accuracy experiment).
+    #[serde(rename = "k", deserialize_with = "some_zero_to_64")]
     pub fixed_k: Option<u32>,
 }
 
@@ -187,14 +205,33 @@ impl Default for AutoRecConfig {
     }
 }
 
+/// `autorec`'s `preset`: the base that the other parameters change.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct AutoRecPreset {
+    preset: Preset,
+}
+
+#[derive(Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Preset {
+    #[default]
+    Testbed,
+    Deployment,
+}
+
 /// `too` (TOO §2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TooConfig {
     /// Activation threshold on E_waiting.
+    #[serde(with = "params::duration")]
     pub theta: Duration,
     /// Maximum lost times n in E_waiting.
+    #[serde(deserialize_with = "one_to_64")]
     pub n: u32,
     /// Activator cycle in smoothed RTTs.
+    #[serde(rename = "cycle", deserialize_with = "srtts")]
     pub cycle_srtts: u32,
 }
 
@@ -209,9 +246,12 @@ impl Default for TooConfig {
 }
 
 /// `ladr-rrl`: LADR's reactive rate limit (LADR §3.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LadrConfig {
+    #[serde(deserialize_with = "packets")]
     pub n_high: u32,
+    #[serde(deserialize_with = "packets")]
     pub n_low: u32,
 }
 
@@ -222,6 +262,90 @@ impl Default for LadrConfig {
             n_low: 2,
         }
     }
+}
+
+/// `fixed`'s parameter list (`fixed:2` is `fixed:r=2`).
+#[derive(Serialize, Deserialize)]
+#[serde(default)]
+struct FixedParams {
+    /// Copies besides the retransmission.
+    #[serde(deserialize_with = "copies")]
+    r: u32,
+}
+
+impl Default for FixedParams {
+    fn default() -> Self {
+        Self { r: 1 }
+    }
+}
+
+/// `or3`'s parameter list.
+#[derive(Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+struct Or3Params {
+    variant: Or3Variant,
+}
+
+// Value ranges; each error text states what is accepted.
+
+fn copies<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    in_range(d, 0..=64, "an integer copy count in 0..=64")
+}
+
+fn l_queue<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    in_range(d, 1..=65_536, "an integer in 1..=65536 (ART: >= 10)")
+}
+
+fn one_to_64<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    in_range(d, 1..=64, "an integer in 1..=64")
+}
+
+fn zero_to_64<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    in_range(d, 0..=64, "an integer in 0..=64")
+}
+
+fn some_zero_to_64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    zero_to_64(d).map(Some)
+}
+
+fn rtts<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    in_range(d, 1..=1000, "a whole number of RTTs in 1..=1000")
+}
+
+fn srtts<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    in_range(d, 1..=1000, "a whole number of SRTTs in 1..=1000")
+}
+
+fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    in_range(d, 0..=10_000, "a packet budget in 0..=10000")
+}
+
+fn packets<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    in_range(d, 1..=1_000_000, "a packet count in 1..=1000000")
+}
+
+fn scale<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    in_range(d, 1.0..=1000.0, "a scaling coefficient in [1, 1000]")
+}
+
+fn eta<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    in_range(d, 1.0..=100.0, "a number in [1, 100]")
+}
+
+fn probability<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    in_range(d, 0.0..=1.0, "a probability in [0, 1]")
+}
+
+fn weight<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    in_range(d, 0.0..=100.0, "a number in [0, 100]")
+}
+
+fn tolerance<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    in_range(d, 0.0..=100.0, "a fraction >= 0 (`0.3` or `30%`)")
+}
+
+fn fraction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    in_range(d, 0.0..=1.0, "a fraction in [0, 1] (`0.2` or `20%`)")
 }
 
 /// A built-in policy with its parameters. Parse with [`str::parse`] or
@@ -243,19 +367,6 @@ pub enum PolicySpec {
     Too(TooConfig),
     LadrRrl(LadrConfig),
 }
-
-const FIXED_PARAMS: &str = "r (or a bare count, `fixed:2`)";
-const OR3_PARAMS: &str = "variant (2n-1 | 2n+1)";
-const ART_PARAMS: &str = "l_queue, r_max, scheduler, a, burst_rtts, opportunism";
-const MAB_PARAMS: &str =
-    "algo (eg | ucb), eta, epsilon, ucb_c, r_max, scheduler, a, burst_rtts, opportunism";
-const AUTOREC_PARAMS: &str =
-    "preset (testbed | deployment), alpha, beta, gamma, d, k_max, opportunistic, k";
-const TOO_PARAMS: &str = "theta, n, cycle";
-const LADR_PARAMS: &str = "n_high, n_low";
-
-/// Longest duration a parameter may take; anything longer is a typo.
-const MAX_DURATION: Duration = Duration::from_secs(3600);
 
 impl PolicySpec {
     /// The policy's name as the parser accepts it.
@@ -297,132 +408,43 @@ impl PolicySpec {
                 })
             }
         };
-        let accepted = match policy {
-            "arq" => "(none)",
-            "fixed" => FIXED_PARAMS,
-            "or3" => OR3_PARAMS,
-            "art" => ART_PARAMS,
-            "art-mab" => MAB_PARAMS,
-            "autorec" => AUTOREC_PARAMS,
-            "too" => TOO_PARAMS,
-            _ => LADR_PARAMS,
-        };
-        let mut p = Params::split(policy, accepted, params, policy == "fixed")?;
+        let mut p = Params::split(policy, params, (policy == "fixed").then_some("r"))?;
         let spec = match policy {
             "arq" => Self::Arq,
             "fixed" => Self::Fixed {
-                copies: p
-                    .take_u32("r", 0..=64, "an integer copy count in 0..=64")?
-                    .unwrap_or(1),
+                copies: p.take::<FixedParams>()?.r,
             },
             "or3" => Self::Or3 {
-                variant: match p.take("variant") {
-                    None => Or3Variant::default(),
-                    Some(v) => match v.as_str() {
-                        "2n-1" => Or3Variant::TwoNMinusOne,
-                        "2n+1" => Or3Variant::TwoNPlusOne,
-                        _ => return Err(p.bad("variant", &v, "`2n-1` or `2n+1`")),
-                    },
-                },
+                variant: p.take::<Or3Params>()?.variant,
             },
             "art" => {
-                let d = ArtConfig::default();
-                let l_queue = p
-                    .take_u32(
-                        "l_queue",
-                        1..=65_536,
-                        "an integer in 1..=65536 (ART: >= 10)",
-                    )?
-                    .map_or(d.l_queue, |v| v as usize);
-                let r_max = p
-                    .take_u32("r_max", 1..=64, "an integer in 1..=64")?
-                    .unwrap_or(d.r_max);
-                Self::Art(ArtConfig {
-                    l_queue,
-                    r_max,
-                    scheduler: p.take_scheduler()?,
-                })
+                let mut art: ArtConfig = p.take()?;
+                art.scheduler = p.take()?;
+                Self::Art(art)
             }
             "art-mab" => {
-                let d = ArtMabConfig::default();
-                let algo = match p.take("algo") {
-                    None => d.algo,
-                    Some(v) => match v.as_str() {
-                        "eg" | "epsilon-greedy" => BanditAlgo::EpsilonGreedy,
-                        "ucb" => BanditAlgo::Ucb,
-                        _ => return Err(p.bad("algo", &v, "`eg` (epsilon-greedy) or `ucb`")),
-                    },
-                };
-                Self::ArtMab(ArtMabConfig {
-                    algo,
-                    eta: p
-                        .take_f64("eta", 1.0, 100.0, "a number in [1, 100]")?
-                        .unwrap_or(d.eta),
-                    epsilon: p
-                        .take_f64("epsilon", 0.0, 1.0, "a probability in [0, 1]")?
-                        .unwrap_or(d.epsilon),
-                    ucb_c: p
-                        .take_f64("ucb_c", 0.0, 100.0, "a number in [0, 100]")?
-                        .unwrap_or(d.ucb_c),
-                    r_max: p
-                        .take_u32("r_max", 1..=64, "an integer in 1..=64")?
-                        .unwrap_or(d.r_max),
-                    scheduler: p.take_scheduler()?,
-                })
+                let mut mab: ArtMabConfig = p.take()?;
+                mab.scheduler = p.take()?;
+                Self::ArtMab(mab)
             }
             "autorec" => {
-                let base = match p.take("preset") {
-                    None => AutoRecConfig::testbed(),
-                    Some(v) => match v.as_str() {
-                        "testbed" => AutoRecConfig::testbed(),
-                        "deployment" => AutoRecConfig::deployment(),
-                        _ => return Err(p.bad("preset", &v, "`testbed` or `deployment`")),
-                    },
+                let base = match p.take::<AutoRecPreset>()?.preset {
+                    Preset::Testbed => AutoRecConfig::testbed(),
+                    Preset::Deployment => AutoRecConfig::deployment(),
                 };
-                Self::AutoRec(AutoRecConfig {
-                    alpha: p.take_duration("alpha")?.unwrap_or(base.alpha),
-                    beta: p
-                        .take_f64("beta", 0.0, 100.0, "a fraction >= 0 (`0.3` or `30%`)")?
-                        .unwrap_or(base.beta),
-                    gamma: p
-                        .take_f64("gamma", 0.0, 1.0, "a fraction in [0, 1] (`0.2` or `20%`)")?
-                        .unwrap_or(base.gamma),
-                    d_rtts: p
-                        .take_u32("d", 1..=1000, "a whole number of RTTs in 1..=1000")?
-                        .unwrap_or(base.d_rtts),
-                    k_max: p
-                        .take_u32("k_max", 0..=64, "an integer in 0..=64")?
-                        .unwrap_or(base.k_max),
-                    opportunistic: p.take_bool("opportunistic")?.unwrap_or(base.opportunistic),
-                    fixed_k: p.take_u32("k", 0..=64, "an integer in 0..=64")?,
-                })
+                p.defaults_from(&base);
+                Self::AutoRec(p.take()?)
             }
-            "too" => {
-                let d = TooConfig::default();
-                Self::Too(TooConfig {
-                    theta: p.take_duration("theta")?.unwrap_or(d.theta),
-                    n: p.take_u32("n", 1..=64, "an integer in 1..=64")?
-                        .unwrap_or(d.n),
-                    cycle_srtts: p
-                        .take_u32("cycle", 1..=1000, "a whole number of SRTTs in 1..=1000")?
-                        .unwrap_or(d.cycle_srtts),
-                })
-            }
+            "too" => Self::Too(p.take()?),
             _ => {
-                let d = LadrConfig::default();
-                let n_high = p
-                    .take_u32("n_high", 1..=1_000_000, "a packet count in 1..=1000000")?
-                    .unwrap_or(d.n_high);
-                let n_low = p
-                    .take_u32("n_low", 1..=1_000_000, "a packet count in 1..=1000000")?
-                    .unwrap_or(d.n_low);
-                if n_low > n_high {
+                let ladr: LadrConfig = p.take()?;
+                if ladr.n_low > ladr.n_high {
                     return Err(Error::Inconsistent {
                         policy,
-                        detail: "n_low must not exceed n_high",
+                        detail: "n_low must not exceed n_high".to_owned(),
                     });
                 }
-                Self::LadrRrl(LadrConfig { n_high, n_low })
+                Self::LadrRrl(ladr)
             }
         };
         p.finish()?;
@@ -442,297 +464,34 @@ impl FromStr for PolicySpec {
     }
 }
 
-/// `key=value` pairs of one specification, consumed key by key; leftovers are unknown keys.
-struct Params {
-    policy: &'static str,
-    accepted: &'static str,
-    items: Vec<(String, String)>,
-}
-
-impl Params {
-    fn split(
-        policy: &'static str,
-        accepted: &'static str,
-        params: &str,
-        bare_count: bool,
-    ) -> Result<Self, Error> {
-        let mut items: Vec<(String, String)> = Vec::new();
-        let params = params.trim();
-        if params.is_empty() {
-            return Ok(Self {
-                policy,
-                accepted,
-                items,
-            });
-        }
-        for (i, item) in params.split(',').enumerate() {
-            let item = item.trim();
-            let (key, value) = match item.split_once('=') {
-                Some((k, v)) => (k.trim(), v.trim()),
-                // `fixed:2` is `fixed:r=2`.
-                None if bare_count && i == 0 && !item.is_empty() => ("r", item),
-                None => {
-                    return Err(Error::Malformed {
-                        policy,
-                        item: item.to_owned(),
-                        accepted,
-                    })
-                }
-            };
-            if key.is_empty() {
-                return Err(Error::Malformed {
-                    policy,
-                    item: item.to_owned(),
-                    accepted,
-                });
-            }
-            if items.iter().any(|(k, _)| k == key) {
-                return Err(Error::Duplicate {
-                    policy,
-                    key: key.to_owned(),
-                });
-            }
-            items.push((key.to_owned(), value.to_owned()));
-        }
-        Ok(Self {
-            policy,
-            accepted,
-            items,
-        })
-    }
-
-    fn take(&mut self, key: &str) -> Option<String> {
-        let i = self.items.iter().position(|(k, _)| k == key)?;
-        Some(self.items.remove(i).1)
-    }
-
-    fn bad(&self, key: &str, value: &str, expected: &'static str) -> Error {
-        Error::BadValue {
-            policy: self.policy,
-            key: key.to_owned(),
-            value: value.to_owned(),
-            expected,
-        }
-    }
-
-    fn take_u32(
-        &mut self,
-        key: &str,
-        range: std::ops::RangeInclusive<u32>,
-        expected: &'static str,
-    ) -> Result<Option<u32>, Error> {
-        let Some(v) = self.take(key) else {
-            return Ok(None);
-        };
-        match v.parse::<u32>() {
-            Ok(n) if range.contains(&n) => Ok(Some(n)),
-            _ => Err(self.bad(key, &v, expected)),
-        }
-    }
-
-    fn take_f64(
-        &mut self,
-        key: &str,
-        min: f64,
-        max: f64,
-        expected: &'static str,
-    ) -> Result<Option<f64>, Error> {
-        let Some(v) = self.take(key) else {
-            return Ok(None);
-        };
-        let parsed = match v.strip_suffix('%') {
-            Some(pct) => pct.trim().parse::<f64>().map(|x| x / 100.0),
-            None => v.parse::<f64>(),
-        };
-        match parsed {
-            Ok(x) if x.is_finite() && x >= min && x <= max => Ok(Some(x)),
-            _ => Err(self.bad(key, &v, expected)),
-        }
-    }
-
-    fn take_bool(&mut self, key: &str) -> Result<Option<bool>, Error> {
-        let Some(v) = self.take(key) else {
-            return Ok(None);
-        };
-        match v.as_str() {
-            "on" | "true" | "yes" | "1" => Ok(Some(true)),
-            "off" | "false" | "no" | "0" => Ok(Some(false)),
-            _ => Err(self.bad(key, &v, "`on` or `off`")),
-        }
-    }
-
-    fn take_duration(&mut self, key: &str) -> Result<Option<Duration>, Error> {
-        let Some(v) = self.take(key) else {
-            return Ok(None);
-        };
-        parse_duration(&v)
-            .map(Some)
-            .ok_or_else(|| self.bad(key, &v, "a duration up to 1h like `30ms`, `0.2s`, `500us`"))
-    }
-
-    fn take_scheduler(&mut self) -> Result<SchedulerConfig, Error> {
-        let d = SchedulerConfig::default();
-        Ok(SchedulerConfig {
-            enabled: self.take_bool("scheduler")?.unwrap_or(d.enabled),
-            a: self
-                .take_f64("a", 1.0, 1000.0, "a scaling coefficient in [1, 1000]")?
-                .unwrap_or(d.a),
-            burst_rtts: self
-                .take_u32("burst_rtts", 1..=1000, "a whole number of RTTs in 1..=1000")?
-                .unwrap_or(d.burst_rtts),
-            opportunism: self
-                .take_u32("opportunism", 0..=10_000, "a packet budget in 0..=10000")?
-                .unwrap_or(d.opportunism),
-        })
-    }
-
-    /// Every key must have been consumed.
-    fn finish(self) -> Result<(), Error> {
-        match self.items.into_iter().next() {
-            None => Ok(()),
-            Some((key, _)) => Err(Error::UnknownParameter {
-                policy: self.policy,
-                key,
-                accepted: self.accepted,
-            }),
-        }
-    }
-}
-
-/// `30ms`, `0.2s`, `500us`, `100ns`, `1.5s`; at most [`MAX_DURATION`].
-fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-    let (number, unit) = s.split_at(split);
-    let nanos_per_unit = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return None,
-    };
-    let value: f64 = number.parse().ok()?;
-    let nanos = (value * nanos_per_unit).round();
-    let max = MAX_DURATION.as_secs_f64() * 1e9;
-    if !nanos.is_finite() || !(0.0..=max).contains(&nanos) {
-        return None;
-    }
-    // In range [0, 3.6e12]: the conversion is exact.
-    Some(Duration::from_nanos(nanos as u64))
-}
-
-/// The shortest exact unit: `30ms`, `1500us`, `7ns`.
-struct DisplayDuration(Duration);
-
-impl fmt::Display for DisplayDuration {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.0.as_nanos();
-        if n == 0 {
-            f.write_str("0ms")
-        } else if n % 1_000_000_000 == 0 {
-            write!(f, "{}s", n / 1_000_000_000)
-        } else if n % 1_000_000 == 0 {
-            write!(f, "{}ms", n / 1_000_000)
-        } else if n % 1_000 == 0 {
-            write!(f, "{}us", n / 1_000)
-        } else {
-            write!(f, "{n}ns")
-        }
-    }
-}
-
-/// Collects `key=value` items that differ from the default.
-struct Items(Vec<String>);
-
-impl Items {
-    fn push_if<T: PartialEq + fmt::Display>(&mut self, key: &str, value: T, default: T) {
-        if value != default {
-            self.0.push(format!("{key}={value}"));
-        }
-    }
-
-    fn scheduler(&mut self, s: &SchedulerConfig) {
-        let d = SchedulerConfig::default();
-        self.push_if("scheduler", OnOff(s.enabled), OnOff(d.enabled));
-        self.push_if("a", s.a, d.a);
-        self.push_if("burst_rtts", s.burst_rtts, d.burst_rtts);
-        self.push_if("opportunism", s.opportunism, d.opportunism);
-    }
-}
-
-#[derive(PartialEq)]
-struct OnOff(bool);
-
-impl fmt::Display for OnOff {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0 { "on" } else { "off" })
-    }
-}
-
-#[derive(PartialEq)]
-struct Dur(Duration);
-
-impl fmt::Display for Dur {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        DisplayDuration(self.0).fmt(f)
-    }
-}
-
 impl fmt::Display for PolicySpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut items = Items(Vec::new());
-        match self {
-            Self::Arq => {}
-            Self::Fixed { copies } => items.0.push(format!("r={copies}")),
-            Self::Or3 { variant } => {
-                items.push_if("variant", variant.as_str(), Or3Variant::default().as_str());
-            }
-            Self::Art(c) => {
-                let d = ArtConfig::default();
-                items.push_if("l_queue", c.l_queue, d.l_queue);
-                items.push_if("r_max", c.r_max, d.r_max);
-                items.scheduler(&c.scheduler);
-            }
-            Self::ArtMab(c) => {
-                let d = ArtMabConfig::default();
-                items.push_if("algo", c.algo.as_str(), d.algo.as_str());
-                items.push_if("eta", c.eta, d.eta);
-                items.push_if("epsilon", c.epsilon, d.epsilon);
-                items.push_if("ucb_c", c.ucb_c, d.ucb_c);
-                items.push_if("r_max", c.r_max, d.r_max);
-                items.scheduler(&c.scheduler);
-            }
-            Self::AutoRec(c) => {
-                let d = AutoRecConfig::testbed();
-                items.push_if("alpha", Dur(c.alpha), Dur(d.alpha));
-                items.push_if("beta", c.beta, d.beta);
-                items.push_if("gamma", c.gamma, d.gamma);
-                items.push_if("d", c.d_rtts, d.d_rtts);
-                items.push_if("k_max", c.k_max, d.k_max);
-                items.push_if(
-                    "opportunistic",
-                    OnOff(c.opportunistic),
-                    OnOff(d.opportunistic),
-                );
-                if let Some(k) = c.fixed_k {
-                    items.0.push(format!("k={k}"));
-                }
-            }
-            Self::Too(c) => {
-                let d = TooConfig::default();
-                items.push_if("theta", Dur(c.theta), Dur(d.theta));
-                items.push_if("n", c.n, d.n);
-                items.push_if("cycle", c.cycle_srtts, d.cycle_srtts);
-            }
-            Self::LadrRrl(c) => {
-                let d = LadrConfig::default();
-                items.push_if("n_high", c.n_high, d.n_high);
-                items.push_if("n_low", c.n_low, d.n_low);
-            }
-        }
+        use params::changed;
+        let items = match self {
+            Self::Arq => Vec::new(),
+            // The copy count is the point of `fixed`: always printed.
+            Self::Fixed { copies } => changed(&FixedParams { r: *copies }, None),
+            Self::Or3 { variant } => changed(
+                &Or3Params { variant: *variant },
+                Some(&Or3Params::default()),
+            ),
+            Self::Art(c) => [
+                changed(c, Some(&ArtConfig::default())),
+                changed(&c.scheduler, Some(&SchedulerConfig::default())),
+            ]
+            .concat(),
+            Self::ArtMab(c) => [
+                changed(c, Some(&ArtMabConfig::default())),
+                changed(&c.scheduler, Some(&SchedulerConfig::default())),
+            ]
+            .concat(),
+            Self::AutoRec(c) => changed(c, Some(&AutoRecConfig::testbed())),
+            Self::Too(c) => changed(c, Some(&TooConfig::default())),
+            Self::LadrRrl(c) => changed(c, Some(&LadrConfig::default())),
+        };
         f.write_str(self.name())?;
-        if !items.0.is_empty() {
-            write!(f, ":{}", items.0.join(","))?;
+        if !items.is_empty() {
+            write!(f, ":{}", items.join(","))?;
         }
         Ok(())
     }
@@ -741,6 +500,7 @@ impl fmt::Display for PolicySpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::parse_duration;
 
     fn parse(s: &str) -> PolicySpec {
         match s.parse() {

@@ -16,7 +16,7 @@ pub enum Error {
     UnknownParameter {
         policy: &'static str,
         key: String,
-        accepted: &'static str,
+        accepted: String,
     },
 
     #[error("bad value `{value}` for `{policy}` parameter `{key}`: expected {expected}")]
@@ -24,7 +24,7 @@ pub enum Error {
         policy: &'static str,
         key: String,
         value: String,
-        expected: &'static str,
+        expected: String,
     },
 
     #[error("parameter `{key}` given twice for policy `{policy}`")]
@@ -37,12 +37,12 @@ pub enum Error {
     Malformed {
         policy: &'static str,
         item: String,
-        accepted: &'static str,
+        accepted: String,
     },
 
     #[error("inconsistent parameters for policy `{policy}`: {detail}")]
     Inconsistent {
         policy: &'static str,
-        detail: &'static str,
+        detail: String,
     },
 }

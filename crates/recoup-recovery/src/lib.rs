@@ -16,6 +16,7 @@ mod fixed;
 mod interval;
 mod ladr;
 mod or3;
+mod params;
 mod policy;
 pub mod redundancy;
 mod reinjection;

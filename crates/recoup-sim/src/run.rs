@@ -255,6 +255,7 @@ pub fn run_one_with_qlog(
         policy: policy.spec.clone(),
         cc: scenario.transport.cc,
         initial_window: scenario.transport.initial_window,
+        loss_detection: scenario.transport.loss_detection,
         record_recovery: true,
         seed,
         ..TransportConfig::default()

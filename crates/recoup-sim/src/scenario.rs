@@ -8,6 +8,10 @@
 //! (rates, durations, loss and queue descriptions, congestion controllers, policies). Relative
 //! paths (traces, loss replay files) resolve against the folder of the file.
 //!
+//! Each table is a `#[serde(deny_unknown_fields)]` struct and each key one of its fields; the
+//! keys a sweep may vary are read from the same structs (`keys`), so a new key is one field.
+//! `[transport]` deserializes straight into [`TransportSpec`], defaults included.
+//!
 //! A `[sweep]` table maps axes to values: any scenario key path (`"path.loss"`,
 //! `"path.down.rate"`, `"app.bitrate"`, `"transport.cc"`, `"duration"` ...) or a policy parameter
 //! (`"policy.<label>.<param>"`), to a list of values or a range `{ from, to, step }` (numbers, or
@@ -21,6 +25,7 @@ use std::time::Duration;
 
 use recoup_recovery::PolicySpec;
 use recoup_transport::cc::CcAlgorithm;
+use recoup_transport::loss::LossDetectionMode;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
@@ -131,6 +136,16 @@ where
     }
 }
 
+/// A field parsed by its `FromStr` (congestion controller, loss detection).
+fn from_str<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    Parsed::deserialize(d).map(|p: Parsed<T>| p.0)
+}
+
 /// A byte count: an integer, or a string with a unit (`B`, `kB`, `MB`, `GB`, `KiB`, `MiB`,
 /// `GiB`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -197,7 +212,7 @@ struct RawFile {
     duration: Option<Dur>,
     path: Option<RawPath>,
     app: Option<RawApp>,
-    transport: Option<RawTransport>,
+    transport: Option<TransportSpec>,
     policy: Option<Vec<RawPolicy>>,
     sweep: Option<toml::Table>,
 }
@@ -227,44 +242,54 @@ struct RawPath {
     up: Option<RawDirection>,
 }
 
+/// `[app]`, by `kind`.
 #[derive(Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+#[serde(tag = "kind", rename_all = "lowercase")]
 enum RawApp {
-    Live {
-        bitrate: Option<Rate>,
-        fps: Option<u32>,
-        gop: Option<u32>,
-        key_ratio: Option<f64>,
-        size_noise: Option<f64>,
-        startup: Option<Dur>,
-        rebuffer: Option<Dur>,
-    },
-    File {
-        size: Size,
-        count: Option<u32>,
-        interval: Option<Dur>,
-    },
-    Rpc {
-        request: Option<Size>,
-        response: Size,
-        count: Option<u32>,
-        think: Option<Dur>,
-    },
-    Rtc {
-        bitrate: Option<Rate>,
-        fps: Option<u32>,
-        gop: Option<u32>,
-        key_ratio: Option<f64>,
-        size_noise: Option<f64>,
-        deadline: Option<Dur>,
-    },
+    Live(RawLive),
+    File(RawFileApp),
+    Rpc(RawRpc),
+    Rtc(RawRtc),
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawTransport {
-    cc: Option<Parsed<CcAlgorithm>>,
-    initial_window: Option<u64>,
+struct RawLive {
+    bitrate: Option<Rate>,
+    fps: Option<u32>,
+    gop: Option<u32>,
+    key_ratio: Option<f64>,
+    size_noise: Option<f64>,
+    startup: Option<Dur>,
+    rebuffer: Option<Dur>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFileApp {
+    size: Size,
+    count: Option<u32>,
+    interval: Option<Dur>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRpc {
+    request: Option<Size>,
+    response: Size,
+    count: Option<u32>,
+    think: Option<Dur>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRtc {
+    bitrate: Option<Rate>,
+    fps: Option<u32>,
+    gop: Option<u32>,
+    key_ratio: Option<f64>,
+    size_noise: Option<f64>,
+    deadline: Option<Dur>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -276,28 +301,43 @@ struct RawPolicy {
     label: Option<String>,
 }
 
-/// Keys each table accepts, for sweep axes.
-const TOP_KEYS: [&str; 4] = ["name", "seed", "repetitions", "duration"];
-const PATH_KEYS: [&str; 7] = ["rtt", "delay", "jitter", "rate", "trace", "queue", "loss"];
-const DIRECTION_KEYS: [&str; 6] = ["delay", "jitter", "rate", "trace", "queue", "loss"];
-const APP_KEYS: [&str; 15] = [
-    "kind",
-    "bitrate",
-    "fps",
-    "gop",
-    "key_ratio",
-    "size_noise",
-    "startup",
-    "rebuffer",
-    "size",
-    "count",
-    "interval",
-    "request",
-    "response",
-    "think",
-    "deadline",
-];
-const TRANSPORT_KEYS: [&str; 2] = ["cc", "initial_window"];
+/// The tables of a scenario file; a sweep axis sets a key inside one of them, never a whole table.
+const TABLES: [&str; 5] = ["path", "app", "transport", "policy", "sweep"];
+
+/// The keys a table accepts, for sweep axes: the field names that serde's derive hands to
+/// `deserialize_struct`, read without any input.
+fn keys<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+    struct Probe<'a>(&'a mut &'static [&'static str]);
+
+    impl<'de> Deserializer<'de> for Probe<'_> {
+        type Error = de::value::Error;
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("only the keys were wanted"))
+        }
+
+        fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a table"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    let mut fields: &'static [&'static str] = &[];
+    // The probe always fails, after recording the fields.
+    let _ = T::deserialize(Probe(&mut fields));
+    fields
+}
 
 // ---- the checked scenario ----
 
@@ -334,12 +374,28 @@ impl DirectionSpec {
     }
 }
 
-/// Transport settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// Transport settings, the `[transport]` table: a key is a field, with its default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct TransportSpec {
+    /// Congestion controller (`newreno`, `cubic`, `bbr`).
+    #[serde(deserialize_with = "from_str")]
     pub cc: CcAlgorithm,
     /// Initial congestion window in packets; `None` keeps the transport's default.
+    #[serde(deserialize_with = "initial_window")]
     pub initial_window: Option<u64>,
+    /// Loss detection: `rfc9002` (RFC 9002 §6) or `rack-tlp` (RFC 8985).
+    #[serde(deserialize_with = "from_str")]
+    pub loss_detection: LossDetectionMode,
+}
+
+fn initial_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match u64::deserialize(d)? {
+        0 => Err(de::Error::custom(
+            "`initial_window` must be at least 1 packet",
+        )),
+        n => Ok(Some(n)),
+    }
 }
 
 /// One policy to run.
@@ -531,11 +587,19 @@ fn expand_axes(
 fn check_axis(axis: &str, policy_labels: &[String], file: &str) -> Result<(), ScenarioError> {
     let parts: Vec<&str> = axis.split('.').collect();
     let known = match parts.as_slice() {
-        [k] => TOP_KEYS.contains(k),
-        ["path", "down" | "up", k] => DIRECTION_KEYS.contains(k),
-        ["path", k] => PATH_KEYS.contains(k),
-        ["app", k] => APP_KEYS.contains(k),
-        ["transport", k] => TRANSPORT_KEYS.contains(k),
+        [k] => keys::<RawFile>().contains(k) && !TABLES.contains(k),
+        ["path", "down" | "up", k] => keys::<RawDirection>().contains(k),
+        ["path", k] => keys::<RawPath>().contains(k) && !["down", "up"].contains(k),
+        ["app", "kind"] => true,
+        ["app", k] => [
+            keys::<RawLive>(),
+            keys::<RawFileApp>(),
+            keys::<RawRpc>(),
+            keys::<RawRtc>(),
+        ]
+        .iter()
+        .any(|fields| fields.contains(k)),
+        ["transport", k] => keys::<TransportSpec>().contains(k),
         ["policy", label, param] if !param.is_empty() => {
             if !policy_labels.iter().any(|l| l == label) {
                 return Err(invalid(
@@ -830,7 +894,7 @@ fn app(raw: Option<RawApp>, file: &str) -> Result<AppSpec, ScenarioError> {
     };
     Ok(match raw {
         None => AppSpec::Live(LiveConfig::default()),
-        Some(RawApp::Live {
+        Some(RawApp::Live(RawLive {
             bitrate,
             fps,
             gop,
@@ -838,7 +902,7 @@ fn app(raw: Option<RawApp>, file: &str) -> Result<AppSpec, ScenarioError> {
             size_noise,
             startup,
             rebuffer,
-        }) => {
+        })) => {
             let d = LiveConfig::default();
             AppSpec::Live(LiveConfig {
                 encoder: encoder(bitrate, fps, gop, key_ratio, size_noise, d.encoder, file)?,
@@ -846,34 +910,34 @@ fn app(raw: Option<RawApp>, file: &str) -> Result<AppSpec, ScenarioError> {
                 rebuffer: rebuffer.map_or(d.rebuffer, |x| x.0),
             })
         }
-        Some(RawApp::File {
+        Some(RawApp::File(RawFileApp {
             size: s,
             count: c,
             interval,
-        }) => AppSpec::File(FileConfig {
+        })) => AppSpec::File(FileConfig {
             size: size("app.size", s)?,
             count: count(c)?,
             interval: interval.map_or(Duration::ZERO, |x| x.0),
         }),
-        Some(RawApp::Rpc {
+        Some(RawApp::Rpc(RawRpc {
             request,
             response,
             count: c,
             think,
-        }) => AppSpec::Rpc(RpcConfig {
+        })) => AppSpec::Rpc(RpcConfig {
             request: size("app.request", request.unwrap_or(Size(100)))?,
             response: size("app.response", response)?,
             count: count(c)?,
             think: think.map_or(Duration::ZERO, |x| x.0),
         }),
-        Some(RawApp::Rtc {
+        Some(RawApp::Rtc(RawRtc {
             bitrate,
             fps,
             gop,
             key_ratio,
             size_noise,
             deadline,
-        }) => {
+        })) => {
             let d = RtcConfig::default();
             AppSpec::Rtc(RtcConfig {
                 encoder: encoder(bitrate, fps, gop, key_ratio, size_noise, d.encoder, file)?,
@@ -908,14 +972,6 @@ fn check(
     };
     let down = direction(&base, path.down.as_ref(), "down", file, base_dir)?;
     let up = direction(&base, path.up.as_ref(), "up", file, base_dir)?;
-    let transport = raw.transport.unwrap_or_default();
-    if transport.initial_window == Some(0) {
-        return Err(invalid(
-            file,
-            "transport.initial_window",
-            "must be at least 1 packet",
-        ));
-    }
     let raw_policies = raw.policy.unwrap_or_else(|| {
         vec![RawPolicy {
             name: "arq".into(),
@@ -959,10 +1015,7 @@ fn check(
         down,
         up,
         app: app(raw.app, file)?,
-        transport: TransportSpec {
-            cc: transport.cc.map_or_else(CcAlgorithm::default, |c| c.0),
-            initial_window: transport.initial_window,
-        },
+        transport: raw.transport.unwrap_or_default(),
         policies,
     })
 }
@@ -1138,6 +1191,81 @@ mod tests {
         assert!(e.starts_with("t.toml:1:"), "{e}");
         let e = err(&format!("{MINIMAL}repetitions = 0\n"));
         assert!(e.contains("`repetitions`"), "{e}");
+    }
+
+    #[test]
+    fn transport_keys_and_loss_detection() {
+        let s = one(MINIMAL).expect("valid");
+        assert_eq!(s.transport.loss_detection, LossDetectionMode::Rfc9002);
+        let s = one(&format!(
+            "{MINIMAL}[transport]\nloss_detection = \"rack-tlp\"\ninitial_window = 20\n"
+        ))
+        .expect("valid");
+        assert_eq!(s.transport.loss_detection, LossDetectionMode::RackTlp);
+        assert_eq!(s.transport.initial_window, Some(20));
+        let e = err(&format!("{MINIMAL}[transport]\nloss_detection = \"bbr\"\n"));
+        assert!(
+            e.starts_with("t.toml:4:18: ")
+                && e.contains("| loss_detection = \"bbr\"")
+                && e.contains("unknown name \"bbr\"")
+                && e.contains("rfc9002, rack-tlp"),
+            "{e}"
+        );
+        let e = err(&format!("{MINIMAL}[transport]\ninitial_window = 0\n"));
+        assert!(
+            e.starts_with("t.toml:4:18: ") && e.contains("`initial_window` must be at least 1"),
+            "{e}"
+        );
+        let v = load_str(
+            &format!(
+                "{MINIMAL}[sweep]\n\"transport.loss_detection\" = [\"rfc9002\", \"rack-tlp\"]\n"
+            ),
+            "t.toml",
+            None,
+            "t",
+        )
+        .expect("sweep over loss detection");
+        let modes: Vec<_> = v.iter().map(|s| s.transport.loss_detection).collect();
+        assert_eq!(
+            modes,
+            [LossDetectionMode::Rfc9002, LossDetectionMode::RackTlp]
+        );
+    }
+
+    #[test]
+    fn sweep_axes_are_the_tables_fields() {
+        assert_eq!(
+            keys::<RawFile>(),
+            [
+                "name",
+                "seed",
+                "repetitions",
+                "duration",
+                "path",
+                "app",
+                "transport",
+                "policy",
+                "sweep"
+            ]
+        );
+        assert_eq!(
+            keys::<RawPath>(),
+            ["rtt", "delay", "jitter", "rate", "trace", "queue", "loss", "down", "up"]
+        );
+        assert_eq!(
+            keys::<RawDirection>(),
+            ["delay", "jitter", "rate", "trace", "queue", "loss"]
+        );
+        assert_eq!(
+            keys::<TransportSpec>(),
+            ["cc", "initial_window", "loss_detection"]
+        );
+        assert_eq!(keys::<RawFileApp>(), ["size", "count", "interval"]);
+        // Keys that name a table are not axes.
+        for axis in ["path", "path.down", "transport", "policy"] {
+            let e = err(&format!("{MINIMAL}[sweep]\n\"{axis}\" = [1]\n"));
+            assert!(e.contains("unknown axis"), "{axis}: {e}");
+        }
     }
 
     #[test]

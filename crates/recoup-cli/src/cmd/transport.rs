@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use recoup_recovery::PolicySpec;
 use recoup_transport::cc::CcAlgorithm;
+use recoup_transport::loss::LossDetectionMode;
 use recoup_transport::TransportConfig;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -14,6 +15,9 @@ pub struct TransportArgs {
     /// Congestion controller: newreno, cubic or bbr.
     #[arg(long, default_value = "cubic", value_parser = parse_cc)]
     pub cc: CcAlgorithm,
+    /// Loss detection: rfc9002 (RFC 9002 §6 thresholds) or rack-tlp (RFC 8985).
+    #[arg(long, default_value = "rfc9002", value_parser = parse_loss_detection)]
+    pub loss_detection: LossDetectionMode,
     /// Write one qlog trace per connection here (default: $QLOGDIR if set).
     #[arg(long, value_name = "DIR")]
     pub qlog_dir: Option<PathBuf>,
@@ -28,6 +32,7 @@ impl TransportArgs {
     pub fn config(&self) -> TransportConfig {
         TransportConfig {
             cc: self.cc,
+            loss_detection: self.loss_detection,
             policy: self.policy.clone(),
             seed: recoup_net::os_seed(),
             ..TransportConfig::default()
@@ -46,4 +51,8 @@ fn parse_policy(s: &str) -> Result<PolicySpec, String> {
 
 fn parse_cc(s: &str) -> Result<CcAlgorithm, String> {
     s.parse::<CcAlgorithm>().map_err(|e| e.to_string())
+}
+
+fn parse_loss_detection(s: &str) -> Result<LossDetectionMode, String> {
+    s.parse::<LossDetectionMode>().map_err(|e| e.to_string())
 }

@@ -10,6 +10,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::autorec_modes::{OffMode, ReinjectionCount, Switch, TUnitSample};
 use crate::error::Error;
 
 /// The policy names the parser accepts.
@@ -152,6 +153,12 @@ pub struct AutoRecConfig {
     pub opportunistic: bool,
     /// A fixed K instead of the Redundancy Adapter (the formula-accuracy experiment).
     pub fixed_k: Option<u32>,
+    /// Off-mode reinjection: as long as off-mode lasts, or once per entry per period.
+    pub offmode: OffMode,
+    /// Whether A_i counts over the data's lifetime or restarts with each ARQ round.
+    pub count: ReinjectionCount,
+    /// What a T_unit sample measures.
+    pub t_unit: TUnitSample,
 }
 
 impl AutoRecConfig {
@@ -166,6 +173,9 @@ impl AutoRecConfig {
             k_max: 10,
             opportunistic: true,
             fixed_k: None,
+            offmode: OffMode::default(),
+            count: ReinjectionCount::default(),
+            t_unit: TUnitSample::default(),
         }
     }
 
@@ -250,7 +260,8 @@ const ART_PARAMS: &str = "l_queue, r_max, scheduler, a, burst_rtts, opportunism"
 const MAB_PARAMS: &str =
     "algo (eg | ucb), eta, epsilon, ucb_c, r_max, scheduler, a, burst_rtts, opportunism";
 const AUTOREC_PARAMS: &str =
-    "preset (testbed | deployment), alpha, beta, gamma, d, k_max, opportunistic, k";
+    "preset (testbed | deployment), alpha, beta, gamma, d, k_max, opportunistic, k, \
+     offmode (repeat | once), count (data | round), t_unit (rtx | loss)";
 const TOO_PARAMS: &str = "theta, n, cycle";
 const LADR_PARAMS: &str = "n_high, n_low";
 
@@ -395,6 +406,9 @@ impl PolicySpec {
                         .unwrap_or(base.k_max),
                     opportunistic: p.take_bool("opportunistic")?.unwrap_or(base.opportunistic),
                     fixed_k: p.take_u32("k", 0..=64, "an integer in 0..=64")?,
+                    offmode: p.take_switch("offmode", base.offmode)?,
+                    count: p.take_switch("count", base.count)?,
+                    t_unit: p.take_switch("t_unit", base.t_unit)?,
                 })
             }
             "too" => {
@@ -561,6 +575,13 @@ impl Params {
         }
     }
 
+    fn take_switch<T: Switch>(&mut self, key: &str, default: T) -> Result<T, Error> {
+        match self.take(key) {
+            None => Ok(default),
+            Some(v) => T::from_name(&v).ok_or_else(|| self.bad(key, &v, T::EXPECTED)),
+        }
+    }
+
     fn take_duration(&mut self, key: &str) -> Result<Option<Duration>, Error> {
         let Some(v) = self.take(key) else {
             return Ok(None);
@@ -717,6 +738,9 @@ impl fmt::Display for PolicySpec {
                 if let Some(k) = c.fixed_k {
                     items.0.push(format!("k={k}"));
                 }
+                items.push_if("offmode", c.offmode.name(), d.offmode.name());
+                items.push_if("count", c.count.name(), d.count.name());
+                items.push_if("t_unit", c.t_unit.name(), d.t_unit.name());
             }
             Self::Too(c) => {
                 let d = TooConfig::default();
@@ -853,6 +877,11 @@ mod tests {
             ),
             ("autorec:opportunistic=off", "autorec:opportunistic=off"),
             ("autorec:k=3", "autorec:k=3"),
+            ("autorec:offmode=repeat,count=data,t_unit=rtx", "autorec"),
+            (
+                "autorec:t_unit=loss,offmode=once,count=round",
+                "autorec:offmode=once,count=round,t_unit=loss",
+            ),
             (
                 "autorec:alpha=1.5ms,d=10,k_max=4",
                 "autorec:alpha=1500us,d=10,k_max=4",
@@ -905,6 +934,10 @@ mod tests {
         assert!(e.contains("1..=65536"), "{e}");
         let e = err("art-mab:algo=thompson");
         assert!(e.contains("ucb"), "{e}");
+        let e = err("autorec:offmode=twice");
+        assert!(e.contains("`offmode`") && e.contains("`once`"), "{e}");
+        let e = err("autorec:count=packet");
+        assert!(e.contains("`packet`") && e.contains("`round`"), "{e}");
         let e = err("too:theta");
         assert!(
             e.contains("malformed") && e.contains("theta, n, cycle"),

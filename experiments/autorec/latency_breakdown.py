@@ -129,14 +129,17 @@ def main() -> None:
         cmd += ["--jobs", str(args.jobs), "--qlog"]
         print("$", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    qlogs = out / "qlog"
+    if qlogs.exists():
+        # Parsed once into breakdown.json, then dropped (gigabytes for the full run).
         pooled = defaultdict(list)
-        for q in sorted((out / "qlog").glob("*-server.sqlog")):
-            # <name>[path.rtt=60ms]-<policy>-<seed>-server.sqlog
-            rtt = q.name.split("path.rtt=")[1].split("]")[0]
-            policy = q.name.split("]-")[1].rsplit("-", 2)[0]
+        for q in sorted(qlogs.glob("*-server.sqlog")):
+            # <name>_path.rtt=60ms_-<policy>-<seed>-server.sqlog
+            rtt = q.name.split("path.rtt=")[1].split("_")[0]
+            policy = q.name.split("_-", 1)[1].rsplit("-", 2)[0]
             pooled[f"{policy}|{rtt}"].extend(multi_ranges(q))
-            q.unlink()
         (out / "breakdown.json").write_text(json.dumps(pooled))
+        shutil.rmtree(qlogs)
     pooled = json.loads((out / "breakdown.json").read_text())
     rows = []
     for key, rs in sorted(

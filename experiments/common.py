@@ -190,6 +190,7 @@ def run(plan: dict[str, Any], path: Path, args: argparse.Namespace) -> pd.DataFr
     (sweep point, policy, seed), with one column per sweep axis. The wall time goes to
     wall_seconds.txt beside them."""
     out = path.parent
+    provenance()
     if not args.replot:
         if out.exists():
             shutil.rmtree(out)
@@ -314,16 +315,20 @@ def save_figure(fig: Any, path: Path, dpi: int) -> None:
     print(f"wrote {path}")
 
 
+@functools.lru_cache(maxsize=1)
 def provenance() -> str:
-    """The commit of this checkout (`-dirty` with uncommitted changes) and the command line that
-    is running, as a figure table states them."""
+    """The commit of this checkout (`-dirty` with uncommitted changes to code) and the command
+    line that is running, as a figure table states them; taken when first asked for, which
+    `run` does before it starts the simulations."""
 
     def git(*a: str) -> str:
         r = subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True)
         return r.stdout.strip()
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    if git("status", "--porcelain", "--untracked-files=no"):
+    # Only what makes the numbers: the figures a script writes change the tree too.
+    code = ["Cargo.toml", "Cargo.lock", "crates", "experiments/*.py", "experiments/*/*.py"]
+    if git("status", "--porcelain", "--untracked-files=no", "--", *code):
         commit += "-dirty"
     script = Path(sys.argv[0]).resolve()
     try:

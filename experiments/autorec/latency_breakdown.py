@@ -117,6 +117,7 @@ def main() -> None:
     args = common.parse_args(
         __doc__, "smoke version: 1 seed of 10 s", seeds=3, quick_seeds=1, jobs=1, duration=True
     )
+    common.provenance()
     policies = [{"name": "autorec", "params": AUTOREC_PARAMS}, AUTOREC_ONCE]
     plan = common.autorec_plan(FIG, "4Mbps", policies, args, {"path.rtt": RTTS})
     out = common.RESULTS / FIG / "runs"

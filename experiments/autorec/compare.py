@@ -14,6 +14,13 @@ import matplotlib.pyplot as plt
 
 # The AutoRec tolerances of Figs. 17-18.
 AUTOREC_PARAMS = "alpha=30ms,beta=0.3,gamma=0.2"
+# The same with at most one reinjection per queue entry per off-mode period (recoup's rule
+# before it followed AutoRec §V-B), beside the paper's rule.
+AUTOREC_ONCE = {
+    "name": "autorec",
+    "label": "autorec-once",
+    "params": AUTOREC_PARAMS + ",offmode=once",
+}
 # A paper number the text gives as about zero.
 NA = "~0"
 

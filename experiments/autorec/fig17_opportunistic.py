@@ -41,6 +41,7 @@ CMP = compare.Compare(
             "label": "autorec-no-opp",
             "params": compare.AUTOREC_PARAMS + ",opportunistic=off",
         },
+        compare.AUTOREC_ONCE,
     ],
     paper=PAPER,
 )

@@ -30,6 +30,7 @@ CMP = compare.Compare(
     policies=[
         {"name": "art"},
         {"name": "autorec", "params": compare.AUTOREC_PARAMS},
+        compare.AUTOREC_ONCE,
     ],
     paper=PAPER,
 )

@@ -3,17 +3,40 @@
 //! T_thres of silence, opportunistically in on-mode.
 //!
 //! Measurements per decision interval D = `d` smoothed RTTs: the loss rate R (lost over decided
-//! packets) and T_unit, the mean loss detection time of the packets lost in the interval (time from
-//! a packet's send to its loss declaration, when the transport queues its retransmission; AutoRec
-//! §III-C). An interval without a lost packet keeps the previous T_unit.
+//! packets) and T_unit, the mean loss detection time. AutoRec §III-C defines it as "the time
+//! elapsed for a data packet from being sent to being retransmitted", and §VIII-A stores "the
+//! first transmission time of each currently unacknowledged packet so that the loss detection
+//! time of the packet can be obtained when it is first retransmitted": one sample per lost range,
+//! from its first send to the send of its first retransmission, taken in the interval in which
+//! that retransmission leaves (`t_unit=loss`: every lost packet's send to its loss declaration,
+//! recoup's measure before issue 12). An interval without a sample keeps the previous T_unit.
 //!
-//! Queue rules (AutoRec §V-B, Fig. 10): an ARQ retransmission inserts its range at the tail with
-//! A_i = 0 (a new round restarts the count, because the queue holds "retransmitted but
-//! unacknowledged" data and the new retransmission is the one now checked for loss); a reinjection
-//! moves it to the tail; it leaves on acknowledgement or when A_i reaches K_theta (Fig. 11: K = 2
-//! allows two reinjections after the retransmission). Off-mode reinjects from the head, each entry
-//! once per off-mode period so that a period does not burn all K copies of one range back to back.
+//! Queue rules (AutoRec §V-B, Fig. 10): an ARQ retransmission inserts its range at the tail; a
+//! reinjection moves it to the tail; it leaves on acknowledgement or when A_i reaches K_theta
+//! (Fig. 11: K = 2 allows two reinjections after the retransmission).
+//!
+//! A_i belongs to the data, not to a round (`count=data`). §VIII-C follows one range P1 → P5 at
+//! K = 2: "Upon a third trigger, AutoRec skips reinjection of P4 because the packet carrying data
+//! D has been reinjected twice", and when P4 is lost QUIC retransmits it as P5, after which
+//! "QUIC's existing loss-recovery mechanism ensures data D is successfully delivered to the
+//! receiver through this persistent cycle of loss detection and retransmission", with no more
+//! reinjections; §V-B: "nor will it be retransmitted excessively". So a retransmission of a lost
+//! replica brings the data back into the queue with the count it had, and data that had K_theta
+//! reinjections stays out. `count=round` restarts A_i at 0 with each ARQ round, as recoup did
+//! before issue 12.
+//!
+//! Off-mode (`offmode=repeat`): the controller "reinjects replicas when the current stream enters
+//! off-mode" (§V-B), from the head of the queue, each resent entry to the tail, for as long as the
+//! off-mode lasts; in Fig. 11 the only reason no third replica follows in the off-mode t3-t5 is
+//! that "we cannot inject more replicas than the redundancy level". The policy adds no spacing of
+//! its own between those reinjections: they leave as the transport's congestion window and pacer
+//! allow, as in the paper, where "the actual amount of injected replicas is limited by the
+//! sending rate determined by the congestion control algorithm" (§VII-A, Fig. 13). `offmode=once`
+//! reinjects each entry at most once per off-mode period, and only entries last sent before the
+//! period began: recoup's rule before issue 12, added so that one period would not spend all K
+//! copies of a range back to back; the paper has no such rule.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use recoup_time::Instant;
@@ -22,6 +45,7 @@ use crate::api::{
     CopyRequest, LossId, LossTrigger, LostData, PacketInfo, RecoveryPolicy, RttSample, SendContext,
     SendKind, SendState,
 };
+use crate::autorec_modes::{OffMode, ReinjectionCount, TUnitSample};
 use crate::config::AutoRecConfig;
 use crate::interval::IntervalStats;
 use crate::redundancy::{self, Tolerances};
@@ -42,6 +66,8 @@ pub struct AutoRec {
     state: SendState,
     /// While in off-mode: entries last sent before the period began have `seq` below this.
     off_mode_before: Option<u64>,
+    /// First send of each lost range whose first retransmission has not left yet (T_unit).
+    awaiting_retransmission: BTreeMap<LossId, Instant>,
 }
 
 impl AutoRec {
@@ -63,6 +89,7 @@ impl AutoRec {
             t_unit: None,
             state: SendState::OnMode,
             off_mode_before: None,
+            awaiting_retransmission: BTreeMap::new(),
         }
     }
 
@@ -94,6 +121,12 @@ impl AutoRec {
     #[must_use]
     pub fn queue_len(&self) -> usize {
         self.queue.len()
+    }
+
+    /// Lost ranges the policy holds any state for (zero once every lineage is acknowledged).
+    #[must_use]
+    pub fn tracked(&self) -> usize {
+        self.queue.tracked() + self.awaiting_retransmission.len()
     }
 
     fn maybe_decide(&mut self, now: Instant) {
@@ -159,7 +192,17 @@ impl RecoveryPolicy for AutoRec {
         match packet.kind {
             SendKind::Retransmission => {
                 for id in packet.ranges.iter().filter_map(|r| r.loss) {
-                    self.queue.on_retransmitted(id, now);
+                    if let Some(first_sent) = self.awaiting_retransmission.remove(&id) {
+                        self.stats
+                            .on_detection(now.saturating_duration_since(first_sent));
+                    }
+                    match self.cfg.count {
+                        ReinjectionCount::PerData => {
+                            self.queue
+                                .on_retransmitted_keeping_count(id, now, self.k_theta);
+                        }
+                        ReinjectionCount::PerRound => self.queue.on_retransmitted(id, now),
+                    }
                 }
             }
             // T_stmp is the last (re)send time (AutoRec §V-B): when the copy left, not when it
@@ -179,17 +222,25 @@ impl RecoveryPolicy for AutoRec {
     }
 
     fn on_packet_lost(&mut self, now: Instant, packet: &PacketInfo<'_>, _: LossTrigger) {
-        self.stats
-            .on_lost(now.saturating_duration_since(packet.sent));
+        self.stats.on_lost();
+        if self.cfg.t_unit == TUnitSample::LossDeclaration {
+            self.stats
+                .on_detection(now.saturating_duration_since(packet.sent));
+        }
         self.maybe_decide(now);
     }
 
-    fn on_data_lost(&mut self, now: Instant, _: &LostData) {
+    fn on_data_lost(&mut self, now: Instant, lost: &LostData) {
+        if self.cfg.t_unit == TUnitSample::FirstRetransmission && lost.round == 1 {
+            self.awaiting_retransmission
+                .insert(lost.id, lost.first_sent);
+        }
         self.maybe_decide(now);
     }
 
     fn on_data_acked(&mut self, _: Instant, id: LossId) {
         self.queue.remove(id);
+        self.awaiting_retransmission.remove(&id);
     }
 
     fn on_rtt_update(&mut self, now: Instant, rtt: &RttSample) {
@@ -213,9 +264,11 @@ impl RecoveryPolicy for AutoRec {
             return None;
         }
         let head = self.queue.head()?;
-        let off_mode = self
-            .off_mode_before
-            .is_some_and(|before| ctx.state == SendState::OffMode && head.seq < before);
+        let off_mode = ctx.state == SendState::OffMode
+            && match self.cfg.offmode {
+                OffMode::Repeat => true,
+                OffMode::Once => self.off_mode_before.is_some_and(|before| head.seq < before),
+            };
         let silent_too_long = self.cfg.opportunistic
             && self
                 .t_thres()
@@ -246,11 +299,14 @@ impl RecoveryPolicy for AutoRec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::SentRange;
     use crate::testutil::{ctx_in, lost_round, ms, packet, ranges, rtt};
 
+    /// Lineages of the warm-up interval, out of the way of the tests' own.
+    const WARM_UP_IDS: LossId = 10_000;
+
     /// Drive one decision interval (D = 5 x 20 ms = 100 ms) with `lost` of 100 packets lost,
-    /// each detected 60 ms after its send.
+    /// each declared lost and retransmitted 60 ms after its send; the retransmissions are
+    /// acknowledged at once, so the queue starts empty.
     fn warmed_up(cfg: AutoRecConfig, lost: u64) -> AutoRec {
         let mut p = AutoRec::new(cfg);
         p.on_rtt_update(ms(0), &rtt(20));
@@ -260,18 +316,39 @@ mod tests {
             p.on_packet_sent(ms(0), &info);
             if pn < lost {
                 p.on_packet_lost(ms(60), &info, LossTrigger::TimeThreshold);
+                let id = WARM_UP_IDS + pn;
+                p.on_data_lost(ms(60), &lost_round(id, 1));
+                let r = ranges(Some(id));
+                p.on_packet_sent(
+                    ms(60),
+                    &packet(1000 + pn, ms(60), SendKind::Retransmission, &r),
+                );
+                p.on_data_acked(ms(60), id);
             } else {
                 p.on_packet_acked(ms(60), &info);
             }
         }
         p.on_timeout(ms(100));
+        assert_eq!(p.tracked(), 0);
         p
     }
 
-    fn retransmit(p: &mut AutoRec, id: LossId, pn: u64, at: Instant) {
-        p.on_data_lost(at, &lost_round(id, 1));
-        let r: [SentRange; 1] = ranges(Some(id));
+    fn once() -> AutoRecConfig {
+        AutoRecConfig {
+            offmode: OffMode::Once,
+            ..AutoRecConfig::testbed()
+        }
+    }
+
+    /// The ARQ round `round` of `id` starts at `at`: its retransmission goes out.
+    fn next_round(p: &mut AutoRec, id: LossId, round: u32, pn: u64, at: Instant) {
+        p.on_data_lost(at, &lost_round(id, round));
+        let r = ranges(Some(id));
         p.on_packet_sent(at, &packet(pn, at, SendKind::Retransmission, &r));
+    }
+
+    fn retransmit(p: &mut AutoRec, id: LossId, pn: u64, at: Instant) {
+        next_round(p, id, 1, pn, at);
     }
 
     fn poll(p: &mut AutoRec, at: Instant, state: SendState) -> Option<LossId> {
@@ -300,8 +377,134 @@ mod tests {
     }
 
     #[test]
-    fn off_mode_reinjects_from_the_head_once_per_period() {
+    fn off_mode_repeats_from_the_head_until_k_theta_within_one_period() {
         let mut p = warmed_up(AutoRecConfig::testbed(), 5);
+        retransmit(&mut p, 1, 200, ms(100));
+        retransmit(&mut p, 2, 201, ms(101));
+        assert_eq!(poll(&mut p, ms(105), SendState::OnMode), None);
+        p.on_send_state(ms(106), SendState::OffMode);
+        // One long off-mode: head, to the tail, head again, until each has K = 2.
+        let got: Vec<_> = (0..6)
+            .map(|i| poll(&mut p, ms(106 + i), SendState::OffMode))
+            .collect();
+        assert_eq!(got, [Some(1), Some(2), Some(1), Some(2), None, None]);
+        assert_eq!(p.queue_len(), 0);
+        // Never beyond K_theta, in off-mode or after any silence.
+        assert_eq!(poll(&mut p, ms(150), SendState::OffMode), None);
+        assert_eq!(poll(&mut p, ms(190), SendState::OnMode), None);
+    }
+
+    #[test]
+    fn an_acknowledged_entry_is_reinjected_no_more() {
+        let mut p = warmed_up(AutoRecConfig::testbed(), 5);
+        retransmit(&mut p, 1, 200, ms(100));
+        retransmit(&mut p, 2, 201, ms(101));
+        p.on_send_state(ms(102), SendState::OffMode);
+        assert_eq!(poll(&mut p, ms(102), SendState::OffMode), Some(1));
+        p.on_data_acked(ms(103), 1);
+        assert_eq!(poll(&mut p, ms(103), SendState::OffMode), Some(2));
+        assert_eq!(poll(&mut p, ms(104), SendState::OffMode), Some(2));
+        assert_eq!(poll(&mut p, ms(105), SendState::OffMode), None);
+        assert_eq!(
+            p.tracked(),
+            1,
+            "2 is remembered with A_i = 2 until acknowledged"
+        );
+        p.on_data_acked(ms(106), 2);
+        assert_eq!(p.tracked(), 0);
+    }
+
+    #[test]
+    fn a_retransmitted_replica_keeps_its_count() {
+        let mut p = warmed_up(AutoRecConfig::testbed(), 5);
+        retransmit(&mut p, 2, 200, ms(100));
+        assert_eq!(poll(&mut p, ms(101), SendState::OffMode), Some(2));
+        assert_eq!(poll(&mut p, ms(101), SendState::OffMode), Some(2));
+        assert_eq!(poll(&mut p, ms(101), SendState::OffMode), None);
+        // 2's last replica is lost: ARQ's round 2 brings it back with A_i = 2 = K, so it stays
+        // out (AutoRec §VIII-C: P5 is left to ARQ).
+        next_round(&mut p, 2, 2, 201, ms(150));
+        assert_eq!(poll(&mut p, ms(151), SendState::OffMode), None);
+        assert_eq!((p.queue_len(), p.tracked()), (0, 1));
+        // After one reinjection, round 2 leaves one more.
+        retransmit(&mut p, 1, 202, ms(152));
+        assert_eq!(poll(&mut p, ms(153), SendState::OffMode), Some(1));
+        assert_eq!(poll(&mut p, ms(154), SendState::OnMode), None);
+        next_round(&mut p, 1, 2, 203, ms(160));
+        assert_eq!(poll(&mut p, ms(161), SendState::OffMode), Some(1));
+        assert_eq!(poll(&mut p, ms(161), SendState::OffMode), None);
+        p.on_data_acked(ms(170), 1);
+        p.on_data_acked(ms(170), 2);
+        assert_eq!(p.tracked(), 0);
+    }
+
+    #[test]
+    fn count_round_restarts_a_i_with_each_arq_round() {
+        let cfg = AutoRecConfig {
+            count: ReinjectionCount::PerRound,
+            ..AutoRecConfig::testbed()
+        };
+        let mut p = warmed_up(cfg, 5);
+        retransmit(&mut p, 1, 200, ms(100));
+        assert_eq!(poll(&mut p, ms(101), SendState::OffMode), Some(1));
+        assert_eq!(poll(&mut p, ms(101), SendState::OffMode), Some(1));
+        assert_eq!(poll(&mut p, ms(101), SendState::OffMode), None);
+        next_round(&mut p, 1, 2, 201, ms(150));
+        assert_eq!(poll(&mut p, ms(151), SendState::OffMode), Some(1));
+        assert_eq!(poll(&mut p, ms(151), SendState::OffMode), Some(1));
+        assert_eq!(poll(&mut p, ms(151), SendState::OffMode), None);
+    }
+
+    #[test]
+    fn t_unit_runs_from_first_send_to_first_retransmission() {
+        let mut p = AutoRec::new(AutoRecConfig::testbed());
+        p.on_rtt_update(ms(0), &rtt(20));
+        let new = ranges(None);
+        for pn in 0..20 {
+            let info = packet(pn, ms(0), SendKind::New, &new);
+            p.on_packet_sent(ms(0), &info);
+            if pn == 0 {
+                p.on_packet_lost(ms(60), &info, LossTrigger::PacketThreshold);
+            } else {
+                p.on_packet_acked(ms(60), &info);
+            }
+        }
+        // Declared lost at 60 ms, first sent at 0; the retransmission waits until 70 ms.
+        p.on_data_lost(ms(60), &lost_round(1, 1));
+        let r = ranges(Some(1));
+        p.on_packet_sent(ms(70), &packet(20, ms(70), SendKind::Retransmission, &r));
+        // A lost retransmission or copy gives no sample, nor does the next round.
+        let resent = packet(20, ms(70), SendKind::Retransmission, &r);
+        p.on_packet_lost(ms(95), &resent, LossTrigger::TimeThreshold);
+        p.on_data_lost(ms(95), &lost_round(1, 2));
+        p.on_packet_sent(ms(96), &packet(21, ms(96), SendKind::Retransmission, &r));
+        p.on_timeout(ms(100));
+        assert_eq!(p.t_unit(), Some(Duration::from_millis(70)));
+
+        // The measure before issue 12: each lost packet's send to its loss declaration.
+        let cfg = AutoRecConfig {
+            t_unit: TUnitSample::LossDeclaration,
+            ..AutoRecConfig::testbed()
+        };
+        let mut p = AutoRec::new(cfg);
+        p.on_rtt_update(ms(0), &rtt(20));
+        let first = packet(0, ms(0), SendKind::New, &new);
+        p.on_packet_sent(ms(0), &first);
+        p.on_packet_lost(ms(60), &first, LossTrigger::PacketThreshold);
+        p.on_packet_sent(ms(70), &packet(1, ms(70), SendKind::Retransmission, &r));
+        p.on_packet_lost(
+            ms(95),
+            &packet(1, ms(70), SendKind::Retransmission, &r),
+            LossTrigger::TimeThreshold,
+        );
+        p.on_timeout(ms(100));
+        // (60 + 25) / 2 ms.
+        assert_eq!(p.t_unit(), Some(Duration::from_micros(42_500)));
+    }
+
+    #[test]
+    fn offmode_once_reinjects_from_the_head_once_per_period() {
+        let mut p = warmed_up(once(), 5);
         retransmit(&mut p, 1, 200, ms(100));
         retransmit(&mut p, 2, 201, ms(101));
         // On-mode, not yet silent for T_thres = 20 ms: nothing.
@@ -322,11 +525,15 @@ mod tests {
 
     #[test]
     fn off_mode_seen_through_the_send_context() {
-        let mut p = warmed_up(AutoRecConfig::testbed(), 5);
-        retransmit(&mut p, 1, 200, ms(100));
-        // No on_send_state call: the context alone reports off-mode.
-        assert_eq!(poll(&mut p, ms(101), SendState::OffMode), Some(1));
-        assert_eq!(poll(&mut p, ms(101), SendState::OffMode), None);
+        for cfg in [AutoRecConfig::testbed(), once()] {
+            let mut p = warmed_up(cfg, 5);
+            retransmit(&mut p, 1, 200, ms(100));
+            // No on_send_state call: the context alone reports off-mode.
+            assert_eq!(poll(&mut p, ms(101), SendState::OffMode), Some(1));
+            // Once: only entries sent before the period began.
+            let again = (cfg.offmode == OffMode::Repeat).then_some(1);
+            assert_eq!(poll(&mut p, ms(101), SendState::OffMode), again);
+        }
     }
 
     #[test]
@@ -427,12 +634,12 @@ mod tests {
     }
 
     #[test]
-    fn acknowledgements_empty_the_queue_and_new_rounds_restart() {
+    fn acknowledgements_empty_the_queue() {
         let mut p = warmed_up(AutoRecConfig::testbed(), 5);
         retransmit(&mut p, 1, 200, ms(100));
         retransmit(&mut p, 2, 201, ms(100));
         assert_eq!(poll(&mut p, ms(121), SendState::OnMode), Some(1));
-        // Round 2 of lineage 1: its count restarts.
+        // Round 2 of lineage 1: back in the queue with A_i = 1 < K.
         p.on_data_lost(ms(130), &lost_round(1, 2));
         let r = ranges(Some(1));
         p.on_packet_sent(ms(130), &packet(300, ms(130), SendKind::Retransmission, &r));
@@ -440,6 +647,7 @@ mod tests {
         p.on_data_acked(ms(140), 1);
         p.on_data_acked(ms(140), 2);
         assert_eq!(p.queue_len(), 0);
+        assert_eq!(p.tracked(), 0);
         assert_eq!(poll(&mut p, ms(400), SendState::OffMode), None);
     }
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::autorec_modes::{OffMode, ReinjectionCount, TUnitSample};
 use crate::error::Error;
 use crate::params::{self, in_range, Params};
 
@@ -170,6 +171,12 @@ pub struct AutoRecConfig {
     /// A fixed K instead of the Redundancy Adapter (the formula-accuracy experiment).
     #[serde(rename = "k", deserialize_with = "some_zero_to_64")]
     pub fixed_k: Option<u32>,
+    /// Off-mode reinjection: as long as off-mode lasts, or once per entry per period.
+    pub offmode: OffMode,
+    /// Whether A_i counts over the data's lifetime or restarts with each ARQ round.
+    pub count: ReinjectionCount,
+    /// What a T_unit sample measures.
+    pub t_unit: TUnitSample,
 }
 
 impl AutoRecConfig {
@@ -184,6 +191,9 @@ impl AutoRecConfig {
             k_max: 10,
             opportunistic: true,
             fixed_k: None,
+            offmode: OffMode::default(),
+            count: ReinjectionCount::default(),
+            t_unit: TUnitSample::default(),
         }
     }
 
@@ -613,6 +623,11 @@ mod tests {
             ),
             ("autorec:opportunistic=off", "autorec:opportunistic=off"),
             ("autorec:k=3", "autorec:k=3"),
+            ("autorec:offmode=repeat,count=data,t_unit=rtx", "autorec"),
+            (
+                "autorec:t_unit=loss,offmode=once,count=round",
+                "autorec:offmode=once,count=round,t_unit=loss",
+            ),
             (
                 "autorec:alpha=1.5ms,d=10,k_max=4",
                 "autorec:alpha=1500us,d=10,k_max=4",
@@ -665,6 +680,10 @@ mod tests {
         assert!(e.contains("1..=65536"), "{e}");
         let e = err("art-mab:algo=thompson");
         assert!(e.contains("ucb"), "{e}");
+        let e = err("autorec:offmode=twice");
+        assert!(e.contains("`offmode`") && e.contains("`once`"), "{e}");
+        let e = err("autorec:count=packet");
+        assert!(e.contains("`packet`") && e.contains("`round`"), "{e}");
         let e = err("too:theta");
         assert!(
             e.contains("malformed") && e.contains("theta, n, cycle"),

@@ -8,6 +8,7 @@ use std::time::Duration;
 pub struct IntervalStats {
     acked: u64,
     lost: u64,
+    detections: u32,
     detection_sum: Duration,
 }
 
@@ -16,10 +17,14 @@ impl IntervalStats {
         self.acked = self.acked.saturating_add(1);
     }
 
-    /// A packet was declared lost `detection` after it was sent: AutoRec's loss detection time
-    /// ("from being sent to being retransmitted", §III-C) for that packet.
-    pub fn on_lost(&mut self, detection: Duration) {
+    pub fn on_lost(&mut self) {
         self.lost = self.lost.saturating_add(1);
+    }
+
+    /// One sample of the loss detection time T_unit; what it is measured on is the caller's
+    /// choice (AutoRec: first send to first retransmission of a lost range, §III-C).
+    pub fn on_detection(&mut self, detection: Duration) {
+        self.detections = self.detections.saturating_add(1);
         self.detection_sum = self.detection_sum.saturating_add(detection);
     }
 
@@ -35,11 +40,10 @@ impl IntervalStats {
         }
     }
 
-    /// Mean loss detection time of the packets lost in the interval.
+    /// Mean of the loss detection times sampled in the interval.
     #[must_use]
     pub fn mean_detection(&self) -> Option<Duration> {
-        let n = u32::try_from(self.lost).unwrap_or(u32::MAX);
-        (n > 0).then(|| self.detection_sum / n)
+        (self.detections > 0).then(|| self.detection_sum / self.detections)
     }
 
     pub fn reset(&mut self) {
@@ -59,10 +63,13 @@ mod tests {
         for _ in 0..9 {
             s.on_acked();
         }
-        s.on_lost(Duration::from_millis(70));
+        s.on_lost();
         assert!((s.loss_rate() - 0.1).abs() < 1e-12);
-        s.on_lost(Duration::from_millis(50));
+        assert_eq!(s.mean_detection(), None, "a loss is not a detection sample");
+        s.on_detection(Duration::from_millis(70));
+        s.on_detection(Duration::from_millis(50));
         assert_eq!(s.mean_detection(), Some(Duration::from_millis(60)));
+        assert!((s.loss_rate() - 0.1).abs() < 1e-12);
         s.reset();
         assert_eq!(s, IntervalStats::default());
     }

@@ -8,6 +8,7 @@ pub mod api;
 mod arq;
 mod art;
 mod autorec;
+mod autorec_modes;
 mod bandit;
 mod burst;
 mod config;
@@ -31,6 +32,7 @@ pub use api::{
 pub use arq::Arq;
 pub use art::{adapt as art_adapt, Art, OutcomeWindow};
 pub use autorec::AutoRec;
+pub use autorec_modes::{OffMode, ReinjectionCount, TUnitSample};
 pub use config::{
     ArtConfig, ArtMabConfig, AutoRecConfig, BanditAlgo, LadrConfig, Or3Variant, PolicySpec,
     SchedulerConfig, TooConfig, POLICY_NAMES,

@@ -260,7 +260,7 @@ mod tests {
                 }
                 let leftover = match &p {
                     Policy::Art(a) => a.tracked(),
-                    Policy::AutoRec(a) => a.queue_len(),
+                    Policy::AutoRec(a) => a.tracked(),
                     Policy::Too(t) => t.queue_len(),
                     Policy::LadrRrl(l) => l.to_recover(),
                     _ => 0,

@@ -4,8 +4,12 @@
 //! last (re)send: insert at the tail after a retransmission, move to the tail after a reinjection,
 //! delete on acknowledgement. Every operation keeps that order without sorting, because the only
 //! writes are "append the newest send" and "delete".
+//!
+//! Data deleted because its A_i reached the limit is remembered with its count until it is
+//! acknowledged, so that an ARQ retransmission that brings it back can keep counting
+//! ([`ReinjectionQueue::on_retransmitted_keeping_count`], AutoRec §VIII-C).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use recoup_time::Instant;
 
@@ -30,6 +34,8 @@ pub struct QueueEntry {
 pub struct ReinjectionQueue {
     entries: VecDeque<QueueEntry>,
     next_seq: u64,
+    /// A_i of data deleted at the limit and not yet acknowledged.
+    spent: BTreeMap<LossId, u32>,
 }
 
 impl ReinjectionQueue {
@@ -46,6 +52,12 @@ impl ReinjectionQueue {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Lineages the queue holds state for: its entries and the data it deleted at the limit.
+    #[must_use]
+    pub fn tracked(&self) -> usize {
+        self.entries.len() + self.spent.len()
     }
 
     /// The entry silent for longest.
@@ -76,10 +88,30 @@ impl ReinjectionQueue {
     /// and restart its count if a new round retransmitted it again.
     pub fn on_retransmitted(&mut self, id: LossId, now: Instant) {
         self.remove(id);
+        self.push(id, 0, now);
+    }
+
+    /// An ARQ retransmission of `id` went out: append it (or move it to the tail) keeping the
+    /// reinjections already done for this data. Data that has had `limit` of them stays out:
+    /// the queue holds only data "whose number of injection times is less than K_theta"
+    /// (AutoRec §VIII-A), and from then on plain ARQ alone recovers it (§VIII-C).
+    pub fn on_retransmitted_keeping_count(&mut self, id: LossId, now: Instant, limit: u32) {
+        let done = match self.entries.iter().position(|e| e.id == id) {
+            Some(i) => self.entries.remove(i).map_or(0, |e| e.reinjections),
+            None => self.spent.remove(&id).unwrap_or(0),
+        };
+        if done > 0 && done >= limit {
+            self.spent.insert(id, done);
+        } else {
+            self.push(id, done, now);
+        }
+    }
+
+    fn push(&mut self, id: LossId, reinjections: u32, now: Instant) {
         let seq = self.take_seq();
         self.entries.push_back(QueueEntry {
             id,
-            reinjections: 0,
+            reinjections,
             last_sent: now,
             seq,
         });
@@ -94,11 +126,12 @@ impl ReinjectionQueue {
         entry.seq = self.take_seq();
         if entry.reinjections < limit {
             self.entries.push_back(entry);
+        } else {
+            self.spent.insert(entry.id, entry.reinjections);
         }
         Some(entry.id)
     }
 
-    /// Delete `id` (acknowledged, or a new round is starting). O(n), as AutoRec §VIII-A notes.
     /// A copy of `id` actually left at `now` (it may wait for pacing after the policy chose it):
     /// its silence counts from here. Moves it to the tail, keeping its reinjection count.
     pub fn on_copy_sent(&mut self, id: LossId, now: Instant) {
@@ -111,7 +144,10 @@ impl ReinjectionQueue {
         }
     }
 
+    /// Forget `id` (acknowledged, or a new round restarts its count): its entry, or its count if
+    /// it was deleted at the limit. O(n), as AutoRec §VIII-A notes. Whether an entry was queued.
     pub fn remove(&mut self, id: LossId) -> bool {
+        self.spent.remove(&id);
         match self.entries.iter().position(|e| e.id == id) {
             Some(i) => {
                 self.entries.remove(i);
@@ -124,8 +160,14 @@ impl ReinjectionQueue {
     /// Delete every entry that has already been reinjected and reached `limit` (after the limit
     /// was lowered). Entries not yet reinjected stay: a later, higher limit may use them.
     pub fn drop_reinjected_at_limit(&mut self, limit: u32) {
-        self.entries
-            .retain(|e| e.reinjections == 0 || e.reinjections < limit);
+        let spent = &mut self.spent;
+        self.entries.retain(|e| {
+            let keep = e.reinjections == 0 || e.reinjections < limit;
+            if !keep {
+                spent.insert(e.id, e.reinjections);
+            }
+            keep
+        });
     }
 }
 
@@ -194,6 +236,34 @@ mod tests {
     }
 
     #[test]
+    fn keeping_the_count_across_rounds() {
+        let t = |ms| Instant::ZERO + Duration::from_millis(ms);
+        let mut q = ReinjectionQueue::new();
+        q.on_retransmitted_keeping_count(1, t(0), 2);
+        q.on_retransmitted_keeping_count(2, t(1), 2);
+        assert_eq!(q.reinject_head(t(2), 2), Some(1));
+        // 1 comes back from a new round with its one reinjection, at the tail.
+        q.on_retransmitted_keeping_count(1, t(3), 2);
+        let tail = q.iter().last().copied().expect("entry");
+        assert_eq!((tail.id, tail.reinjections, tail.last_sent), (1, 1, t(3)));
+        // 2 reaches the limit and is deleted, but its count is kept until acknowledged.
+        assert_eq!(q.reinject_head(t(4), 2), Some(2));
+        assert_eq!(q.reinject_head(t(5), 2), Some(1));
+        assert_eq!(q.reinject_head(t(6), 2), Some(2));
+        assert!(q.is_empty());
+        assert_eq!(q.tracked(), 2);
+        q.on_retransmitted_keeping_count(2, t(7), 2);
+        assert!(q.is_empty(), "A_i = limit: left to ARQ");
+        // A higher limit lets it back with its count.
+        q.on_retransmitted_keeping_count(2, t(8), 3);
+        assert_eq!(q.head().map(|e| (e.id, e.reinjections)), Some((2, 2)));
+        assert!(ordered(&q));
+        assert!(q.remove(2));
+        assert!(!q.remove(1), "1 was no longer queued");
+        assert_eq!(q.tracked(), 0, "acknowledgements forget the kept counts");
+    }
+
+    #[test]
     fn lowering_the_limit_drops_only_reinjected_entries() {
         let mut q = ReinjectionQueue::new();
         q.on_retransmitted(1, Instant::from_nanos(1));
@@ -203,11 +273,13 @@ mod tests {
         assert_eq!(q.iter().map(|e| e.id).collect::<Vec<_>>(), vec![2]);
         q.drop_reinjected_at_limit(0);
         assert_eq!(q.len(), 1);
+        assert_eq!(q.tracked(), 2, "1's count is kept");
     }
 
     #[derive(Clone, Debug)]
     enum Op {
         Retransmit(u64),
+        RetransmitKeeping(u64, u32),
         Reinject(u32),
         Ack(u64),
         Advance(u64),
@@ -216,6 +288,7 @@ mod tests {
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             (0u64..8).prop_map(Op::Retransmit),
+            (0u64..8, 1u32..4).prop_map(|(id, limit)| Op::RetransmitKeeping(id, limit)),
             (1u32..4).prop_map(Op::Reinject),
             (0u64..8).prop_map(Op::Ack),
             (0u64..3).prop_map(Op::Advance),
@@ -235,6 +308,11 @@ mod tests {
             for op in ops {
                 match op {
                     Op::Retransmit(id) => q.on_retransmitted(id, now),
+                    Op::RetransmitKeeping(id, limit) => {
+                        q.on_retransmitted_keeping_count(id, now, limit);
+                        let queued = q.iter().find(|e| e.id == id).map(|e| e.reinjections);
+                        prop_assert!(queued.is_none_or(|a| a < limit || a == 0));
+                    }
                     Op::Reinject(limit) => {
                         let head = q.head().copied();
                         let got = q.reinject_head(now, limit);
@@ -245,8 +323,10 @@ mod tests {
                         }
                     }
                     Op::Ack(id) => {
-                        q.remove(id);
+                        let before = q.tracked();
+                        let queued = q.remove(id);
                         prop_assert!(q.iter().all(|e| e.id != id));
+                        prop_assert!(q.tracked() + usize::from(queued) <= before);
                     }
                     Op::Advance(ms) => now += Duration::from_millis(ms),
                 }

@@ -123,9 +123,8 @@ impl RecoveryPolicy for Too {
         self.maybe_recompute(now);
     }
 
-    fn on_packet_lost(&mut self, now: Instant, packet: &PacketInfo<'_>, _: LossTrigger) {
-        self.stats
-            .on_lost(now.saturating_duration_since(packet.sent));
+    fn on_packet_lost(&mut self, now: Instant, _: &PacketInfo<'_>, _: LossTrigger) {
+        self.stats.on_lost();
         self.maybe_recompute(now);
     }
 

@@ -1374,6 +1374,8 @@ mod tests {
         assert_eq!(
             files,
             [
+                "autorec-rtt-queue.toml",
+                "autorec-switches.toml",
                 "autorec-testbed.toml",
                 "default.toml",
                 "ge-burst.toml",

@@ -332,7 +332,7 @@ pub fn run(r: &Run) -> Outcome {
     let stats = conn.stats();
     let open_lineages = conn.open_lineages();
     let policy_state = match conn.policy() {
-        Policy::AutoRec(p) => p.queue_len(),
+        Policy::AutoRec(p) => p.tracked(),
         Policy::Too(p) => p.queue_len(),
         Policy::Art(p) => p.tracked(),
         _ => 0,

@@ -1,0 +1,54 @@
+//! AutoRec's switches back to the Reinjection Controller of commit 7dd5adc reproduce that
+//! controller packet for packet on the real transport in the simulator.
+
+mod common;
+
+use common::{run, Run, SeedGuard};
+use recoup_time::Instant;
+
+/// FNV-1a over every sent datagram's time (ns) and content hash: equal digests mean the same
+/// packets at the same times.
+fn digest(log: &[(Instant, u64)]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (t, contents) in log {
+        let nanos = t.saturating_duration_since(Instant::ZERO).as_nanos() as u64;
+        for b in nanos
+            .to_le_bytes()
+            .into_iter()
+            .chain(contents.to_le_bytes())
+        {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+#[test]
+fn the_old_controller_switches_reproduce_it_packet_for_packet() {
+    const POLICY: &str = "autorec:offmode=once,count=round,t_unit=loss";
+    // (rate, one-way delay, seed, datagrams sent, digest). Recorded by running this test with
+    // POLICY = "autorec" on commit 7dd5adc, before the switches existed.
+    const OLD: [(&str, &str, u64, usize, u64); 3] = [
+        ("12Mbps", "30ms", 1, 13282, 0xf654_5104_d6aa_f7ab),
+        ("12Mbps", "75ms", 2, 14828, 0x7740_e512_2cc4_8af9),
+        ("3Mbps", "30ms", 3, 11884, 0x4b5b_e614_a580_398e),
+    ];
+    // The testbed (off-mode between frames), a long RTT (larger K), and a 3 Mbit/s path that the
+    // 4 Mbit/s stream fills (on-mode: opportunistic reinjection only).
+    for (rate, delay, seed, sent, old) in OLD {
+        let _g = SeedGuard(seed);
+        let mut r = Run::testbed(POLICY, seed, 30);
+        r.down = format!("bernoulli 5% | droptail packets=100 | rate {rate} | delay {delay}");
+        r.up = format!("droptail packets=100 | rate {rate} | delay {delay}");
+        r.record_sends = true;
+        let o = run(&r);
+        assert!(o.fin && o.received == o.written, "bytes lost");
+        assert!(o.stats.copy_packets > 0, "no copies: nothing was compared");
+        assert_eq!(
+            (o.sent_log.len(), digest(&o.sent_log)),
+            (sent, old),
+            "{POLICY} at {rate}, {delay} one way: the packet trace differs from 7dd5adc's"
+        );
+    }
+}

@@ -1,7 +1,7 @@
 """The aioquic live player's frame checks and playback model (tests/interop/live_player.py).
 
-The playback cases are those of recoup-sim's LivePlayer unit tests
-(crates/recoup-sim/src/app/live.rs), so the real-time player and the simulated one count freezes
+The playback cases are those of recoup-apps' LivePlayer unit tests
+(crates/recoup-apps/src/live.rs), so the real-time player and the simulated one count freezes
 the same way.
 """
 

@@ -5,7 +5,7 @@ Requests `/live/NAME?...` from `recoup serve`, parses the frames as they arrive 
 one (header magic and version, CRC-32 of the payload, sequence numbers 0, 1, 2 ... without gaps,
 the stream ending on a frame boundary with FIN, and, when the query names the duration, as many
 frames as the duration holds). Playback is measured as recoup's simulated player does
-(crates/recoup-sim/src/app/live.rs, LivePlayer): playback starts once the start-up buffer is
+(crates/recoup-apps/src/live.rs, LivePlayer): playback starts once the start-up buffer is
 full, then one frame per frame interval; a frame not complete at its turn freezes the picture
 until the rebuffer amount has arrived (or the stream ended). Prints one JSON summary on stdout
 and exits non-zero if any frame is bad or missing.
@@ -13,7 +13,7 @@ and exits non-zero if any frame is bad or missing.
     python3 live_player.py --url "https://127.0.0.1:4433/live/cam?bitrate=4Mbps&duration=20s"
     python3 live_player.py --host 127.0.0.1 --port 4433 --path /live/cam --qlog-dir qlog
 
-Frame format (32-byte header, big-endian; crates/recoup-sim/src/app/frame.rs):
+Frame format (32-byte header, big-endian; crates/recoup-apps/src/frame.rs):
 magic "RCPF", version 1, kind (0 P, 1 I), 2 reserved bytes, sequence u64, capture time u64
 (microseconds, the server's clock), payload length u32, CRC-32 of the payload u32.
 """
@@ -137,12 +137,12 @@ class FrameChecker:
 
 
 def frames_in(duration_ns, fps):
-    """Whole frames in a duration at `fps`, rounded up, at least one (recoup-sim's frames_in)."""
+    """Whole frames in a duration at `fps`, rounded up, at least one (recoup-apps' frames_in)."""
     return max(1, -(-duration_ns * fps // NS))
 
 
 class Player:
-    """recoup-sim's LivePlayer on arrival times in nanoseconds."""
+    """recoup-apps' LivePlayer on arrival times in nanoseconds."""
 
     def __init__(self, start, fps, startup_ns, rebuffer_ns):
         self.start = start

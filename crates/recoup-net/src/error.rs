@@ -26,7 +26,7 @@ pub enum Error {
     #[error("client too slow: {0}")]
     TooSlow(String),
     #[error("path: {0}")]
-    Path(#[from] recoup_sim::SimError),
+    Path(#[from] recoup_elements::Error),
     #[error("stopped by the user")]
     Interrupted,
 }

@@ -1,6 +1,7 @@
 //! Real time for recoup: a UDP driver for the sans-IO transport, the `hq-interop` (HTTP/0.9)
 //! application that `recoup serve` and `recoup get` run on it (files and live streams), and the
-//! link emulator that `recoup link` runs (the simulator's path elements in real time).
+//! link emulator that `recoup link` runs (the simulator's path elements, `recoup-elements`, in
+//! real time).
 //!
 //! This crate and the CLI are the only places that read a clock ([`clock::Clock`]).
 

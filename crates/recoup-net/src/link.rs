@@ -1,6 +1,6 @@
-//! `recoup link`: a user-space UDP relay that applies the simulator's own path elements in real
-//! time, so a real QUIC client and server see the same loss, queue, rate and delay a simulated
-//! run does.
+//! `recoup link`: a user-space UDP relay that applies the simulator's path elements
+//! (`recoup-elements`) in real time, so a real QUIC client and server see the same loss, queue,
+//! rate and delay a simulated run does.
 //!
 //! Each client (by source address) gets its own socket towards the server, so the server sees a
 //! distinct 4-tuple per client, and its own pair of element chains: `up` (client → server) and
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use quinn_udp::UdpSocketState;
-use recoup_sim::{Datagram, ElementSpec, Node, Output, PathSpec};
+use recoup_elements::{Datagram, ElementSpec, Node, Output, PathSpec};
 use recoup_time::Instant;
 
 use crate::clock::Clock;

@@ -1,7 +1,7 @@
 //! Live streams for `recoup serve`: `GET /live/<name>?bitrate=4Mbps&fps=30&gop=30&duration=20s`
-//! is answered with the simulator's live encoder ([`LiveSource`]: GOP structure, key frames
-//! larger than delta frames, frame-size noise, framed with sequence numbers, capture times and
-//! checksums) run on the real clock. Frames leave when they are captured, so the gaps between
+//! is answered with the simulator's live encoder ([`LiveSource`] of `recoup-apps`: GOP structure,
+//! key frames larger than delta frames, frame-size noise, framed with sequence numbers, capture
+//! times and checksums) run on the real clock. Frames leave when they are captured, so the gaps between
 //! them are real: the sender goes idle (AutoRec's off-mode) as it would behind a live encoder.
 //!
 //! The stream ends with FIN after `duration`. Frames wait in a backlog while the stream's flow
@@ -11,10 +11,10 @@
 
 use std::time::Duration;
 
-use recoup_sim::app::live::{LiveConfig, LiveSource};
-use recoup_sim::app::source::EncoderConfig;
-use recoup_sim::app::App;
-use recoup_sim::{element_rng, parse_duration, parse_rate};
+use recoup_apps::live::{LiveConfig, LiveSource};
+use recoup_apps::source::EncoderConfig;
+use recoup_apps::App;
+use recoup_elements::{element_rng, parse_duration, parse_rate};
 use recoup_time::Instant;
 use recoup_transport::streams::StreamId;
 use recoup_transport::Connection;

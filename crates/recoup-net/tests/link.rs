@@ -9,9 +9,9 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use recoup_elements::PathSpec;
 use recoup_net::clock::Clock;
 use recoup_net::{LinkOptions, LinkReport, Relay, Stopper};
-use recoup_sim::PathSpec;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 

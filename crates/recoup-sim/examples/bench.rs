@@ -7,7 +7,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use recoup_sim::{CbrSource, PathSpec, Simulator, Sink};
+use recoup_elements::PathSpec;
+use recoup_sim::{CbrSource, Simulator, Sink};
 use recoup_time::Instant;
 
 struct Result {

@@ -420,9 +420,9 @@ pub fn write_csv<T: Serialize>(rows: &[T], out: impl io::Write) -> Result<(), cs
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::live::LiveOutcome;
-    use crate::app::rtc::RtcOutcome;
-    use crate::app::transfer::TransferOutcome;
+    use recoup_apps::live::LiveOutcome;
+    use recoup_apps::rtc::RtcOutcome;
+    use recoup_apps::transfer::TransferOutcome;
     use recoup_recovery::DataRange;
     use recoup_time::Instant;
 
@@ -610,7 +610,7 @@ mod tests {
             expected: 3,
             fct: vec![Duration::from_millis(10), Duration::from_millis(30)],
             bytes_received: 0,
-            error: Some(crate::app::FrameError::Protocol("bad".into())),
+            error: Some(recoup_apps::FrameError::Protocol("bad".into())),
         });
         let row = run_row("arq", 1, &[], &counters(), Some(&file));
         assert!(close(row.fct_ms, 20.0));

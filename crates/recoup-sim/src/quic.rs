@@ -7,11 +7,9 @@ use std::any::Any;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use recoup_elements::{Datagram, Node, Output};
 use recoup_time::Instant;
 use recoup_transport::Endpoint;
-
-use crate::datagram::Datagram;
-use crate::node::{Node, Output};
 
 /// What runs on top of an endpoint: opens streams, writes and reads, closes.
 pub trait Application {

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use recoup_apps::{App, StreamKey};
 use recoup_recovery::PolicySpec;
 use recoup_time::Instant;
 use recoup_transport::qlog::{QlogWriter, VantagePoint};
@@ -18,8 +19,7 @@ use recoup_transport::{
     ServerConfig, Side, TransportConfig,
 };
 
-use crate::app::{App, AppEndpoint, AppOutcome, StreamKey};
-use crate::error::SimError;
+use crate::app::{AppEndpoint, AppOutcome};
 use crate::metrics::{run_row, RunCounters, RunRow};
 use crate::quic::{Application, QuicNode};
 use crate::scenario::{PolicyEntry, Scenario};
@@ -180,7 +180,7 @@ impl Application for AppDriver {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("building the path: {0}")]
-    Path(#[from] SimError),
+    Path(#[from] recoup_elements::Error),
     #[error("transport: {0}")]
     Transport(#[from] TransportError),
     #[error("qlog {path}: {source}")]

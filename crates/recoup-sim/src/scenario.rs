@@ -23,21 +23,21 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+use recoup_apps::frame::MAX_PAYLOAD;
+use recoup_apps::live::LiveConfig;
+use recoup_apps::rtc::RtcConfig;
+use recoup_apps::source::EncoderConfig;
+use recoup_apps::transfer::{FileConfig, RpcConfig};
+use recoup_elements::{
+    parse_duration, parse_rate, ElementSpec, LossSpec, PathSpec, Prob, QueueSpec, ServiceSpec,
+};
 use recoup_recovery::PolicySpec;
 use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::loss::LossDetectionMode;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
-use crate::app::live::LiveConfig;
-use crate::app::rtc::RtcConfig;
-use crate::app::source::EncoderConfig;
-use crate::app::transfer::{FileConfig, RpcConfig};
 use crate::app::AppSpec;
-use crate::loss::LossSpec;
-use crate::path::{ElementSpec, PathSpec, ServiceSpec};
-use crate::queue::QueueSpec;
-use crate::units::{parse_duration, parse_rate};
 
 /// Largest scenario file read (1 MiB).
 pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
@@ -829,7 +829,7 @@ fn direction(
             LossSpec::Replay(resolve(base_dir, &p.to_string_lossy()))
         }
         Some(Parsed(l)) => l,
-        None => LossSpec::Bernoulli(crate::units::Prob::ZERO),
+        None => LossSpec::Bernoulli(Prob::ZERO),
     };
     Ok(DirectionSpec {
         loss,
@@ -886,7 +886,7 @@ fn app(raw: Option<RawApp>, file: &str) -> Result<AppSpec, ScenarioError> {
         n => Ok(n),
     };
     let size = |key: &str, s: Size| {
-        if s.0 > u64::from(crate::app::frame::MAX_PAYLOAD) {
+        if s.0 > u64::from(MAX_PAYLOAD) {
             Err(invalid(file, key, "larger than 1 GiB"))
         } else {
             Ok(s.0)
@@ -1023,7 +1023,6 @@ fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::Prob;
 
     fn one(src: &str) -> Result<Scenario, ScenarioError> {
         let mut v = load_str(src, "t.toml", Some(Path::new("/base")), "t")?;

@@ -4,11 +4,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::SocketAddr;
 
+use recoup_elements::{Datagram, ElementStats, NamedNode, Node, Output};
 use recoup_time::Instant;
-
-use crate::datagram::Datagram;
-use crate::node::{ElementStats, Node, Output};
-use crate::path::NamedNode;
 
 /// Handle of a node in a [`Simulator`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

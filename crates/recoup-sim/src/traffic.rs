@@ -4,10 +4,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use recoup_elements::{Datagram, Node, Output};
 use recoup_time::Instant;
-
-use crate::datagram::Datagram;
-use crate::node::{Node, Output};
 
 /// Bytes of each CBR payload used for the sequence number and the send time.
 pub const CBR_HEADER: usize = 16;

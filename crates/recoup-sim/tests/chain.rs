@@ -3,7 +3,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use recoup_sim::{CbrSource, NodeId, PathSpec, SimEvent, Simulator, Sink};
+use recoup_elements::PathSpec;
+use recoup_sim::{CbrSource, NodeId, SimEvent, Simulator, Sink};
 use recoup_time::Instant;
 
 const SECOND: u64 = 1_000_000_000;

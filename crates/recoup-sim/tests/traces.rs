@@ -7,9 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use recoup_sim::{
-    CbrSource, Link, QueueSpec, Service, Simulator, Sink, Trace, IPV4_UDP_OVERHEAD, MM_PACKET_SIZE,
-};
+use recoup_elements::{Link, Node, QueueSpec, Service, Trace, IPV4_UDP_OVERHEAD, MM_PACKET_SIZE};
+use recoup_sim::{CbrSource, Simulator, Sink};
 use recoup_time::Instant;
 
 /// `../shared/traces/mahimahi/` relative to the repository root. `RECOUP_TRACES_DIR` overrides
@@ -114,7 +113,7 @@ fn saturated_trace_link_uses_every_opportunity() {
         )),
     );
     let sink = sim.add_node("sink", Box::new(Sink::new()));
-    let link: Box<dyn recoup_sim::Node> = Box::new(Link::new(
+    let link: Box<dyn Node> = Box::new(Link::new(
         Service::Trace(trace.clone()),
         QueueSpec::Infinite,
     ));

@@ -23,6 +23,8 @@ pub mod pacing;
 pub mod packet;
 pub mod qlog;
 pub mod rtt;
+// Predictable keys by design: only a simulator should ever enable this.
+#[cfg(feature = "seeded-tls")]
 mod seeded_tls;
 pub mod streams;
 pub mod tls;
@@ -34,5 +36,8 @@ pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side}
 pub use endpoint::{ConnectionHandle, Endpoint};
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};
 pub use lineage::Recovered;
+#[cfg(feature = "seeded-tls")]
 pub use seeded_tls::simulation_tls;
-pub use tls::{client_config, self_signed, server_config, NewKeys, ServerVerification, TlsSession};
+#[cfg(feature = "self-signed")]
+pub use tls::self_signed;
+pub use tls::{client_config, server_config, NewKeys, ServerVerification, TlsSession};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, KeyLog, ServerConfig, SignatureScheme};
 
 use crate::crypto::{Keys, OneRttKeys, Side};
@@ -126,13 +126,16 @@ pub(crate) fn server_config_with(
 }
 
 /// A self-signed certificate for `names` (DNS names or IP addresses) and its PKCS#8 key.
+/// Behind the `self-signed` feature, so embedders that bring their own certificates do not
+/// build rcgen.
+#[cfg(feature = "self-signed")]
 pub fn self_signed(
     names: &[&str],
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), Error> {
     let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
     let certified =
         rcgen::generate_simple_self_signed(names).map_err(|e| tls_error("self-signed", e))?;
-    let key = PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der());
+    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der());
     Ok((vec![certified.cert.der().clone()], key.into()))
 }
 

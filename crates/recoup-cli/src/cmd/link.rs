@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use recoup_elements::{ElementSpec, LossSpec, PathSpec, Prob, QueueSpec, ServiceSpec, Trace};
 use recoup_net::{Error, LinkOptions, Relay};
 use recoup_sim::scenario::DirectionSpec;
-use recoup_sim::{ElementSpec, LossSpec, PathSpec, Prob, QueueSpec, ServiceSpec, Trace};
 
 use super::simulate::parse_duration;
 
@@ -117,7 +117,7 @@ pub struct Args {
 }
 
 fn parse_rate(s: &str) -> Result<u64, String> {
-    recoup_sim::parse_rate(s)
+    recoup_elements::parse_rate(s)
 }
 
 fn parse_loss(s: &str) -> Result<LossSpec, String> {

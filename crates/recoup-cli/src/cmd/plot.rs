@@ -253,7 +253,7 @@ fn positions(axis: &str, values: &[&str]) -> (Vec<f64>, XAxis) {
     }
     if let Ok(d) = values
         .iter()
-        .map(|v| recoup_sim::parse_duration(v))
+        .map(|v| recoup_elements::parse_duration(v))
         .collect::<Result<Vec<_>, _>>()
     {
         let x = d.iter().map(|d| d.as_secs_f64() * 1e3).collect();

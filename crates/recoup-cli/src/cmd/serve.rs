@@ -49,7 +49,7 @@ pub struct Args {
 #[derive(clap::Args, Debug, Clone)]
 pub struct LiveArgs {
     /// Live stream bit rate, frame headers included (e.g. 4Mbps, 500kbps).
-    #[arg(long, value_name = "RATE", default_value = "4Mbps", value_parser = recoup_sim::parse_rate)]
+    #[arg(long, value_name = "RATE", default_value = "4Mbps", value_parser = recoup_elements::parse_rate)]
     pub live_bitrate: u64,
     /// Live stream frames per second.
     #[arg(long, value_name = "N", default_value_t = 30)]

@@ -75,7 +75,7 @@ impl Overrides {
 
 /// Parses a `--duration` value such as `60s` or `500ms`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    recoup_sim::parse_duration(s)
+    recoup_elements::parse_duration(s)
 }
 
 /// The runs of one sweep point, in job order (policies as listed, seeds ascending).

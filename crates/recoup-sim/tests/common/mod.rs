@@ -10,8 +10,9 @@ use std::any::Any;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use recoup_elements::{Datagram, Node, Output, PathSpec};
 use recoup_recovery::{Policy, PolicySpec};
-use recoup_sim::{Application, Datagram, Node, Output, PathSpec, QuicNode, Simulator};
+use recoup_sim::{Application, QuicNode, Simulator};
 use recoup_time::Instant;
 use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::streams::StreamId;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::delay::Delay;
-use crate::error::SimError;
+use crate::error::Error;
 use crate::link::{Link, Service};
 use crate::loss::{Loss, LossSpec};
 use crate::node::Node;
@@ -91,9 +91,9 @@ pub struct PathSpec {
 }
 
 impl FromStr for PathSpec {
-    type Err = SimError;
+    type Err = Error;
 
-    fn from_str(input: &str) -> Result<Self, SimError> {
+    fn from_str(input: &str) -> Result<Self, Error> {
         let mut elements = Vec::new();
         let mut pending_queue: Option<(QueueSpec, &str)> = None;
         for piece in input.split('|').map(str::trim) {
@@ -101,17 +101,17 @@ impl FromStr for PathSpec {
                 if input.trim().is_empty() {
                     break;
                 }
-                return Err(SimError::spec(input, piece, "empty element between `|`"));
+                return Err(Error::spec(input, piece, "empty element between `|`"));
             }
             let (kind, rest) = piece.split_once(char::is_whitespace).unwrap_or((piece, ""));
             let rest = rest.trim();
-            let wrap = |e: SimError| match e {
-                SimError::Spec { part, detail, .. } => SimError::spec(input, &part, detail),
+            let wrap = |e: Error| match e {
+                Error::Spec { part, detail, .. } => Error::spec(input, &part, detail),
                 other => other,
             };
             if QUEUE_KINDS.contains(&kind) {
                 if let Some((_, q)) = pending_queue {
-                    return Err(SimError::spec(input, q, "queue not followed by a link"));
+                    return Err(Error::spec(input, q, "queue not followed by a link"));
                 }
                 pending_queue = Some((piece.parse().map_err(wrap)?, piece));
                 continue;
@@ -120,10 +120,10 @@ impl FromStr for PathSpec {
                 "rate" | "trace" => {
                     let service = if kind == "rate" {
                         ServiceSpec::Rate(
-                            parse_rate(rest).map_err(|d| SimError::spec(input, piece, d))?,
+                            parse_rate(rest).map_err(|d| Error::spec(input, piece, d))?,
                         )
                     } else if rest.is_empty() {
-                        return Err(SimError::spec(input, piece, "missing trace file"));
+                        return Err(Error::spec(input, piece, "missing trace file"));
                     } else {
                         ServiceSpec::Trace(PathBuf::from(rest))
                     };
@@ -132,7 +132,7 @@ impl FromStr for PathSpec {
                 }
                 "delay" => {
                     let words: Vec<&str> = rest.split_whitespace().collect();
-                    let dur = |w: &str| parse_duration(w).map_err(|d| SimError::spec(input, w, d));
+                    let dur = |w: &str| parse_duration(w).map_err(|d| Error::spec(input, w, d));
                     match words.as_slice() {
                         [d] => ElementSpec::Delay {
                             delay: dur(d)?,
@@ -143,13 +143,13 @@ impl FromStr for PathSpec {
                             jitter: dur(j)?,
                         },
                         [_, _, extra, ..] => {
-                            return Err(SimError::spec(input, extra, "unexpected argument"))
+                            return Err(Error::spec(input, extra, "unexpected argument"))
                         }
-                        [] => return Err(SimError::spec(input, piece, "missing delay")),
+                        [] => return Err(Error::spec(input, piece, "missing delay")),
                     }
                 }
                 _ if LOSS_KINDS.contains(&kind) => ElementSpec::Loss(piece.parse().map_err(wrap)?),
-                _ => return Err(SimError::spec(
+                _ => return Err(Error::spec(
                     input,
                     kind,
                     "unknown element (rate, trace, delay, infinite, droptail, drophead, codel, \
@@ -157,12 +157,12 @@ impl FromStr for PathSpec {
                 )),
             };
             if let Some((_, q)) = pending_queue {
-                return Err(SimError::spec(input, q, "queue not followed by a link"));
+                return Err(Error::spec(input, q, "queue not followed by a link"));
             }
             elements.push(element);
         }
         if let Some((_, q)) = pending_queue {
-            return Err(SimError::spec(input, q, "queue not followed by a link"));
+            return Err(Error::spec(input, q, "queue not followed by a link"));
         }
         Ok(Self { elements })
     }
@@ -181,7 +181,7 @@ impl PathSpec {
         prefix: &str,
         base_dir: Option<&Path>,
         log_capacity: usize,
-    ) -> Result<Vec<NamedNode>, SimError> {
+    ) -> Result<Vec<NamedNode>, Error> {
         let resolve = |p: &Path| match base_dir {
             Some(dir) if p.is_relative() => dir.join(p),
             _ => p.to_owned(),

@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use recoup_time::Instant;
 
 use crate::datagram::Datagram;
-use crate::error::SimError;
+use crate::error::Error;
 use crate::log::{DropReason, EventLog, LogEvent};
 use crate::node::{ElementStats, Node, Output};
 use crate::trace::read_bounded;
@@ -34,7 +34,7 @@ pub struct GeParams {
 impl GeParams {
     /// Parse `p [r [1-h [1-k]]]` (percentages) with tc's defaults: `r = 1 - p`, `1-h = 100 %`,
     /// `1-k = 0 %` (iproute2 q_netem.c since 5.2; with only `p` given this is Bernoulli(p)).
-    fn parse(input: &str, args: &[&str]) -> Result<Self, SimError> {
+    fn parse(input: &str, args: &[&str]) -> Result<Self, Error> {
         let names = ["p", "r", "1-h", "1-k"];
         let values = percents(input, args, &names)?;
         let p = values[0];
@@ -79,7 +79,7 @@ pub struct FourStateParams {
 impl FourStateParams {
     /// Parse `p13 [p31 [p32 [p23 [p14]]]]` with tc's defaults: `p31 = 1 - p13`, `p32 = 0`,
     /// `p23 = 100 %`, `p14 = 0`. Outgoing probabilities of a state may not exceed 100 %.
-    fn parse(input: &str, args: &[&str]) -> Result<Self, SimError> {
+    fn parse(input: &str, args: &[&str]) -> Result<Self, Error> {
         let names = ["p13", "p31", "p32", "p23", "p14"];
         let v = percents(input, args, &names)?;
         let get = |i: usize, default: f64| v.get(i).copied().unwrap_or(default);
@@ -91,14 +91,14 @@ impl FourStateParams {
             get(4, 0.0),
         );
         if p13 + p14 > 1.0 + 1e-12 {
-            return Err(SimError::spec(
+            return Err(Error::spec(
                 input,
                 args[4.min(args.len() - 1)],
                 "p13 + p14 exceed 100 %",
             ));
         }
         if p31 + p32 > 1.0 + 1e-12 {
-            return Err(SimError::spec(
+            return Err(Error::spec(
                 input,
                 args.get(2).unwrap_or(&args[0]),
                 "p31 + p32 exceed 100 %",
@@ -114,16 +114,12 @@ impl FourStateParams {
     }
 }
 
-fn percents(input: &str, args: &[&str], names: &[&str]) -> Result<Vec<f64>, SimError> {
+fn percents(input: &str, args: &[&str], names: &[&str]) -> Result<Vec<f64>, Error> {
     if args.is_empty() {
-        return Err(SimError::spec(
-            input,
-            input,
-            format!("missing {}", names[0]),
-        ));
+        return Err(Error::spec(input, input, format!("missing {}", names[0])));
     }
     if let Some(extra) = args.get(names.len()) {
-        return Err(SimError::spec(
+        return Err(Error::spec(
             input,
             extra,
             format!("too many arguments (at most {})", names.join(" ")),
@@ -131,7 +127,7 @@ fn percents(input: &str, args: &[&str], names: &[&str]) -> Result<Vec<f64>, SimE
     }
     args.iter()
         .zip(names)
-        .map(|(a, n)| parse_percent(a).map_err(|d| SimError::spec(input, a, format!("{n}: {d}"))))
+        .map(|(a, n)| parse_percent(a).map_err(|d| Error::spec(input, a, format!("{n}: {d}"))))
         .collect()
 }
 
@@ -166,27 +162,27 @@ pub enum LossSpec {
 }
 
 impl FromStr for LossSpec {
-    type Err = SimError;
+    type Err = Error;
 
     /// Forms: `none`; `bernoulli 5%`; netem's verbatim `[loss] random 5%`, `[loss] 5%`,
     /// `[loss] gemodel p [r [1-h [1-k]]]`, `[loss] state p13 [p31 [p32 [p23 [p14]]]]`;
     /// `slotted-gemodel 30ms p [r [1-h [1-k]]]`; `replay FILE`; `onoff ON OFF` (durations; a bare
     /// number is seconds, as for mm-onoff). Percentages follow tc: `5` and `5%` both mean 5 %.
-    fn from_str(input: &str) -> Result<Self, SimError> {
+    fn from_str(input: &str) -> Result<Self, Error> {
         let mut words: Vec<&str> = input.split_whitespace().collect();
         if words.first() == Some(&"loss") || words.first() == Some(&"drop") {
             words.remove(0);
         }
         let Some((&kind, args)) = words.split_first() else {
-            return Err(SimError::spec(input, input, "empty loss description"));
+            return Err(Error::spec(input, input, "empty loss description"));
         };
-        let one_percent = |args: &[&str]| -> Result<Prob, SimError> {
+        let one_percent = |args: &[&str]| -> Result<Prob, Error> {
             match args {
                 [p] => parse_percent(p)
                     .map(Prob::from_fraction)
-                    .map_err(|d| SimError::spec(input, p, d)),
-                [] => Err(SimError::spec(input, kind, "missing percentage")),
-                [_, extra, ..] => Err(SimError::spec(
+                    .map_err(|d| Error::spec(input, p, d)),
+                [] => Err(Error::spec(input, kind, "missing percentage")),
+                [_, extra, ..] => Err(Error::spec(
                     input,
                     extra,
                     "unexpected argument (loss correlation is not supported)",
@@ -200,11 +196,11 @@ impl FromStr for LossSpec {
             "state" => FourStateParams::parse(input, args).map(Self::FourState),
             "slotted-gemodel" => {
                 let Some((slot, rest)) = args.split_first() else {
-                    return Err(SimError::spec(input, kind, "missing slot duration"));
+                    return Err(Error::spec(input, kind, "missing slot duration"));
                 };
-                let slot_d = parse_duration(slot).map_err(|d| SimError::spec(input, slot, d))?;
+                let slot_d = parse_duration(slot).map_err(|d| Error::spec(input, slot, d))?;
                 if slot_d.is_zero() {
-                    return Err(SimError::spec(input, slot, "slot must be > 0"));
+                    return Err(Error::spec(input, slot, "slot must be > 0"));
                 }
                 Ok(Self::SlottedGe {
                     slot: slot_d,
@@ -213,28 +209,28 @@ impl FromStr for LossSpec {
             }
             "replay" => match args {
                 [file] => Ok(Self::Replay(PathBuf::from(file))),
-                [] => Err(SimError::spec(input, kind, "missing file")),
-                [_, extra, ..] => Err(SimError::spec(input, extra, "unexpected argument")),
+                [] => Err(Error::spec(input, kind, "missing file")),
+                [_, extra, ..] => Err(Error::spec(input, extra, "unexpected argument")),
             },
             "onoff" => match args {
                 [on, off] => {
                     let on_d = onoff_duration(input, on)?;
                     let off_d = onoff_duration(input, off)?;
                     if on_d.is_zero() && off_d.is_zero() {
-                        return Err(SimError::spec(input, input, "on and off cannot both be 0"));
+                        return Err(Error::spec(input, input, "on and off cannot both be 0"));
                     }
                     Ok(Self::OnOff {
                         mean_on: on_d,
                         mean_off: off_d,
                     })
                 }
-                [_, _, extra, ..] => Err(SimError::spec(input, extra, "unexpected argument")),
-                _ => Err(SimError::spec(input, kind, "expected ON OFF mean durations")),
+                [_, _, extra, ..] => Err(Error::spec(input, extra, "unexpected argument")),
+                _ => Err(Error::spec(input, kind, "expected ON OFF mean durations")),
             },
             _ if kind.starts_with(|c: char| c.is_ascii_digit()) => {
                 one_percent(&words).map(Self::Bernoulli)
             }
-            _ => Err(SimError::spec(
+            _ => Err(Error::spec(
                 input,
                 kind,
                 "unknown loss model (none, bernoulli, random, gemodel, state, slotted-gemodel, replay, onoff)",
@@ -243,22 +239,22 @@ impl FromStr for LossSpec {
     }
 }
 
-fn onoff_duration(input: &str, token: &str) -> Result<Duration, SimError> {
+fn onoff_duration(input: &str, token: &str) -> Result<Duration, Error> {
     if let Ok(secs) = token.parse::<f64>() {
         if secs.is_finite() && (0.0..1e9).contains(&secs) {
             return Ok(Duration::from_secs_f64(secs));
         }
-        return Err(SimError::spec(
+        return Err(Error::spec(
             input,
             token,
             "must be a non-negative number of seconds",
         ));
     }
-    parse_duration(token).map_err(|d| SimError::spec(input, token, d))
+    parse_duration(token).map_err(|d| Error::spec(input, token, d))
 }
 
 /// Load a loss replay file (see [`LossSpec::Replay`]).
-pub fn load_replay(path: &Path) -> Result<Vec<bool>, SimError> {
+pub fn load_replay(path: &Path) -> Result<Vec<bool>, Error> {
     let text = read_bounded(path)?;
     let mut pattern = Vec::new();
     for (i, raw) in text.lines().enumerate() {
@@ -268,7 +264,7 @@ pub fn load_replay(path: &Path) -> Result<Vec<bool>, SimError> {
             "0" => pattern.push(false),
             "1" => pattern.push(true),
             other => {
-                return Err(SimError::file(
+                return Err(Error::file(
                     path,
                     Some(i + 1),
                     format!("`{other}` is not 0 or 1"),
@@ -277,7 +273,7 @@ pub fn load_replay(path: &Path) -> Result<Vec<bool>, SimError> {
         }
     }
     if pattern.is_empty() {
-        return Err(SimError::file(path, None, "no 0/1 lines"));
+        return Err(Error::file(path, None, "no 0/1 lines"));
     }
     Ok(pattern)
 }
@@ -325,7 +321,7 @@ impl Loss {
     /// Build from a spec. `rng` is this element's stream; the slotted model derives its state
     /// stream from it so that the slot states do not depend on how many packets were sent.
     /// Replay files are read here.
-    pub fn new(spec: &LossSpec, mut rng: ChaCha8Rng) -> Result<Self, SimError> {
+    pub fn new(spec: &LossSpec, mut rng: ChaCha8Rng) -> Result<Self, Error> {
         let model = match spec {
             LossSpec::Bernoulli(p) => Model::Bernoulli(*p),
             LossSpec::GilbertElliott(params) => Model::Ge {

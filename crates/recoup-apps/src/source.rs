@@ -5,7 +5,7 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::frame::{FrameKind, FRAME_HEADER_LEN, MAX_PAYLOAD};
+use crate::frame::{FrameKind, FRAME_HEADER_LEN, MAX_PAYLOAD};
 
 /// Encoder parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -64,7 +64,7 @@ impl EncoderConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::element_rng;
+    use recoup_elements::element_rng;
 
     #[test]
     fn gop_sizes_average_to_the_bitrate() {

@@ -1,10 +1,11 @@
-//! The simulator's one error type.
+//! The crate's one error type.
 
 use std::path::PathBuf;
 
-/// Everything that can go wrong building or loading a simulation. Running one cannot fail.
+/// Everything that can go wrong building an element or loading its file. Running one cannot
+/// fail.
 #[derive(Debug, thiserror::Error)]
-pub enum SimError {
+pub enum Error {
     /// A file (trace, loss replay) could not be opened or read.
     #[error("{path}: {source}")]
     Io {
@@ -35,7 +36,7 @@ pub enum SimError {
     },
 }
 
-impl SimError {
+impl Error {
     pub(crate) fn spec(input: &str, part: &str, detail: impl Into<String>) -> Self {
         Self::Spec {
             input: input.to_owned(),

@@ -1,5 +1,5 @@
 //! Parsers for the quantities in scenario strings: rates, durations, netem percentages.
-//! Each returns a short reason on failure; callers wrap it into [`crate::SimError::Spec`]
+//! Each returns a short reason on failure; callers wrap it into [`crate::Error::Spec`]
 //! naming the bad token.
 
 use std::time::Duration;

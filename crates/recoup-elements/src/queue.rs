@@ -12,7 +12,7 @@ use std::time::Duration;
 use recoup_time::Instant;
 
 use crate::datagram::Datagram;
-use crate::error::SimError;
+use crate::error::Error;
 use crate::log::DropReason;
 use crate::trace::MM_PACKET_SIZE;
 use crate::units::parse_duration;
@@ -58,15 +58,15 @@ pub enum QueueSpec {
 }
 
 impl FromStr for QueueSpec {
-    type Err = SimError;
+    type Err = Error;
 
     /// `infinite`, `droptail packets=100`, `droptail bytes=150000`, `drophead packets=50 bytes=…`,
     /// `codel`, `codel target=5ms interval=100ms packets=1000`.
-    fn from_str(input: &str) -> Result<Self, SimError> {
+    fn from_str(input: &str) -> Result<Self, Error> {
         let mut words = input.split_whitespace();
         let kind = words
             .next()
-            .ok_or_else(|| SimError::spec(input, input, "empty queue description"))?;
+            .ok_or_else(|| Error::spec(input, input, "empty queue description"))?;
         let mut limits = Limits::default();
         let mut target = CODEL_TARGET;
         let mut interval = CODEL_INTERVAL;
@@ -74,21 +74,21 @@ impl FromStr for QueueSpec {
         for word in words {
             let (key, value) = word
                 .split_once('=')
-                .ok_or_else(|| SimError::spec(input, word, "expected key=value"))?;
-            let count = || -> Result<u64, SimError> {
+                .ok_or_else(|| Error::spec(input, word, "expected key=value"))?;
+            let count = || -> Result<u64, Error> {
                 match value.parse::<u64>() {
                     Ok(n) if n > 0 => Ok(n),
-                    _ => Err(SimError::spec(input, word, "expected a positive integer")),
+                    _ => Err(Error::spec(input, word, "expected a positive integer")),
                 }
             };
-            let time = || parse_duration(value).map_err(|d| SimError::spec(input, word, d));
+            let time = || parse_duration(value).map_err(|d| Error::spec(input, word, d));
             match key {
                 "packets" if kind != "infinite" => limits.packets = Some(count()?),
                 "bytes" if kind != "infinite" => limits.bytes = Some(count()?),
                 "target" if codel => target = time()?,
                 "interval" if codel => interval = time()?,
                 _ => {
-                    return Err(SimError::spec(
+                    return Err(Error::spec(
                         input,
                         word,
                         format!("unknown parameter for `{kind}`"),
@@ -98,7 +98,7 @@ impl FromStr for QueueSpec {
         }
         let need_limit = |limits: Limits| {
             if limits.packets.is_none() && limits.bytes.is_none() {
-                Err(SimError::spec(
+                Err(Error::spec(
                     input,
                     kind,
                     "needs a limit: packets=N and/or bytes=N",
@@ -111,13 +111,13 @@ impl FromStr for QueueSpec {
             "infinite" => Ok(Self::Infinite),
             "droptail" => Ok(Self::DropTail(need_limit(limits)?)),
             "drophead" => Ok(Self::DropHead(need_limit(limits)?)),
-            "codel" if interval.is_zero() => Err(SimError::spec(input, "interval", "must be > 0")),
+            "codel" if interval.is_zero() => Err(Error::spec(input, "interval", "must be > 0")),
             "codel" => Ok(Self::CoDel {
                 target,
                 interval,
                 limits,
             }),
-            _ => Err(SimError::spec(
+            _ => Err(Error::spec(
                 input,
                 kind,
                 "unknown queue (infinite, droptail, drophead, codel)",

@@ -12,9 +12,9 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 use recoup_time::Instant;
 
-use super::frame::{FrameError, FrameParser, FrameSource, ReceivedFrame};
-use super::source::EncoderConfig;
-use super::{clock_tick, frames_in, unexpected, App, StreamKey, Write};
+use crate::frame::{FrameError, FrameParser, FrameSource, ReceivedFrame};
+use crate::source::EncoderConfig;
+use crate::{clock_tick, frames_in, unexpected, App, StreamKey, Write};
 
 /// Live stream parameters (both ends).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -350,9 +350,9 @@ impl App for LivePlayer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::frame::{encode_frame, FrameKind};
-    use crate::app::testutil::{ms, pipe};
-    use crate::rng::element_rng;
+    use crate::frame::{encode_frame, FrameKind};
+    use crate::testutil::{ms, pipe};
+    use recoup_elements::element_rng;
 
     fn config(fps: u32, startup_ms: u64, rebuffer_ms: u64) -> LiveConfig {
         LiveConfig {

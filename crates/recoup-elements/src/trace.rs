@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::error::SimError;
+use crate::error::Error;
 
 /// Bytes per delivery opportunity (`PACKET_SIZE` in mahimahi's link_queue).
 pub const MM_PACKET_SIZE: usize = 1504;
@@ -23,22 +23,22 @@ pub struct Trace {
 
 impl Trace {
     /// Read an `mm-link` trace file.
-    pub fn load(path: &Path) -> Result<Self, SimError> {
+    pub fn load(path: &Path) -> Result<Self, Error> {
         let text = read_bounded(path)?;
         Self::parse(path, &text)
     }
 
     /// Parse trace text; `path` only names the source in errors.
-    pub fn parse(path: &Path, text: &str) -> Result<Self, SimError> {
+    pub fn parse(path: &Path, text: &str) -> Result<Self, Error> {
         let mut schedule_ms = Vec::with_capacity(text.len() / 6);
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
             let n = i + 1;
             if line.is_empty() {
-                return Err(SimError::file(path, Some(n), "empty line"));
+                return Err(Error::file(path, Some(n), "empty line"));
             }
             let ms: u64 = line.parse().map_err(|_| {
-                SimError::file(
+                Error::file(
                     path,
                     Some(n),
                     format!("`{line}` is not a non-negative integer"),
@@ -46,7 +46,7 @@ impl Trace {
             })?;
             if let Some(&prev) = schedule_ms.last() {
                 if ms < prev {
-                    return Err(SimError::file(
+                    return Err(Error::file(
                         path,
                         Some(n),
                         format!("timestamp {ms} is before the previous one ({prev})"),
@@ -55,7 +55,7 @@ impl Trace {
             }
             schedule_ms.push(ms);
         }
-        Self::from_millis(schedule_ms).map_err(|detail| SimError::file(path, None, detail))
+        Self::from_millis(schedule_ms).map_err(|detail| Error::file(path, None, detail))
     }
 
     /// A trace from opportunity timestamps in milliseconds (for tests and generated traces).
@@ -90,14 +90,14 @@ impl Trace {
     }
 }
 
-pub(crate) fn read_bounded(path: &Path) -> Result<String, SimError> {
-    let io = |source| SimError::Io {
+pub(crate) fn read_bounded(path: &Path) -> Result<String, Error> {
+    let io = |source| Error::Io {
         path: path.to_owned(),
         source,
     };
     let len = std::fs::metadata(path).map_err(io)?.len();
     if len > MAX_TRACE_FILE_BYTES {
-        return Err(SimError::file(
+        return Err(Error::file(
             path,
             None,
             format!("file is {len} bytes, more than the {MAX_TRACE_FILE_BYTES} allowed"),
@@ -110,7 +110,7 @@ pub(crate) fn read_bounded(path: &Path) -> Result<String, SimError> {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<Trace, SimError> {
+    fn parse(text: &str) -> Result<Trace, Error> {
         Trace::parse(Path::new("t.trace"), text)
     }
 

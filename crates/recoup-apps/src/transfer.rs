@@ -1,7 +1,7 @@
 //! File transfers and RPC: flow completion time (FCT) per transfer, from its first byte written
 //! to its last byte received.
 //!
-//! Each transfer is one frame ([`super::frame`]) on its own stream, so the receiver checks it
+//! Each transfer is one frame ([`crate::frame`]) on its own stream, so the receiver checks it
 //! and learns when it was written (file: the header's capture time is the write time) without a
 //! side channel.
 
@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use recoup_time::Instant;
 
-use super::frame::{
+use crate::frame::{
     FrameError, FrameKind, FrameParser, FrameSource, ReceivedFrame, FRAME_HEADER_LEN,
 };
-use super::{keep_first_error, unexpected, App, StreamKey, Write};
+use crate::{keep_first_error, unexpected, App, StreamKey, Write};
 
 /// `count` files of `size` bytes, the i-th written at `start + i * interval` on its own stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -405,7 +405,7 @@ impl App for RpcServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::testutil::{ms, pipe};
+    use crate::testutil::{ms, pipe};
 
     #[test]
     fn files_complete_with_their_fct() {
@@ -440,7 +440,7 @@ mod tests {
             .on_stream_bytes(ms(0), StreamKey::Peer(1), b"x", false)
             .is_err());
         let mut rx = FileReceiver::new(&cfg);
-        let f = super::super::frame::encode_frame(FrameKind::Delta, 0, ms(0), 68);
+        let f = crate::frame::encode_frame(FrameKind::Delta, 0, ms(0), 68);
         rx.on_stream_bytes(ms(1), StreamKey::Peer(0), &f, false)
             .expect("valid");
         let e = rx

@@ -1,4 +1,5 @@
-//! The one sans-IO shape shared by endpoints and network elements.
+//! The one sans-IO shape shared by endpoints and network elements, whoever drives them: the
+//! simulator's event loop on virtual time (`recoup-sim`) or `recoup link` on the real clock.
 
 use std::any::Any;
 
@@ -7,10 +8,10 @@ use recoup_time::Instant;
 use crate::datagram::Datagram;
 use crate::log::EventLog;
 
-/// What a node answers each time the simulator calls it.
+/// What a node answers each time its driver calls it.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Output {
-    /// A datagram leaving the node now. The simulator forwards it and immediately calls the node
+    /// A datagram leaving the node now. The driver forwards it and immediately calls the node
     /// again with `None` at the same `now`, until the node answers `Callback` or `None`.
     Datagram(Datagram),
     /// Nothing more to send now; call me with `None` at this instant (or earlier, if a datagram
@@ -23,7 +24,7 @@ pub enum Output {
 
 /// A participant in the event loop: a QUIC endpoint, a traffic source, or a network element.
 ///
-/// How [`crate::Simulator`] drives a node:
+/// How a driver (recoup-sim's `Simulator`, `recoup link`'s relay) calls a node:
 /// - once with `input = None` at the time it is added, so an endpoint can start sending;
 /// - with `Some(datagram)` when a datagram reaches it, at the instant it arrives;
 /// - with `None` at the instant of its last `Callback`, unless a later answer replaced it;
@@ -46,7 +47,7 @@ pub trait Node {
         None
     }
 
-    /// The concrete node, so [`crate::Simulator::downcast`] can hand it back after a run.
+    /// The concrete node, so a driver (`Simulator::downcast`) can hand it back after a run.
     /// Implement as `Some(self)`; the default opts out.
     fn as_any(&self) -> Option<&dyn Any> {
         None

@@ -11,9 +11,9 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 use recoup_time::Instant;
 
-use super::frame::{FrameError, FrameParser, FrameSource, ReceivedFrame};
-use super::source::EncoderConfig;
-use super::{clock_tick, keep_first_error, unexpected, App, StreamKey, Write};
+use crate::frame::{FrameError, FrameParser, FrameSource, ReceivedFrame};
+use crate::source::EncoderConfig;
+use crate::{clock_tick, keep_first_error, unexpected, App, StreamKey, Write};
 
 /// RTC parameters (both ends).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -267,8 +267,8 @@ impl App for RtcReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::testutil::{ms, pipe};
-    use crate::rng::element_rng;
+    use crate::testutil::{ms, pipe};
+    use recoup_elements::element_rng;
 
     #[test]
     fn deadline_misses_and_freezes() {
@@ -324,10 +324,9 @@ mod tests {
         assert!(rx
             .on_stream_bytes(ms(0), StreamKey::Peer(60), b"x", false)
             .is_err());
-        let mut two =
-            crate::app::frame::encode_frame(crate::app::frame::FrameKind::Key, 0, ms(0), 5);
-        two.extend(crate::app::frame::encode_frame(
-            crate::app::frame::FrameKind::Key,
+        let mut two = crate::frame::encode_frame(crate::frame::FrameKind::Key, 0, ms(0), 5);
+        two.extend(crate::frame::encode_frame(
+            crate::frame::FrameKind::Key,
             1,
             ms(0),
             5,

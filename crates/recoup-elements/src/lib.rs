@@ -1,0 +1,37 @@
+//! Network elements (DESIGN.md "Simulator"): the parts a path between two endpoints is built
+//! from, each a sans-IO [`Node`] that takes a datagram or nothing and `now`, and returns a
+//! datagram, a wake-up time, or nothing. They never read a clock, so the simulator
+//! (`recoup-sim`) runs them on virtual time and `recoup link` (`recoup-net`) on the real one.
+//!
+//! Elements match the tools users know: [`Link`] with a queue ([`QueueSpec`]: infinite,
+//! droptail, drophead, CoDel) serving a constant rate or an `mm-link` [`Trace`]; [`Delay`]
+//! (`mm-delay`, with non-reordering jitter); [`Loss`] ([`LossSpec`]: Bernoulli / `mm-loss`,
+//! netem `gemodel` and `state` with the kernel's semantics, time-slotted Gilbert-Elliott,
+//! replay, `mm-onoff`). [`PathSpec`] parses element chains from scenario strings. Every random
+//! element draws from its own stream, [`element_rng`]`(seed, name)`.
+
+mod datagram;
+mod delay;
+mod error;
+mod link;
+mod log;
+mod loss;
+mod node;
+mod path;
+mod queue;
+mod rng;
+mod trace;
+mod units;
+
+pub use datagram::{Datagram, IPV4_UDP_OVERHEAD, IPV6_UDP_OVERHEAD};
+pub use delay::Delay;
+pub use error::Error;
+pub use link::{Link, Service};
+pub use log::{DropReason, EventLog, LogEvent};
+pub use loss::{load_replay, FourStateParams, GeParams, Loss, LossSpec};
+pub use node::{ElementStats, Node, Output};
+pub use path::{ElementSpec, NamedNode, PathSpec, ServiceSpec};
+pub use queue::{Limits, QueueSpec, CODEL_INTERVAL, CODEL_TARGET};
+pub use rng::element_rng;
+pub use trace::{Trace, MAX_TRACE_FILE_BYTES, MM_PACKET_SIZE};
+pub use units::{parse_duration, parse_percent, parse_rate, Prob};

@@ -1,7 +1,6 @@
 //! QUIC v1 frames (RFC 9000 §19): a borrowed [`Frame`] enum, decoding as an iterator over a
-//! decrypted packet payload ([`Frames`]), encoders, the size helpers a packet builder needs, the
-//! [`RangeSet`] of received packet numbers that ACK frames are built from, and which frames may
-//! appear in which packet type (§12.4 table 3).
+//! decrypted packet payload ([`Frames`]), encoders, the size helpers a packet builder needs, and
+//! which frames may appear in which packet type (§12.4 table 3).
 //!
 //! # Receiving
 //! ```
@@ -20,16 +19,17 @@
 //! # Sending
 //! [`Frame::encode`] appends any frame. For STREAM and CRYPTO, [`stream_data_fit`] and
 //! [`crypto_data_fit`] say how much data fits in the space left; [`StreamFrame::encode`] can omit
-//! the Length field for the packet's last frame. ACKs are written from a [`RangeSet`] with
-//! [`encode_ack`].
+//! the Length field for the packet's last frame. ACKs are written from a
+//! [`RangeSet`](crate::range_set::RangeSet) with [`encode_ack`].
 
 use std::fmt;
-use std::ops::{Range, RangeInclusive};
+use std::ops::RangeInclusive;
 
 use crate::cid::{ConnectionId, StatelessResetToken, MAX_CID_LEN};
 use crate::coding::{varint_size, BufMutExt, Reader, VarInt};
 use crate::error::{transport_err, DecodeError, TransportError};
 use crate::packet::PacketType;
+use crate::range_set::RangeSet;
 
 /// The largest stream count MAX_STREAMS / STREAMS_BLOCKED may carry (RFC 9000 §19.11, §19.14).
 pub const MAX_STREAM_COUNT: u64 = 1 << 60;
@@ -477,107 +477,6 @@ pub fn ack_encoded_len(
         prev_smallest = r.start;
     }
     len + ecn.map_or(0, ecn_len)
-}
-
-/// A set of `u64` values kept as disjoint, non-adjacent half-open ranges, e.g. the packet
-/// numbers received in one packet number space. Keeps at most `max_ranges` ranges: inserting
-/// beyond that forgets the lowest ones, so a value below [`RangeSet::min`] may have been seen.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RangeSet {
-    /// Ascending.
-    ranges: Vec<Range<u64>>,
-    max_ranges: usize,
-}
-
-impl RangeSet {
-    /// An empty set keeping at most `max_ranges` (at least 1) ranges.
-    #[must_use]
-    pub fn new(max_ranges: usize) -> Self {
-        Self {
-            ranges: Vec::new(),
-            max_ranges: max_ranges.max(1),
-        }
-    }
-
-    /// Insert one value; true if it was not in the set.
-    pub fn insert_one(&mut self, value: u64) -> bool {
-        match value.checked_add(1) {
-            Some(end) => self.insert(value..end),
-            None => false,
-        }
-    }
-
-    /// Insert a range; true if any value in it was not in the set.
-    pub fn insert(&mut self, range: Range<u64>) -> bool {
-        if range.is_empty() {
-            return false;
-        }
-        // Ranges touching `range` (overlapping or adjacent) are merged with it.
-        let lo = self.ranges.partition_point(|r| r.end < range.start);
-        let hi = self.ranges.partition_point(|r| r.start <= range.end);
-        if lo == hi {
-            self.ranges.insert(lo, range);
-        } else {
-            let first = &self.ranges[lo];
-            if hi - lo == 1 && first.start <= range.start && range.end <= first.end {
-                return false;
-            }
-            let merged = first.start.min(range.start)..self.ranges[hi - 1].end.max(range.end);
-            self.ranges.drain(lo + 1..hi);
-            self.ranges[lo] = merged;
-        }
-        if self.ranges.len() > self.max_ranges {
-            let excess = self.ranges.len() - self.max_ranges;
-            self.ranges.drain(..excess);
-        }
-        true
-    }
-
-    #[must_use]
-    pub fn contains(&self, value: u64) -> bool {
-        let i = self.ranges.partition_point(|r| r.end <= value);
-        self.ranges.get(i).is_some_and(|r| r.start <= value)
-    }
-
-    /// Forget every value below `value` (e.g. packet numbers whose ACKs were acknowledged).
-    pub fn remove_below(&mut self, value: u64) {
-        let i = self.ranges.partition_point(|r| r.end <= value);
-        self.ranges.drain(..i);
-        if let Some(first) = self.ranges.first_mut() {
-            first.start = first.start.max(value);
-        }
-    }
-
-    /// Ranges, highest first.
-    pub fn iter_desc(&self) -> impl Iterator<Item = Range<u64>> + '_ {
-        self.ranges.iter().rev().cloned()
-    }
-
-    /// Ranges, lowest first.
-    pub fn iter(&self) -> impl Iterator<Item = Range<u64>> + '_ {
-        self.ranges.iter().cloned()
-    }
-
-    /// Number of ranges.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.ranges.len()
-    }
-
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
-    }
-
-    #[must_use]
-    pub fn min(&self) -> Option<u64> {
-        self.ranges.first().map(|r| r.start)
-    }
-
-    #[must_use]
-    pub fn max(&self) -> Option<u64> {
-        self.ranges.last().map(|r| r.end - 1)
-    }
 }
 
 impl StreamFrame<'_> {
@@ -1454,35 +1353,6 @@ mod tests {
                 assert!(crypto_frame_len(77, 0) > space);
             }
         }
-    }
-
-    #[test]
-    fn range_set_merges_caps_and_removes() {
-        let mut s = RangeSet::new(3);
-        assert!(s.insert_one(5));
-        assert!(!s.insert_one(5));
-        assert!(s.insert_one(7));
-        assert!(s.insert_one(6), "fills the hole and merges");
-        assert_eq!(s.iter().collect::<Vec<_>>(), vec![5..8]);
-        assert!(s.insert(8..10), "adjacent merges");
-        assert!(s.insert(20..22));
-        assert!(s.insert(0..2));
-        assert_eq!(s.iter_desc().collect::<Vec<_>>(), vec![20..22, 5..10, 0..2]);
-        assert!(!s.insert(6..9));
-        assert!(s.insert(1..6), "bridges two ranges");
-        assert_eq!(s.iter().collect::<Vec<_>>(), vec![0..10, 20..22]);
-        assert!(s.contains(0) && s.contains(9) && s.contains(21));
-        assert!(!s.contains(10) && !s.contains(22));
-        assert!(s.insert_one(30));
-        assert!(s.insert_one(40), "evicts the lowest range");
-        assert_eq!(s.len(), 3);
-        assert_eq!((s.min(), s.max()), (Some(20), Some(40)));
-        s.remove_below(21);
-        assert_eq!(s.iter().collect::<Vec<_>>(), vec![21..22, 30..31, 40..41]);
-        s.remove_below(41);
-        assert!(s.is_empty());
-        assert!(!s.insert_one(u64::MAX));
-        assert!(!s.insert(5..5));
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod loss;
 pub mod pacing;
 pub mod packet;
 pub mod qlog;
+pub mod range_set;
 pub mod rtt;
 mod seeded_tls;
 pub mod streams;

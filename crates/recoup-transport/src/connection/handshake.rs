@@ -1,9 +1,9 @@
 //! The handshake's progress and what the peer's transport parameters set (RFC 9000 §7, RFC 9001
 //! §4): driving TLS, confirming the handshake, discarding the keys of finished spaces.
 //!
-//! Invariants: the peer's parameters are applied once, after they are authenticated (a server's
-//! once its Finished was read); confirmation happens once and discards the Handshake space;
-//! `Connected` is reported once.
+//! Invariants: the peer's parameters are applied once, after they are authenticated (a client
+//! applies the server's only once the server's Finished was read); the handshake is confirmed
+//! once, which discards the Handshake space; `Connected` is reported once.
 
 use std::time::Duration;
 

@@ -175,14 +175,21 @@ pub struct Connection {
     side: Side,
     config: TransportConfig,
     state: State,
+    /// TLS and the packet protection keys of each space.
     keys: KeyState,
+    /// Packet numbers, ACK state and CRYPTO streams of each space.
     spaces: PerSpace<PacketSpace>,
+    /// The peer's address, the datagram size, anti-amplification.
     path: Path,
+    /// Loss detection, congestion control, pacing, lineage and the loss-recovery policy.
     recovery: RecoveryHost,
+    /// Application streams and flow control.
     streams: Streams,
     cids: CidState,
+    /// Handshake progress and the peer's transport parameters.
     handshake: Handshake,
     idle: IdleTimer,
+    /// Connection-level events for the application (stream events come from `streams`).
     events: VecDeque<Event>,
     qlog: Option<QlogWriter>,
     stats: ConnectionStats,

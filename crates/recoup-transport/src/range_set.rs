@@ -7,7 +7,6 @@
 //! Invariants: the ranges are non-empty, ascending, and neither overlap nor touch (touching ranges
 //! are merged on insert); there are at most `max_ranges` of them.
 
-use std::collections::VecDeque;
 use std::ops::Range;
 
 /// Disjoint, non-adjacent half-open ranges, lowest first. A set made with [`RangeSet::new`]
@@ -15,10 +14,11 @@ use std::ops::Range;
 /// below [`RangeSet::min`] may have been seen. [`RangeSet::default`] has no such limit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RangeSet {
-    /// Ascending. A deque: the lowest range leaves from the front when it is evicted, removed
-    /// below a value or popped (a stream's acknowledged prefix), and values mostly arrive at the
-    /// top (ascending packet numbers, acknowledgements near the newest data).
-    ranges: VecDeque<Range<u64>>,
+    /// Ascending. A vector: the sets stay small (at most 64 ranges of packet numbers; for a
+    /// stream, one range per hole in what was acknowledged, so bounded by the data in flight),
+    /// values mostly arrive at the top (ascending packet numbers, acknowledgements near the
+    /// newest data), and lookups are binary searches.
+    ranges: Vec<Range<u64>>,
     max_ranges: usize,
 }
 
@@ -26,7 +26,7 @@ impl Default for RangeSet {
     /// An empty set without a limit on the number of ranges.
     fn default() -> Self {
         Self {
-            ranges: VecDeque::new(),
+            ranges: Vec::new(),
             max_ranges: usize::MAX,
         }
     }
@@ -37,7 +37,7 @@ impl RangeSet {
     #[must_use]
     pub fn new(max_ranges: usize) -> Self {
         Self {
-            ranges: VecDeque::new(),
+            ranges: Vec::new(),
             max_ranges: max_ranges.max(1),
         }
     }
@@ -86,7 +86,7 @@ impl RangeSet {
     pub fn remove_below(&mut self, value: u64) {
         let i = self.ranges.partition_point(|r| r.end <= value);
         self.ranges.drain(..i);
-        if let Some(first) = self.ranges.front_mut() {
+        if let Some(first) = self.ranges.first_mut() {
             first.start = first.start.max(value);
         }
     }
@@ -94,12 +94,12 @@ impl RangeSet {
     /// The lowest range.
     #[must_use]
     pub fn first(&self) -> Option<Range<u64>> {
-        self.ranges.front().cloned()
+        self.ranges.first().cloned()
     }
 
     /// Removes and returns the lowest range.
     pub fn pop_first(&mut self) -> Option<Range<u64>> {
-        self.ranges.pop_front()
+        (!self.ranges.is_empty()).then(|| self.ranges.remove(0))
     }
 
     /// The parts of `r` not covered by the set, in order (none if `r` is empty).
@@ -108,7 +108,7 @@ impl RangeSet {
         let mut out = Vec::new();
         let mut cursor = r.start;
         let first = self.ranges.partition_point(|x| x.end <= cursor);
-        for x in self.ranges.range(first..) {
+        for x in &self.ranges[first..] {
             if x.start >= r.end {
                 break;
             }
@@ -150,12 +150,12 @@ impl RangeSet {
 
     #[must_use]
     pub fn min(&self) -> Option<u64> {
-        self.ranges.front().map(|r| r.start)
+        self.ranges.first().map(|r| r.start)
     }
 
     #[must_use]
     pub fn max(&self) -> Option<u64> {
-        self.ranges.back().map(|r| r.end - 1)
+        self.ranges.last().map(|r| r.end - 1)
     }
 }
 

@@ -22,6 +22,7 @@ pub mod loss;
 pub mod pacing;
 pub mod packet;
 pub mod qlog;
+pub mod range_set;
 pub mod rtt;
 // Predictable keys by design: only a simulator should ever enable this.
 #[cfg(feature = "seeded-tls")]

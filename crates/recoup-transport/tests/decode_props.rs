@@ -10,13 +10,13 @@ use rand_chacha::ChaCha8Rng;
 use recoup_transport::cid::ConnectionId;
 use recoup_transport::coding::{BufMutExt, VarInt};
 use recoup_transport::frame::{
-    encode_ack, ConnectionClose, EcnCounts, Frame, Frames, RangeSet, StreamDir, StreamFrame,
-    MAX_STREAM_COUNT,
+    encode_ack, ConnectionClose, EcnCounts, Frame, Frames, StreamDir, StreamFrame, MAX_STREAM_COUNT,
 };
 use recoup_transport::packet::{
     decode_pn, pn_len_for, read_truncated_pn, write_version_negotiation, CoalescedPackets,
     FirstByte, Header, VersionInvariants, QUIC_VERSION_1,
 };
+use recoup_transport::range_set::RangeSet;
 use recoup_transport::transport_params::{PreferredAddress, Side, TransportParameters};
 
 /// Run every decoder over `bytes`, touching everything the decoded values expose. Returns how

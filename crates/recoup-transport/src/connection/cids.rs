@@ -39,6 +39,8 @@ pub(super) struct CidState {
     remote_retire_prior_to: u64,
     /// How many of the peer's IDs we accept (our active_connection_id_limit).
     remote_limit: u64,
+    /// Client: the server's source ID replaced our random initial destination ID.
+    server_cid_adopted: bool,
     events: VecDeque<CidEvent>,
 }
 
@@ -70,6 +72,7 @@ impl CidState {
             pending_retire: VecDeque::new(),
             remote_retire_prior_to: 0,
             remote_limit,
+            server_cid_adopted: false,
             events: VecDeque::new(),
         }
     }
@@ -81,10 +84,14 @@ impl CidState {
             .map_or_else(ConnectionId::default, |(_, (cid, _))| *cid)
     }
 
-    /// The server learns the client's chosen ID from its first Initial; the client learns the
-    /// server's from the server's first packet (RFC 9000 §7.2).
-    pub fn set_initial_remote(&mut self, cid: ConnectionId) {
-        self.remote.insert(0, (cid, None));
+    /// A client addresses the server by the source ID of the server's first packet from then on
+    /// (RFC 9000 §7.2); later packets do not change it. (The server learns the client's ID from
+    /// its first Initial, before the connection exists.)
+    pub fn adopt_server_cid(&mut self, cid: ConnectionId) {
+        if !self.server_cid_adopted {
+            self.remote.insert(0, (cid, None));
+            self.server_cid_adopted = true;
+        }
     }
 
     /// Our sequence-0 ID (the source ID of our long headers).

@@ -12,8 +12,24 @@
 //! 4. after each of these, drain [`Connection::poll_event`] and use the stream API.
 //!
 //! Every call takes `now`; nothing here reads a clock.
+//!
+//! # Parts
+//!
+//! A [`Connection`] is the composition of parts, each with its own module and invariants:
+//! the TLS session and packet protection keys per space (`keys`), the packet number spaces
+//! with their ACK state and CRYPTO streams (`spaces`), the network path and its
+//! anti-amplification limit (`path`), the recovery host (loss detection, congestion control,
+//! pacing, lineage and the loss-recovery policy, `recovery`), the streams with their flow
+//! control ([`Streams`]), the connection IDs (`cids`), the handshake's progress and the peer's
+//! parameters (`handshake`) and the idle timer (`idle`). This module holds the sans-IO entry
+//! points and the connection's lifecycle; `send` builds datagrams, `recv` processes them.
 
 mod cids;
+mod handshake;
+mod idle;
+mod keys;
+mod path;
+mod recovery;
 mod recv;
 mod send;
 mod spaces;
@@ -24,26 +40,28 @@ use std::time::Duration;
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use recoup_recovery::{
-    CopyRequest, DataRange, PacketInfo, Policy, RecoveryPolicy, SendKind, SendState, SentRange,
-};
+use recoup_recovery::{Policy, RecoveryPolicy};
 use recoup_time::Instant;
 
-use crate::cc::{CcConfig, CongestionController, Controller};
+use crate::cc::CongestionController;
 use crate::cid::ConnectionId;
 use crate::config::{ClientConfig, ServerConfig, TransportConfig};
-use crate::crypto::{initial_keys, Keys, OneRttKeys, Side};
+use crate::crypto::Side;
 use crate::error::{Error, TransportError, TransportErrorCode};
-use crate::lineage::{Lineages, Recovered};
-use crate::loss::{LossConfig, LossDetection, PerSpace, SpaceId};
-use crate::pacing::{Pacer, DEFAULT_BURST_PACKETS};
+use crate::lineage::Recovered;
+use crate::loss::{PerSpace, SpaceId};
 use crate::qlog::QlogWriter;
-use crate::streams::{ControlFrame, FlowLimits, StreamEvent, StreamId, Streams};
-use crate::tls::{NewKeys, TlsSession};
+use crate::streams::{FlowLimits, StreamEvent, StreamId, Streams};
+use crate::tls::TlsSession;
 use crate::transport_params::TransportParameters;
 
 use cids::CidState;
 pub use cids::{CidEvent, IssuedCid};
+use handshake::Handshake;
+use idle::IdleTimer;
+use keys::KeyState;
+use path::Path;
+use recovery::{RecoveryHost, SentFrames};
 use spaces::PacketSpace;
 
 /// A datagram to send.
@@ -139,6 +157,10 @@ enum State {
     /// We sent CONNECTION_CLOSE; answer further packets with it until `until` (RFC 9000 §10.2.1).
     Closing {
         until: Instant,
+        /// The CONNECTION_CLOSE we send.
+        frame: CloseError,
+        /// Send it in the next datagram.
+        pending: bool,
     },
     /// The peer closed; stay silent until `until` (RFC 9000 §10.2.2).
     Draining {
@@ -147,103 +169,31 @@ enum State {
     Closed,
 }
 
-/// What a sent packet carried, kept until it is acknowledged or lost.
-#[derive(Clone, Debug, Default)]
-struct SentFrames {
-    kind: Option<SendKind>,
-    /// Stream ranges, with their lineage for retransmissions and copies.
-    stream: Vec<SentRange>,
-    /// Bit i set: `stream[i]` carried the FIN.
-    fins: u64,
-    crypto: Option<(u64, u64)>,
-    control: Vec<ControlFrame>,
-    handshake_done: bool,
-    new_cids: Vec<u64>,
-    retire_cids: Vec<u64>,
-    /// Largest packet number acknowledged by an ACK frame in this packet.
-    ack_largest: Option<u64>,
-}
-
-impl SentFrames {
-    fn info(&self, pn: u64, sent: Instant, bytes: usize) -> PacketInfo<'_> {
-        PacketInfo {
-            pn,
-            sent,
-            bytes,
-            kind: self.kind.unwrap_or(SendKind::New),
-            ranges: &self.stream,
-        }
-    }
-}
-
-/// Key update bookkeeping (RFC 9001 §6).
-#[derive(Debug, Default)]
-struct KeyUpdate {
-    /// Packets sent with the current key phase.
-    sent_in_phase: u64,
-    /// First packet number sent in the current phase; an update needs one of them acknowledged.
-    first_pn_in_phase: Option<u64>,
-    phase_acked: bool,
-    /// When to drop the previous phase's receive key.
-    drop_previous_at: Option<Instant>,
-    /// The application asked for an update.
-    requested: bool,
-}
-
 /// A QUIC connection. See the module documentation for how to drive it.
 #[derive(Debug)]
 pub struct Connection {
     side: Side,
     config: TransportConfig,
     state: State,
-    tls: TlsSession,
-    initial_keys: Option<Keys>,
-    handshake_keys: Option<Keys>,
-    one_rtt: Option<OneRttKeys>,
-    /// Encryption level TLS writes at.
-    write_level: SpaceId,
+    /// TLS and the packet protection keys of each space.
+    keys: KeyState,
+    /// Packet numbers, ACK state and CRYPTO streams of each space.
     spaces: PerSpace<PacketSpace>,
-    loss: LossDetection<SentFrames>,
-    cc: Controller,
-    pacer: Pacer,
+    /// The peer's address, the datagram size, anti-amplification.
+    path: Path,
+    /// Loss detection, congestion control, pacing, lineage and the loss-recovery policy.
+    recovery: RecoveryHost,
+    /// Application streams and flow control.
     streams: Streams,
-    lineage: Lineages,
-    policy: Policy,
-    send_state: Option<SendState>,
     cids: CidState,
-    /// The destination ID of the client's first Initial (derives Initial keys, RFC 9001 §5.2).
-    original_dcid: ConnectionId,
-    /// Client: whether the server's source ID replaced our random initial destination yet.
-    remote_cid_set: bool,
-    remote: SocketAddr,
-    peer_params: Option<TransportParameters>,
-    /// Bytes received and sent before the peer's address is validated (RFC 9000 §8.1).
-    anti_amplification: Option<(u64, u64)>,
-    handshake_confirmed: bool,
-    handshake_done_pending: bool,
-    connected_reported: bool,
-    idle_timeout: Option<Duration>,
-    idle_deadline: Option<Instant>,
-    /// An ack-eliciting packet was sent since the last packet was received (RFC 9000 §10.1).
-    eliciting_since_receive: bool,
-    close_frame: Option<CloseError>,
-    /// Send CONNECTION_CLOSE in the next datagram (closing state answers each packet once).
-    close_pending: bool,
-    key_update: KeyUpdate,
+    /// Handshake progress and the peer's transport parameters.
+    handshake: Handshake,
+    idle: IdleTimer,
+    /// Connection-level events for the application (stream events come from `streams`).
     events: VecDeque<Event>,
     qlog: Option<QlogWriter>,
     stats: ConnectionStats,
     rng: ChaCha8Rng,
-    /// Application-data packets sent, for policies that count packets (ART's escape space).
-    data_packets_sent: u64,
-    peer_ack_delay_exponent: u8,
-    max_datagram_size: usize,
-    /// When the policy's timer was last run; deadlines at or before it are not re-armed.
-    policy_timer_served: Option<Instant>,
-    /// A copy the policy asked for that has not gone out yet.
-    pending_copy: Option<CopyRequest>,
-    /// When pacing lets the next waiting packet go (set when `poll_transmit` ran dry).
-    pacing_wakeup: Option<Instant>,
 }
 
 impl Connection {
@@ -314,24 +264,6 @@ impl Connection {
         original_dcid: ConnectionId,
         remote: SocketAddr,
     ) -> Self {
-        let mds = config.max_datagram_size as u64;
-        let loss = LossDetection::new(LossConfig {
-            server: side == Side::Server,
-            packet_threshold: config.packet_threshold,
-            time_threshold: config.time_threshold,
-            initial_rtt: config.initial_rtt,
-            max_ack_delay: Duration::from_millis(25),
-            detection: config.loss_detection,
-        });
-        let cc = Controller::new(
-            config.cc,
-            &CcConfig {
-                max_datagram_size: mds,
-                initial_window: config.initial_window.map(|p| p.saturating_mul(mds)),
-                seed: config.seed,
-            },
-            now,
-        );
         let local_limits = FlowLimits {
             initial_max_data: config.receive_window,
             initial_max_stream_data_bidi_local: config.stream_receive_window,
@@ -346,79 +278,27 @@ impl Connection {
             Some(factory) => factory.build(policy_seed),
             None => config.policy.build(policy_seed),
         };
-        let idle_timeout = (!config.max_idle_timeout.is_zero()).then_some(config.max_idle_timeout);
         Self {
             side,
             state: State::Handshaking,
-            tls,
-            initial_keys: Some(initial_keys(&original_dcid, side)),
-            handshake_keys: None,
-            one_rtt: None,
-            write_level: SpaceId::Initial,
+            keys: KeyState::new(tls, &original_dcid, side),
             spaces: PerSpace([PacketSpace::new(), PacketSpace::new(), PacketSpace::new()]),
-            loss,
-            cc,
-            pacer: Pacer::new(mds, DEFAULT_BURST_PACKETS, now),
+            path: Path::new(side, remote, config.max_datagram_size),
+            recovery: RecoveryHost::new(side, &config, policy, now),
             streams,
-            lineage: Lineages::new(config.record_recovery),
-            policy,
-            send_state: None,
             cids: CidState::new(
                 local_cid,
                 remote_cid,
                 config.local_cid_len,
                 config.active_connection_id_limit,
             ),
-            original_dcid,
-            remote_cid_set: side == Side::Server,
-            remote,
-            peer_params: None,
-            anti_amplification: (side == Side::Server).then_some((0, 0)),
-            handshake_confirmed: false,
-            handshake_done_pending: false,
-            connected_reported: false,
-            idle_timeout,
-            idle_deadline: idle_timeout.map(|t| now + t),
-            eliciting_since_receive: false,
-            close_frame: None,
-            close_pending: false,
-            key_update: KeyUpdate::default(),
+            handshake: Handshake::new(original_dcid),
+            idle: IdleTimer::new(config.max_idle_timeout, now),
             events: VecDeque::new(),
             qlog: None,
             stats: ConnectionStats::default(),
             rng,
-            data_packets_sent: 0,
-            peer_ack_delay_exponent: 3,
-            max_datagram_size: config.max_datagram_size,
-            policy_timer_served: None,
-            pending_copy: None,
-            pacing_wakeup: None,
             config,
-        }
-    }
-
-    fn local_params(
-        config: &TransportConfig,
-        scid: ConnectionId,
-        original_dcid: Option<ConnectionId>,
-    ) -> TransportParameters {
-        TransportParameters {
-            original_destination_connection_id: original_dcid,
-            max_idle_timeout: config.max_idle_timeout.as_millis() as u64,
-            max_udp_payload_size: config.max_datagram_size as u64,
-            initial_max_data: config.receive_window,
-            initial_max_stream_data_bidi_local: config.stream_receive_window,
-            initial_max_stream_data_bidi_remote: config.stream_receive_window,
-            initial_max_stream_data_uni: config.stream_receive_window,
-            initial_max_streams_bidi: config.max_streams_bidi,
-            initial_max_streams_uni: config.max_streams_uni,
-            ack_delay_exponent: u64::from(config.ack_delay_exponent),
-            max_ack_delay: config.max_ack_delay.as_millis() as u64,
-            // We do not follow a peer to a new address; say so (RFC 9000 §18.2).
-            disable_active_migration: true,
-            active_connection_id_limit: config.active_connection_id_limit,
-            initial_source_connection_id: Some(scid),
-            ..TransportParameters::default()
         }
     }
 
@@ -436,7 +316,7 @@ impl Connection {
 
     #[must_use]
     pub fn remote_address(&self) -> SocketAddr {
-        self.remote
+        self.path.remote
     }
 
     /// Whether the handshake completed (1-RTT data may flow).
@@ -469,34 +349,34 @@ impl Connection {
     #[must_use]
     pub fn path_stats(&self) -> (Duration, u64, u64) {
         (
-            self.loss.rtt().smoothed(),
-            self.cc.window(),
-            self.loss.bytes_in_flight(),
+            self.recovery.loss.rtt().smoothed(),
+            self.recovery.cc.window(),
+            self.recovery.loss.bytes_in_flight(),
         )
     }
 
     /// The application protocol TLS agreed on.
     #[must_use]
     pub fn alpn(&self) -> Option<&[u8]> {
-        self.tls.alpn()
+        self.keys.tls.alpn()
     }
 
     /// The loss-recovery policy in use.
     #[must_use]
     pub fn policy(&self) -> &Policy {
-        &self.policy
+        &self.recovery.policy
     }
 
     /// Lost ranges whose recovery completed since the last call (only with
     /// [`TransportConfig::record_recovery`]).
     pub fn drain_recovered(&mut self) -> impl Iterator<Item = Recovered> + '_ {
-        self.lineage.drain_recovered()
+        self.recovery.lineage.drain_recovered()
     }
 
     /// Lineages still open (lost data not yet acknowledged): the policy's state is bounded by it.
     #[must_use]
     pub fn open_lineages(&self) -> usize {
-        self.lineage.len()
+        self.recovery.lineage.len()
     }
 
     /// Connection IDs this connection answers to (for the endpoint's routing table).
@@ -547,8 +427,8 @@ impl Connection {
     pub fn stream_reset(&mut self, id: StreamId, code: u64) -> Result<(), Error> {
         self.check_open()?;
         self.streams.reset(id, code)?;
-        for loss in self.lineage.remove_stream(id.0) {
-            self.policy.on_data_acked(Instant::ZERO, loss);
+        for loss in self.recovery.lineage.remove_stream(id.0) {
+            self.recovery.policy.on_data_acked(Instant::ZERO, loss);
         }
         Ok(())
     }
@@ -591,7 +471,7 @@ impl Connection {
 
     /// Starts a 1-RTT key update at the next opportunity (RFC 9001 §6).
     pub fn initiate_key_update(&mut self) {
-        self.key_update.requested = true;
+        self.keys.update.requested = true;
     }
 
     /// Closes the connection with an application error code (CONNECTION_CLOSE 0x1d).
@@ -622,10 +502,10 @@ impl Connection {
     }
 
     fn enter_closing(&mut self, now: Instant, err: CloseError) {
-        self.close_frame = Some(err);
-        self.close_pending = true;
         self.state = State::Closing {
             until: now + self.three_pto(),
+            frame: err,
+            pending: true,
         };
         self.flush_qlog();
     }
@@ -649,7 +529,7 @@ impl Connection {
     }
 
     fn three_pto(&self) -> Duration {
-        self.loss.pto_period() * 3
+        self.recovery.loss.pto_period() * 3
     }
 
     fn flush_qlog(&mut self) {
@@ -665,18 +545,13 @@ impl Connection {
     pub fn poll_timeout(&self) -> Option<Instant> {
         match self.state {
             State::Closed => return None,
-            State::Closing { until } | State::Draining { until } => return Some(until),
+            State::Closing { until, .. } | State::Draining { until } => return Some(until),
             _ => {}
         }
         let mut t = [
-            self.loss.timeout(),
-            self.idle_deadline,
-            self.key_update.drop_previous_at,
-            // A policy deadline already served stays quiet until it moves: a copy that falls due
-            // while the window is full waits for the next ACK, not for a busy timer.
-            self.policy
-                .poll_timeout()
-                .filter(|&t| self.policy_timer_served.is_none_or(|served| t > served)),
+            self.recovery.timeout(),
+            self.idle.deadline(),
+            self.keys.update.drop_previous_at,
         ]
         .into_iter()
         .flatten()
@@ -686,9 +561,6 @@ impl Connection {
                 t = Some(t.map_or(a, |t| t.min(a)));
             }
         }
-        if let Some(p) = self.pacing_wakeup {
-            t = Some(t.map_or(p, |t| t.min(p)));
-        }
         t
     }
 
@@ -696,7 +568,7 @@ impl Connection {
     pub fn handle_timeout(&mut self, now: Instant) {
         match self.state {
             State::Closed => return,
-            State::Closing { until } | State::Draining { until } => {
+            State::Closing { until, .. } | State::Draining { until } => {
                 if now >= until {
                     self.state = State::Closed;
                     self.flush_qlog();
@@ -705,352 +577,22 @@ impl Connection {
             }
             _ => {}
         }
-        if self.idle_deadline.is_some_and(|d| now >= d) {
+        if self.idle.deadline().is_some_and(|d| now >= d) {
             self.state = State::Closed;
             self.events
                 .push_back(Event::Closed(CloseReason::IdleTimeout));
             self.flush_qlog();
             return;
         }
-        if self.key_update.drop_previous_at.is_some_and(|d| now >= d) {
-            self.key_update.drop_previous_at = None;
-            if let Some(k) = self.one_rtt.as_mut() {
+        if self.keys.update.drop_previous_at.is_some_and(|d| now >= d) {
+            self.keys.update.drop_previous_at = None;
+            if let Some(k) = self.keys.one_rtt_mut() {
                 k.drop_previous_remote();
             }
         }
-        if self.policy.poll_timeout().is_some_and(|d| now >= d) {
-            self.policy.on_timeout(now);
-            self.policy_timer_served = Some(now);
-        }
-        if self.loss.timeout().is_some_and(|d| now >= d) {
+        self.recovery.on_policy_timeout(now);
+        if self.recovery.loss.timeout().is_some_and(|d| now >= d) {
             self.on_loss_timeout(now);
-        }
-    }
-
-    // ----- TLS -----
-
-    /// Feeds TLS and moves whatever it writes into the CRYPTO streams, installing keys as they
-    /// come (the write loop the `tls` module documents).
-    fn drive_tls(&mut self, now: Instant) -> Result<(), TransportError> {
-        loop {
-            let mut out = Vec::new();
-            let keys = self.tls.write_handshake(&mut out);
-            if !out.is_empty() {
-                self.spaces[self.write_level].crypto_send.write(&out);
-            }
-            match keys {
-                None => break,
-                Some(NewKeys::Handshake(k)) => {
-                    self.handshake_keys = Some(k);
-                    self.write_level = SpaceId::Handshake;
-                }
-                Some(NewKeys::OneRtt(k)) => {
-                    self.one_rtt = Some(*k);
-                    self.write_level = SpaceId::Data;
-                }
-            }
-        }
-        // A resuming client's TLS session offers the parameters remembered with the ticket
-        // until the server's EncryptedExtensions replace them; they are the server's own only
-        // once its Finished was read, which is when the 1-RTT keys come (RFC 9000 §7.4.1).
-        let params_final = self.side == Side::Server || self.one_rtt.is_some();
-        if self.peer_params.is_none() && params_final {
-            if let Some(bytes) = self.tls.peer_transport_params() {
-                let params = TransportParameters::decode(bytes, self.side.peer())?;
-                self.apply_peer_params(now, params)?;
-            }
-        }
-        if self.state == State::Handshaking && !self.tls.is_handshaking() {
-            self.state = State::Established;
-            if self.side == Side::Server {
-                // RFC 9001 §4.1.2: the server's handshake is confirmed when it completes.
-                self.handshake_done_pending = true;
-                self.confirm_handshake(now);
-            }
-            if !self.connected_reported {
-                self.connected_reported = true;
-                self.events.push_back(Event::Connected);
-            }
-        }
-        Ok(())
-    }
-
-    fn apply_peer_params(
-        &mut self,
-        now: Instant,
-        params: TransportParameters,
-    ) -> Result<(), TransportError> {
-        use crate::error::transport_err;
-        // RFC 9000 §7.3: authenticate the connection IDs of the handshake.
-        if params.initial_source_connection_id != Some(self.cids.remote()) {
-            return Err(transport_err!(
-                TRANSPORT_PARAMETER_ERROR,
-                "initial_source_connection_id does not match the peer's source ID"
-            ));
-        }
-        if self.side == Side::Client
-            && params.original_destination_connection_id != Some(self.original_dcid)
-        {
-            return Err(transport_err!(
-                TRANSPORT_PARAMETER_ERROR,
-                "original_destination_connection_id does not match"
-            ));
-        }
-        self.streams.set_peer_params(FlowLimits {
-            initial_max_data: params.initial_max_data,
-            initial_max_stream_data_bidi_local: params.initial_max_stream_data_bidi_local,
-            initial_max_stream_data_bidi_remote: params.initial_max_stream_data_bidi_remote,
-            initial_max_stream_data_uni: params.initial_max_stream_data_uni,
-            initial_max_streams_bidi: params.initial_max_streams_bidi,
-            initial_max_streams_uni: params.initial_max_streams_uni,
-        })?;
-        // RFC 9000 §10.1: the effective idle timeout is the smaller of the two, zero meaning none.
-        let peer_idle = Duration::from_millis(params.max_idle_timeout);
-        self.idle_timeout = match (self.idle_timeout, peer_idle.is_zero()) {
-            (Some(ours), false) => Some(ours.min(peer_idle)),
-            (None, false) => Some(peer_idle),
-            (ours, true) => ours,
-        };
-        self.loss
-            .set_max_ack_delay(Duration::from_millis(params.max_ack_delay), now);
-        self.peer_ack_delay_exponent = params.ack_delay_exponent.min(20) as u8;
-        self.max_datagram_size = self
-            .config
-            .max_datagram_size
-            .min(params.max_udp_payload_size.try_into().unwrap_or(usize::MAX))
-            .max(crate::config::MIN_INITIAL_SIZE);
-        self.peer_params = Some(params);
-        Ok(())
-    }
-
-    fn confirm_handshake(&mut self, now: Instant) {
-        if self.handshake_confirmed {
-            return;
-        }
-        self.handshake_confirmed = true;
-        self.loss.set_handshake_confirmed(now);
-        self.discard_space(SpaceId::Handshake, now);
-        let limit = self
-            .peer_params
-            .as_ref()
-            .map_or(2, |p| p.active_connection_id_limit)
-            .min(self.config.active_connection_id_limit);
-        self.cids.issue_up_to(limit, &mut self.rng);
-    }
-
-    /// RFC 9001 §4.9: keys of a space are gone; its packets no longer count.
-    fn discard_space(&mut self, space: SpaceId, now: Instant) {
-        match space {
-            SpaceId::Initial => {
-                if self.initial_keys.take().is_none() {
-                    return;
-                }
-            }
-            SpaceId::Handshake => {
-                if self.handshake_keys.take().is_none() {
-                    return;
-                }
-            }
-            SpaceId::Data => return,
-        }
-        let _ = self.loss.discard_space(space, now);
-        let s = &mut self.spaces[space];
-        s.probes = 0;
-        s.on_ack_sent();
-    }
-
-    // ----- bookkeeping shared by send and receive -----
-
-    fn space_has_keys(&self, space: SpaceId) -> bool {
-        match space {
-            SpaceId::Initial => self.initial_keys.is_some(),
-            SpaceId::Handshake => self.handshake_keys.is_some(),
-            SpaceId::Data => self.one_rtt.is_some(),
-        }
-    }
-
-    /// The sending state the policy sees (DESIGN.md: on-mode, off-mode, cwnd-limited).
-    fn update_send_state(&mut self, now: Instant) {
-        let state = if !self.streams.has_new_data() {
-            SendState::OffMode
-        } else if self.loss.bytes_in_flight() + self.max_datagram_size as u64 > self.cc.window() {
-            SendState::CwndLimited
-        } else {
-            SendState::OnMode
-        };
-        if self.send_state != Some(state) {
-            self.send_state = Some(state);
-            self.policy.on_send_state(now, state);
-        }
-    }
-
-    /// The packet's stream frames were acknowledged: release the data, close lineages.
-    fn on_frames_acked(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        pn: u64,
-        sent: Instant,
-        f: &SentFrames,
-    ) {
-        if let Some(largest) = f.ack_largest {
-            self.spaces[space].on_ack_acked(largest);
-        }
-        for (i, r) in f.stream.iter().enumerate() {
-            let fin = f.fins & (1 << i) != 0;
-            let len = r.range.len() as usize;
-            self.streams
-                .on_acked(StreamId(r.range.stream), r.range.start, len, fin);
-            if let Some(id) = r.loss {
-                self.lineage.on_send_acked(id, pn, sent);
-            }
-            let streams = &self.streams;
-            let closed = self.lineage.on_range_acked(r.range, sent, now, |range| {
-                streams
-                    .unacked(
-                        StreamId(range.stream),
-                        range.start,
-                        range.end.max(range.start),
-                    )
-                    .is_empty()
-            });
-            for id in closed {
-                self.policy.on_data_acked(now, id);
-            }
-        }
-        for c in &f.control {
-            self.streams.on_control_acked(*c);
-        }
-    }
-
-    /// The packet was declared lost: queue what it carried again. Returns whether the loss
-    /// signals congestion (ART §6.4: an older copy of a round does not).
-    fn on_frames_lost(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        pn: u64,
-        sent: Instant,
-        f: &SentFrames,
-        trigger: recoup_recovery::LossTrigger,
-    ) -> bool {
-        let mut signals = f.stream.is_empty();
-        if let Some((start, end)) = f.crypto {
-            self.spaces[space].crypto_send.on_lost(start..end);
-        }
-        for r in &f.stream {
-            // The FIN needs no lineage of its own: `unacked` reports it with the range that
-            // ends at the final size until it is acknowledged.
-            match r.loss {
-                None => {
-                    signals = true;
-                    // First transmission: every still-unacknowledged piece opens a lineage.
-                    let end = r.range.end;
-                    for chunk in self
-                        .streams
-                        .unacked(StreamId(r.range.stream), r.range.start, end)
-                    {
-                        let range = DataRange {
-                            stream: chunk.id.0,
-                            start: chunk.offset,
-                            end: chunk.offset + chunk.len as u64,
-                        };
-                        let lost = self.lineage.on_first_loss(range, sent, now, trigger);
-                        self.policy.on_data_lost(now, &lost);
-                    }
-                }
-                Some(id) => {
-                    if self.lineage.is_newest(id, pn) {
-                        signals = true;
-                        if let Some(lost) = self.lineage.on_send_lost(id, pn, trigger) {
-                            self.policy.on_data_lost(now, &lost);
-                        }
-                    }
-                }
-            }
-        }
-        for c in &f.control {
-            self.streams.on_control_lost(*c);
-        }
-        if f.handshake_done {
-            self.handshake_done_pending = true;
-        }
-        for &seq in &f.new_cids {
-            self.cids.on_new_lost(seq);
-        }
-        for &seq in &f.retire_cids {
-            self.cids.on_retire_lost(seq);
-        }
-        signals
-    }
-
-    fn on_loss_timeout(&mut self, now: Instant) {
-        use crate::loss::TimeoutOutcome;
-        match self.loss.on_timeout(now) {
-            TimeoutOutcome::NotDue => {}
-            TimeoutOutcome::Lost { space, losses } => {
-                self.process_losses(now, space, losses);
-            }
-            TimeoutOutcome::Probe { space, count } => {
-                let space = if self.space_has_keys(space) {
-                    space
-                } else {
-                    self.write_level
-                };
-                self.spaces[space].probes = count;
-                if space != SpaceId::Data {
-                    // RFC 9002 §6.2.4: probe with the handshake data that may be missing.
-                    self.spaces[space].crypto_send.retransmit_all();
-                }
-            }
-        }
-    }
-
-    /// Handles packets declared lost in `space`: requeue their frames, tell the policy, and give
-    /// congestion control the losses that count.
-    fn process_losses(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        losses: crate::loss::LossReport<SentFrames>,
-    ) {
-        let mut newest_signal: Option<Instant> = None;
-        let mut signal_bytes = 0u64;
-        for lost in &losses.lost {
-            let p = &lost.packet;
-            self.stats.packets_lost += 1;
-            if space == SpaceId::Data {
-                self.policy.on_packet_lost(
-                    now,
-                    &p.data.info(p.pn, p.time_sent, p.size),
-                    lost.trigger,
-                );
-            }
-            self.qlog_packet_lost(now, space, p.pn, lost.trigger);
-            let signals = self.on_frames_lost(now, space, p.pn, p.time_sent, &p.data, lost.trigger);
-            if signals && p.in_flight {
-                newest_signal = newest_signal.max(Some(p.time_sent));
-                signal_bytes += p.size as u64;
-            } else if p.in_flight {
-                self.stats.losses_hidden_from_cc += 1;
-            }
-        }
-        if let Some(t) = newest_signal {
-            self.stats.congestion_events += 1;
-            self.cc.on_congestion_event(
-                now,
-                t,
-                signal_bytes,
-                losses.persistent_congestion,
-                self.loss.rtt(),
-            );
-        }
-    }
-
-    fn reset_idle_timer(&mut self, now: Instant) {
-        if let Some(t) = self.idle_timeout {
-            // RFC 9000 §10.1: at least three PTOs so probes can run.
-            self.idle_deadline = Some(now + t.max(self.three_pto()));
         }
     }
 }

@@ -1,20 +1,17 @@
 //! Receiving datagrams: split coalesced packets, remove protection, process frames.
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
-use recoup_recovery::RecoveryPolicy;
 use recoup_time::Instant;
 use serde_json::json;
 
 use super::send::packet_type_name;
 use super::spaces::on_crypto_frame;
 use super::{CloseError, Connection, State};
-use crate::cc::{AckEvent, AckedPacket, CongestionController};
 use crate::cid::ConnectionId;
 use crate::crypto::Side;
 use crate::error::{transport_err, Error, TransportError};
-use crate::frame::{frame_allowed_or_err, AckFrame, Frame, Frames, StreamDir};
+use crate::frame::{frame_allowed_or_err, Frame, Frames, StreamDir};
 use crate::loss::SpaceId;
 use crate::packet::{decode_pn, FirstByte, PacketType, PartialDecode};
 use crate::streams::StreamId;
@@ -28,10 +25,8 @@ impl Connection {
         }
         self.stats.datagrams_received += 1;
         self.stats.bytes_received += datagram.len() as u64;
-        if let Some((received, _)) = self.anti_amplification.as_mut() {
-            *received += datagram.len() as u64;
-        }
-        if remote != self.remote && self.side == Side::Client {
+        self.path.on_datagram_received(datagram.len());
+        if remote != self.path.remote && self.side == Side::Client {
             // A client only talks to the address it connected to (no migration support).
             return;
         }
@@ -82,61 +77,18 @@ impl Connection {
                 return Err(Error::Decrypt);
             }
         };
-        if !self.space_has_keys(space) {
+        if !self.keys.has(space) {
             // Keys not yet available (reordering) or already discarded: drop.
             return Err(Error::Decrypt);
         }
         let pn_offset = header.pn_offset.ok_or(Error::Decrypt)?;
         let largest = self.spaces[space].largest_received.map(|(pn, _)| pn);
         // Remove header protection, decode the packet number, decrypt.
-        let (pn_len, truncated) = match space {
-            SpaceId::Initial => self
-                .initial_keys
-                .as_ref()
-                .ok_or(Error::Decrypt)?
-                .remote
-                .unprotect_header(packet, pn_offset)?,
-            SpaceId::Handshake => self
-                .handshake_keys
-                .as_ref()
-                .ok_or(Error::Decrypt)?
-                .remote
-                .unprotect_header(packet, pn_offset)?,
-            SpaceId::Data => self
-                .one_rtt
-                .as_ref()
-                .ok_or(Error::Decrypt)?
-                .unprotect_header(packet, pn_offset)?,
-        };
+        let (pn_len, truncated) = self.keys.unprotect_header(space, packet, pn_offset)?;
         let pn = decode_pn(truncated, pn_len, largest);
         let header_len = pn_offset + pn_len;
         let first = FirstByte(packet[0]);
-        let mut peer_updated = false;
-        let payload: Vec<u8> = match space {
-            SpaceId::Initial => self
-                .initial_keys
-                .as_ref()
-                .ok_or(Error::Decrypt)?
-                .remote
-                .open(pn, packet, header_len)?
-                .to_vec(),
-            SpaceId::Handshake => self
-                .handshake_keys
-                .as_ref()
-                .ok_or(Error::Decrypt)?
-                .remote
-                .open(pn, packet, header_len)?
-                .to_vec(),
-            SpaceId::Data => {
-                let opened = self
-                    .one_rtt
-                    .as_mut()
-                    .ok_or(Error::Decrypt)?
-                    .open(pn, packet, header_len)?;
-                peer_updated = opened.peer_updated;
-                opened.payload.to_vec()
-            }
-        };
+        let (payload, peer_updated) = self.keys.open(space, pn, packet, header_len)?;
         // Authenticated from here on: violations close the connection.
         self.stats.packets_received += 1;
         first.check_reserved_bits()?;
@@ -147,28 +99,22 @@ impl Connection {
             // RFC 9001 §6.1: the peer moved to the next key phase; keep the old receive key
             // around for reordered packets for a while.
             self.stats.key_updates += 1;
-            self.key_update.sent_in_phase = 0;
-            self.key_update.first_pn_in_phase = None;
-            self.key_update.phase_acked = false;
-            self.key_update.drop_previous_at = Some(now + self.three_pto());
+            self.keys.update.start_phase();
+            self.keys.update.drop_previous_at = Some(now + self.three_pto());
         }
         if space == SpaceId::Handshake && self.side == Side::Server {
             // RFC 9000 §8.1: a Handshake packet proves the client owns its address; RFC 9001
             // §4.9.1: the server drops Initial keys on first processing one.
-            self.anti_amplification = None;
-            self.loss.set_amplification_blocked(false, now);
+            self.path.validate();
+            self.recovery.loss.set_amplification_blocked(false, now);
             self.discard_space(SpaceId::Initial, now);
         }
-        if self.side == Side::Client && !self.remote_cid_set && space != SpaceId::Data {
+        if self.side == Side::Client && space != SpaceId::Data {
             // RFC 9000 §7.2: the client switches to the server's chosen connection ID.
-            self.cids.set_initial_remote(header.scid);
-            self.remote_cid_set = true;
+            self.cids.adopt_server_cid(header.scid);
         }
-        if self.side == Side::Server && space == SpaceId::Initial && self.remote_cid_set {
-            // Nothing to learn: the client's source ID came with the first Initial.
-        }
-        self.reset_idle_timer(now);
-        self.eliciting_since_receive = false;
+        let three_pto = self.three_pto();
+        self.idle.on_packet_received(now, three_pto);
         let packet_type = header.ty;
         // Logged before its frames are processed, with them, so that a reader of the trace sees
         // an ACK before the losses it declares (as aioquic and quinn log), and can rebuild
@@ -284,11 +230,7 @@ impl Connection {
                     .on_new_connection_id(seq, retire_prior_to, cid, reset_token)
                     .map_err(with_ty)?,
                 Frame::RetireConnectionId { seq } => {
-                    let limit = self
-                        .peer_params
-                        .as_ref()
-                        .map_or(2, |p| p.active_connection_id_limit)
-                        .min(self.config.active_connection_id_limit);
+                    let limit = self.handshake.active_cid_limit(&self.config);
                     self.cids
                         .on_retire_connection_id(seq, dcid, &mut self.rng, limit)
                         .map_err(with_ty)?;
@@ -341,114 +283,9 @@ impl Connection {
             // Slide the CRYPTO buffer window along with what TLS consumed.
             let consumed = recv.retired();
             let _ = recv.window.update(consumed);
-            self.tls.read_handshake(&buf[..n])?;
+            self.keys.tls.read_handshake(&buf[..n])?;
         }
         self.drive_tls(now)
-    }
-
-    fn on_ack_frame(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        ack: &AckFrame<'_>,
-    ) -> Result<(), TransportError> {
-        let ranges: Vec<_> = ack.ranges().collect();
-        let ack_delay = if space == SpaceId::Data {
-            Duration::from_micros(ack.ack_delay_micros(self.peer_ack_delay_exponent))
-        } else {
-            Duration::ZERO
-        };
-        let outcome = self.loss.on_ack_received(space, &ranges, ack_delay, now)?;
-        self.stats.spurious_losses += outcome.spurious;
-        if outcome.acked.is_empty() && outcome.losses.lost.is_empty() {
-            return Ok(());
-        }
-        // What the acknowledged packets carried first: a lineage whose data this ACK completes
-        // is closed before the losses it reports are looked at, so losing the newest copy of
-        // data an older send delivered starts no new round and signals no congestion (ART §6.4).
-        for p in &outcome.acked {
-            if space == SpaceId::Data {
-                if self
-                    .key_update
-                    .first_pn_in_phase
-                    .is_some_and(|first| p.pn >= first)
-                {
-                    self.key_update.phase_acked = true;
-                }
-                let info = p.data.info(p.pn, p.time_sent, p.size);
-                self.policy.on_packet_acked(now, &info);
-            }
-            self.on_frames_acked(now, space, p.pn, p.time_sent, &p.data);
-        }
-        // Then the losses, and congestion control hears of them before of the acknowledged
-        // packets (RFC 9002 Appendix A.7): packets acknowledged with a loss must not grow the
-        // window.
-        self.process_losses(now, space, outcome.losses);
-        if outcome.rtt_updated {
-            let sample = self.loss.rtt().sample();
-            self.policy.on_rtt_update(now, &sample);
-            if let Some(q) = self.qlog.as_mut() {
-                let rtt = self.loss.rtt();
-                q.event(
-                    now,
-                    "recovery:metrics_updated",
-                    json!({
-                        "min_rtt": ms(rtt.min()), "smoothed_rtt": ms(rtt.smoothed()),
-                        "latest_rtt": ms(rtt.latest()), "rtt_variance": ms(rtt.var()),
-                        "congestion_window": self.cc.window(),
-                        "bytes_in_flight": self.loss.bytes_in_flight(),
-                        // As before this ACK's update, in bytes/s: BBR's state and bandwidth
-                        // filter show why its window collapses (e.g. after ProbeRTT).
-                        "recoup": {
-                            "cc_state": self.cc.state(),
-                            "bandwidth_estimate": self.cc.bandwidth_estimate(),
-                            "pacing_rate": self.cc.pacing_rate(),
-                        },
-                    }),
-                );
-            }
-        }
-        let acked = AckedPacket::in_flight_of(&outcome.acked);
-        if !acked.is_empty() {
-            let app_limited = !self.streams.has_new_data();
-            if app_limited {
-                self.loss.on_app_limited();
-            }
-            self.cc.on_ack(&AckEvent {
-                now,
-                acked: &acked,
-                rate_sample: outcome.rate_sample.as_ref(),
-                rtt: self.loss.rtt(),
-                prior_in_flight: outcome.prior_bytes_in_flight,
-                in_flight: self.loss.bytes_in_flight(),
-                app_limited,
-            });
-        }
-        Ok(())
-    }
-
-    pub(super) fn qlog_packet_lost(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        pn: u64,
-        trigger: recoup_recovery::LossTrigger,
-    ) {
-        if let Some(q) = self.qlog.as_mut() {
-            let trigger = match trigger {
-                recoup_recovery::LossTrigger::PacketThreshold => "reordering_threshold",
-                recoup_recovery::LossTrigger::TimeThreshold => "time_threshold",
-                recoup_recovery::LossTrigger::Pto => "pto_expired",
-            };
-            q.event(
-                now,
-                "recovery:packet_lost",
-                json!({
-                    "header": {"packet_type": packet_type_name(space), "packet_number": pn},
-                    "trigger": trigger,
-                }),
-            );
-        }
     }
 }
 
@@ -472,8 +309,4 @@ fn qlog_received_frames(payload: &[u8]) -> Vec<serde_json::Value> {
         });
     }
     out
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }

@@ -1,6 +1,6 @@
 //! Building datagrams: which space, which frames, in what order, within which limits.
 
-use recoup_recovery::{DataRange, LossId, RecoveryPolicy, SendContext, SendKind, SentRange};
+use recoup_recovery::{DataRange, LossId, RecoveryPolicy, SendKind, SentRange};
 use recoup_time::Instant;
 use serde_json::json;
 
@@ -43,20 +43,22 @@ impl Connection {
             _ => {}
         }
         self.maybe_update_keys(now);
-        self.update_send_state(now);
-        let mut limit = self.max_datagram_size;
-        if let Some((received, sent)) = self.anti_amplification {
+        let mds = self.path.max_datagram_size;
+        self.recovery
+            .update_send_state(now, self.streams.has_new_data(), mds);
+        let mut limit = mds;
+        if let Some(budget) = self.path.amplification_budget() {
             // RFC 9000 §8.1: three times what we received until the address is validated.
-            let budget = (received * 3).saturating_sub(sent) as usize;
             limit = limit.min(budget);
-            self.loss
+            self.recovery
+                .loss
                 .set_amplification_blocked(budget < MIN_INITIAL_SIZE, now);
         }
         let mut buf = Vec::with_capacity(limit);
         let mut open: Option<Open> = None;
         let mut pad = false;
         for space in SpaceId::ALL {
-            if !self.space_has_keys(space) {
+            if !self.keys.has(space) {
                 continue;
             }
             // Space for at least a minimal packet with a tag.
@@ -80,22 +82,27 @@ impl Connection {
             open = Some(pkt);
             if space == SpaceId::Initial
                 && self.side == Side::Client
-                && self.handshake_keys.is_some()
+                && self.keys.has(SpaceId::Handshake)
             {
                 // RFC 9001 §4.9.1: a client discards Initial keys when it first sends a
                 // Handshake packet; keep building so the Handshake packet joins this datagram.
             }
         }
         let Some(pkt) = open else {
-            self.pacing_wakeup = self.pacing_wakeup_at(now);
+            self.recovery.pacing_wakeup = if self.state == State::Established {
+                self.recovery
+                    .pacing_wakeup_at(now, self.streams.has_new_data(), mds)
+            } else {
+                None
+            };
             return None;
         };
-        self.pacing_wakeup = None;
+        self.recovery.pacing_wakeup = None;
         let pad_to = pad.then_some(MIN_INITIAL_SIZE.min(limit));
         self.seal(now, pkt, &mut buf, pad_to);
         self.on_datagram_sent(now, &buf);
         Some(Transmit {
-            destination: self.remote,
+            destination: self.path.remote,
             contents: buf,
         })
     }
@@ -103,15 +110,13 @@ impl Connection {
     fn on_datagram_sent(&mut self, now: Instant, buf: &[u8]) {
         self.stats.datagrams_sent += 1;
         self.stats.bytes_sent += buf.len() as u64;
-        if let Some((_, sent)) = self.anti_amplification.as_mut() {
-            *sent += buf.len() as u64;
-        }
-        if self.config.pacing {
-            self.pacer.on_sent(now, buf.len() as u64);
+        self.path.on_datagram_sent(buf.len());
+        if let Some(pacer) = self.recovery.pacer.as_mut() {
+            pacer.on_sent(now, buf.len() as u64);
         }
         // RFC 9001 §4.9.1: the client drops Initial keys once it sends a Handshake packet.
         if self.side == Side::Client
-            && self.handshake_keys.is_some()
+            && self.keys.has(SpaceId::Handshake)
             && self.spaces[SpaceId::Handshake].next_pn > 0
         {
             self.discard_space(SpaceId::Initial, now);
@@ -125,7 +130,8 @@ impl Connection {
             return true;
         }
         let crypto = s.crypto_send.has_data();
-        let can_send = self.congestion_allows(now);
+        let mds = self.path.max_datagram_size;
+        let can_send = self.recovery.congestion_allows(now, mds);
         if crypto {
             return can_send;
         }
@@ -133,85 +139,23 @@ impl Connection {
             return false;
         }
         if can_send
-            && (self.handshake_done_pending
+            && (self.handshake.done_pending
                 || self.cids.has_frames()
                 || self.streams.has_control()
-                || self.lineage.has_retransmit()
+                || self.recovery.lineage.has_retransmit()
                 || self.streams.has_new_data()
-                || self.key_update.requested)
+                || self.keys.update.requested)
         {
             return true;
         }
-        self.policy_has_copy(now) && (can_send || self.copy_may_exceed_cwnd(now))
-    }
-
-    /// Whether the waiting copy is one the policy lets exceed the congestion window (ART §6.4
-    /// "opportunism") and pacing lets it go now.
-    fn copy_may_exceed_cwnd(&mut self, now: Instant) -> bool {
-        self.pending_copy.is_some_and(|c| c.beyond_cwnd) && self.pacing_delay(now).is_none()
-    }
-
-    /// Whether congestion control and pacing let an ack-eliciting packet go now.
-    fn congestion_allows(&mut self, now: Instant) -> bool {
-        let in_flight = self.loss.bytes_in_flight();
-        let cwnd = self.cc.window();
-        if in_flight + self.max_datagram_size as u64 > cwnd {
-            return false;
-        }
-        self.pacing_delay(now).is_none()
-    }
-
-    /// When pacing next lets a full packet go, if it holds one back now.
-    fn pacing_delay(&mut self, now: Instant) -> Option<Instant> {
-        if !self.config.pacing {
-            return None;
-        }
-        let rate = match (self.cc.pacing_rate(), self.policy.rate_limit()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        self.pacer.next_send_time(
-            now,
-            self.cc.window(),
-            self.loss.rtt().smoothed(),
-            rate,
-            self.max_datagram_size as u64,
-        )
-    }
-
-    fn send_context(&self) -> SendContext {
-        SendContext {
-            state: self
-                .send_state
-                .unwrap_or(recoup_recovery::SendState::OffMode),
-            packets_sent: self.data_packets_sent,
-            cwnd: self.cc.window(),
-            bytes_in_flight: self.loss.bytes_in_flight(),
-            bdp_packets: self.cc.bandwidth_estimate().map(|bw| {
-                let bdp = bw as u128 * self.loss.rtt().min().as_nanos() / 1_000_000_000;
-                (bdp / self.max_datagram_size as u128) as u64
-            }),
-        }
-    }
-
-    /// Peeks whether the policy would copy something now. Policies answer `poll_copy` by
-    /// popping a request, so a copy asked for here is remembered and sent next.
-    fn policy_has_copy(&mut self, now: Instant) -> bool {
-        if self.pending_copy.is_some() {
-            return true;
-        }
-        let ctx = self.send_context();
-        self.pending_copy = self
-            .policy
-            .poll_copy(now, &ctx)
-            .filter(|c| self.lineage.range(c.id).is_some());
-        self.pending_copy.is_some()
+        self.recovery.policy_has_copy(now, mds)
+            && (can_send || self.recovery.copy_may_exceed_cwnd(now, mds))
     }
 
     /// Appends the header of the next packet of `space`; returns its number and layout.
     fn write_header(&self, space: SpaceId, buf: &mut Vec<u8>) -> (u64, HeaderLayout) {
         let pn = self.spaces[space].next_pn;
-        let pn_len = pn_len_for(pn, self.loss.largest_acked(space));
+        let pn_len = pn_len_for(pn, self.recovery.loss.largest_acked(space));
         let dcid = self.cids.remote();
         let scid = self.cids.initial_local();
         let header = match space {
@@ -229,7 +173,7 @@ impl Connection {
             SpaceId::Data => Header::OneRtt {
                 dcid,
                 spin: false,
-                key_phase: self.one_rtt.as_ref().is_some_and(|k| k.key_phase()),
+                key_phase: self.keys.one_rtt().is_some_and(|k| k.key_phase()),
             },
         };
         (pn, header.write(buf, pn, pn_len))
@@ -269,7 +213,10 @@ impl Connection {
             self.write_ack(now, space, buf, end, &mut pkt);
         }
         let probe = self.spaces[space].probes > 0;
-        let can_send = probe || self.congestion_allows(now);
+        let can_send = probe
+            || self
+                .recovery
+                .congestion_allows(now, self.path.max_datagram_size);
         let data = space == SpaceId::Data && self.state == State::Established;
         if can_send {
             self.write_crypto(space, buf, end, &mut pkt, qlog);
@@ -389,9 +336,9 @@ impl Connection {
     }
 
     fn write_control(&mut self, buf: &mut Vec<u8>, end: usize, pkt: &mut Open, qlog: bool) {
-        if self.handshake_done_pending && self.side == Side::Server && buf.len() < end {
+        if self.handshake.done_pending && self.side == Side::Server && buf.len() < end {
             Frame::HandshakeDone.encode(buf);
-            self.handshake_done_pending = false;
+            self.handshake.done_pending = false;
             pkt.frames.handshake_done = true;
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
@@ -439,7 +386,7 @@ impl Connection {
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
         }
-        if self.key_update.requested && !pkt.ack_eliciting && buf.len() < end {
+        if self.keys.update.requested && !pkt.ack_eliciting && buf.len() < end {
             // The first packet of a new key phase should elicit an ACK so the update can be
             // confirmed (RFC 9001 §6.1); a PING does if nothing else does.
             Frame::Ping.encode(buf);
@@ -464,12 +411,13 @@ impl Connection {
         // retransmissions (DESIGN.md: fixed(R) sends its copies back to back); under a small
         // window, sending every retransmission first would let the acknowledgements overtake
         // the copies. A copy whose retransmission is still queued waits for it.
-        if self.policy_has_copy(now) {
-            if let Some(req) = self.pending_copy {
-                let ready = !self.lineage.retransmit_queued(req.id);
-                if ready && (cwnd_ok || self.copy_may_exceed_cwnd(now)) {
-                    self.pending_copy = None;
-                    if let Some(range) = self.lineage.range(req.id) {
+        let mds = self.path.max_datagram_size;
+        if self.recovery.policy_has_copy(now, mds) {
+            if let Some(req) = self.recovery.pending_copy {
+                let ready = !self.recovery.lineage.retransmit_queued(req.id);
+                if ready && (cwnd_ok || self.recovery.copy_may_exceed_cwnd(now, mds)) {
+                    self.recovery.pending_copy = None;
+                    if let Some(range) = self.recovery.lineage.range(req.id) {
                         // In a packet of its own, so its loss or arrival speaks only of it.
                         let _ = self.write_lineage(
                             now,
@@ -493,7 +441,7 @@ impl Connection {
         }
         // Retransmissions.
         while pkt.frames.stream.len() < MAX_STREAM_FRAMES {
-            let Some((id, range)) = self.lineage.next_retransmit() else {
+            let Some((id, range)) = self.recovery.lineage.next_retransmit() else {
                 break;
             };
             if !self.write_lineage(
@@ -509,7 +457,7 @@ impl Connection {
                 break;
             }
         }
-        if pkt.frames.kind.is_some() || self.pending_copy.is_some() {
+        if pkt.frames.kind.is_some() || self.recovery.pending_copy.is_some() {
             // A copy waits for its retransmission (sent above, or queued behind others): it
             // goes in the next packet, before new data.
             return;
@@ -590,7 +538,7 @@ impl Connection {
         }
         // Even when nothing is left to send (all acknowledged meanwhile), the retransmission is
         // done: record it so the queue moves on.
-        self.lineage.on_sent(id, pkt.pn, now, kind);
+        self.recovery.lineage.on_sent(id, pkt.pn, now, kind);
         if !chunks.is_empty() {
             pkt.frames.kind = Some(kind);
         }
@@ -670,20 +618,13 @@ impl Connection {
         let pn_offset = pkt.layout.pn_offset;
         let pn_len = pkt.layout.pn_len;
         let mut packet = buf.split_off(pkt.layout.start);
-        let sealed = match pkt.space {
-            SpaceId::Initial => self.initial_keys.as_ref().map(|k| {
-                k.local
-                    .seal(pkt.pn, &mut packet, pn_offset - pkt.layout.start, pn_len)
-            }),
-            SpaceId::Handshake => self.handshake_keys.as_ref().map(|k| {
-                k.local
-                    .seal(pkt.pn, &mut packet, pn_offset - pkt.layout.start, pn_len)
-            }),
-            SpaceId::Data => self
-                .one_rtt
-                .as_ref()
-                .map(|k| k.seal(pkt.pn, &mut packet, pn_offset - pkt.layout.start, pn_len)),
-        };
+        let sealed = self.keys.seal(
+            pkt.space,
+            pkt.pn,
+            &mut packet,
+            pn_offset - pkt.layout.start,
+            pn_len,
+        );
         if !matches!(sealed, Some(Ok(()))) {
             // Keys vanished or the layout is inconsistent: a bug, not the peer's doing. Drop the
             // packet; its frames were not recorded as sent and will be sent again.
@@ -695,17 +636,12 @@ impl Connection {
         self.spaces[space].next_pn += 1;
         self.stats.packets_sent += 1;
         if pkt.ack_eliciting {
-            if !self.eliciting_since_receive {
-                self.reset_idle_timer(now);
-            }
-            self.eliciting_since_receive = true;
+            let three_pto = self.three_pto();
+            self.idle.on_eliciting_sent(now, three_pto);
         }
         if space == SpaceId::Data {
-            self.data_packets_sent += 1;
-            if self.key_update.first_pn_in_phase.is_none() {
-                self.key_update.first_pn_in_phase = Some(pkt.pn);
-            }
-            self.key_update.sent_in_phase += 1;
+            self.recovery.data_packets_sent += 1;
+            self.keys.update.on_sent(pkt.pn);
             match pkt.frames.kind {
                 Some(SendKind::Retransmission) => self.stats.retransmission_packets += 1,
                 Some(SendKind::Copy) => self.stats.copy_packets += 1,
@@ -713,7 +649,7 @@ impl Connection {
                 None => {}
             }
             let info = pkt.frames.info(pkt.pn, now, size);
-            self.policy.on_packet_sent(now, &info);
+            self.recovery.policy.on_packet_sent(now, &info);
         }
         if let Some(q) = self.qlog.as_mut() {
             let mut data = json!({
@@ -734,8 +670,8 @@ impl Connection {
             q.event(now, "transport:packet_sent", data);
         }
         if pkt.in_flight {
-            self.cc
-                .on_packet_sent(now, size as u64, self.loss.bytes_in_flight());
+            let in_flight = self.recovery.loss.bytes_in_flight();
+            self.recovery.cc.on_packet_sent(now, size as u64, in_flight);
         }
         let sent = SentPacket::new(
             pkt.pn,
@@ -745,20 +681,22 @@ impl Connection {
             pkt.in_flight,
             pkt.frames,
         );
-        let _ = self.loss.on_packet_sent(space, sent, now);
+        let _ = self.recovery.loss.on_packet_sent(space, sent, now);
     }
 
     /// In the closing state: one CONNECTION_CLOSE per received packet (RFC 9000 §10.2.1).
     fn transmit_close(&mut self, now: Instant) -> Option<Transmit> {
-        if !self.close_pending {
-            return None;
-        }
-        self.close_pending = false;
-        let err = self.close_frame.clone()?;
+        let err = match &mut self.state {
+            State::Closing { frame, pending, .. } if *pending => {
+                *pending = false;
+                frame.clone()
+            }
+            _ => return None,
+        };
         let mut buf = Vec::new();
         let mut open = None;
         for space in SpaceId::ALL {
-            if !self.space_has_keys(space) {
+            if !self.keys.has(space) {
                 continue;
             }
             if let Some(prev) = open.take() {
@@ -806,7 +744,7 @@ impl Connection {
         self.seal(now, pkt, &mut buf, pad.then_some(MIN_INITIAL_SIZE));
         self.on_datagram_sent(now, &buf);
         Some(Transmit {
-            destination: self.remote,
+            destination: self.path.remote,
             contents: buf,
         })
     }
@@ -814,45 +752,26 @@ impl Connection {
     /// RFC 9001 §6: start a key update when asked or when the interval is reached, once the
     /// handshake is confirmed and a packet of the current phase was acknowledged.
     fn maybe_update_keys(&mut self, now: Instant) {
-        let due = self.key_update.requested
+        let update = &self.keys.update;
+        let due = update.requested
             || self
                 .config
                 .key_update_interval
-                .is_some_and(|n| self.key_update.sent_in_phase >= n);
-        if !due || !self.handshake_confirmed || !self.key_update.phase_acked {
+                .is_some_and(|n| update.sent_in_phase >= n);
+        if !due || !self.handshake.confirmed || !update.phase_acked {
             return;
         }
-        let Some(keys) = self.one_rtt.as_mut() else {
+        let three_pto = self.three_pto();
+        let Some(keys) = self.keys.one_rtt_mut() else {
             return;
         };
         keys.initiate_update();
         // RFC 9001 §6.5: the previous receive key serves reordered packets for a while, then
         // goes (the responder arms the same timer when it sees the update).
-        self.key_update.drop_previous_at = Some(now + self.three_pto());
+        self.keys.update.drop_previous_at = Some(now + three_pto);
         self.stats.key_updates += 1;
-        self.key_update.requested = false;
-        self.key_update.sent_in_phase = 0;
-        self.key_update.first_pn_in_phase = None;
-        self.key_update.phase_acked = false;
-    }
-
-    /// When the pacer will let the next packet go, if something waits for it.
-    pub(super) fn pacing_wakeup_at(&mut self, now: Instant) -> Option<Instant> {
-        if !self.config.pacing || self.state != State::Established {
-            return None;
-        }
-        let copy = self.policy_has_copy(now);
-        let waiting = copy || self.streams.has_new_data() || self.lineage.has_retransmit();
-        if !waiting {
-            return None;
-        }
-        let in_flight = self.loss.bytes_in_flight();
-        let beyond = self.pending_copy.is_some_and(|c| c.beyond_cwnd);
-        if in_flight + self.max_datagram_size as u64 > self.cc.window() && !beyond {
-            // An acknowledgement opens the window; no timer needed.
-            return None;
-        }
-        self.pacing_delay(now)
+        self.keys.update.requested = false;
+        self.keys.update.start_phase();
     }
 }
 
@@ -923,7 +842,7 @@ impl Connection {
         payload: &[u8],
         first_byte_bits: u8,
     ) -> Option<Vec<u8>> {
-        let keys = self.one_rtt.as_ref()?;
+        let keys = self.keys.one_rtt()?;
         let pn = self.spaces[SpaceId::Data].next_pn;
         let mut buf = Vec::new();
         // Four packet-number bytes: the header-protection sample then fits even without payload.
@@ -939,7 +858,7 @@ impl Connection {
             .ok()?;
         self.spaces[SpaceId::Data].next_pn += 1;
         let size = buf.len();
-        let _ = self.loss.on_packet_sent(
+        let _ = self.recovery.loss.on_packet_sent(
             SpaceId::Data,
             SentPacket::new(pn, now, size, false, false, SentFrames::default()),
             now,

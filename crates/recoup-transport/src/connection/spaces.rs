@@ -7,7 +7,7 @@ use std::time::Duration;
 use recoup_time::Instant;
 
 use crate::error::{transport_err, TransportError};
-use crate::frame::RangeSet;
+use crate::range_set::RangeSet;
 use crate::streams::recv::RecvStream;
 
 /// Received packet numbers we keep for ACK frames. Old ranges fall off once the peer has seen an

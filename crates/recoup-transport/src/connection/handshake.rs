@@ -1,0 +1,185 @@
+//! The handshake's progress and what the peer's transport parameters set (RFC 9000 §7, RFC 9001
+//! §4): driving TLS, confirming the handshake, discarding the keys of finished spaces.
+//!
+//! Invariants: the peer's parameters are applied once, after they are authenticated (a client
+//! applies the server's only once the server's Finished was read); the handshake is confirmed
+//! once, which discards the Handshake space; `Connected` is reported once.
+
+use std::time::Duration;
+
+use recoup_time::Instant;
+
+use super::{Connection, Event, State};
+use crate::cid::ConnectionId;
+use crate::config::TransportConfig;
+use crate::crypto::Side;
+use crate::error::TransportError;
+use crate::loss::SpaceId;
+use crate::streams::FlowLimits;
+use crate::transport_params::TransportParameters;
+
+#[derive(Debug)]
+pub(super) struct Handshake {
+    /// The destination ID of the client's first Initial (derives Initial keys, RFC 9001 §5.2).
+    pub original_dcid: ConnectionId,
+    pub confirmed: bool,
+    /// HANDSHAKE_DONE is to be sent (again, if lost).
+    pub done_pending: bool,
+    pub connected_reported: bool,
+    pub peer_params: Option<TransportParameters>,
+    pub peer_ack_delay_exponent: u8,
+}
+
+impl Handshake {
+    pub fn new(original_dcid: ConnectionId) -> Self {
+        Self {
+            original_dcid,
+            confirmed: false,
+            done_pending: false,
+            connected_reported: false,
+            peer_params: None,
+            peer_ack_delay_exponent: 3,
+        }
+    }
+
+    /// How many of our connection IDs the peer holds: its limit, capped by our configuration.
+    pub fn active_cid_limit(&self, config: &TransportConfig) -> u64 {
+        self.peer_params
+            .as_ref()
+            .map_or(2, |p| p.active_connection_id_limit)
+            .min(config.active_connection_id_limit)
+    }
+}
+
+impl Connection {
+    pub(super) fn local_params(
+        config: &TransportConfig,
+        scid: ConnectionId,
+        original_dcid: Option<ConnectionId>,
+    ) -> TransportParameters {
+        TransportParameters {
+            original_destination_connection_id: original_dcid,
+            max_idle_timeout: config.max_idle_timeout.as_millis() as u64,
+            max_udp_payload_size: config.max_datagram_size as u64,
+            initial_max_data: config.receive_window,
+            initial_max_stream_data_bidi_local: config.stream_receive_window,
+            initial_max_stream_data_bidi_remote: config.stream_receive_window,
+            initial_max_stream_data_uni: config.stream_receive_window,
+            initial_max_streams_bidi: config.max_streams_bidi,
+            initial_max_streams_uni: config.max_streams_uni,
+            ack_delay_exponent: u64::from(config.ack_delay_exponent),
+            max_ack_delay: config.max_ack_delay.as_millis() as u64,
+            // We do not follow a peer to a new address; say so (RFC 9000 §18.2).
+            disable_active_migration: true,
+            active_connection_id_limit: config.active_connection_id_limit,
+            initial_source_connection_id: Some(scid),
+            ..TransportParameters::default()
+        }
+    }
+
+    /// Feeds TLS and moves whatever it writes into the CRYPTO streams, installing keys as they
+    /// come (the write loop the `tls` module documents).
+    pub(super) fn drive_tls(&mut self, now: Instant) -> Result<(), TransportError> {
+        loop {
+            let mut out = Vec::new();
+            let keys = self.keys.tls.write_handshake(&mut out);
+            if !out.is_empty() {
+                self.spaces[self.keys.write_level].crypto_send.write(&out);
+            }
+            match keys {
+                None => break,
+                Some(k) => self.keys.install(k),
+            }
+        }
+        // A resuming client's TLS session offers the parameters remembered with the ticket
+        // until the server's EncryptedExtensions replace them; they are the server's own only
+        // once its Finished was read, which is when the 1-RTT keys come (RFC 9000 §7.4.1).
+        let params_final = self.side == Side::Server || self.keys.has(SpaceId::Data);
+        if self.handshake.peer_params.is_none() && params_final {
+            if let Some(bytes) = self.keys.tls.peer_transport_params() {
+                let params = TransportParameters::decode(bytes, self.side.peer())?;
+                self.apply_peer_params(now, params)?;
+            }
+        }
+        if self.state == State::Handshaking && !self.keys.tls.is_handshaking() {
+            self.state = State::Established;
+            if self.side == Side::Server {
+                // RFC 9001 §4.1.2: the server's handshake is confirmed when it completes.
+                self.handshake.done_pending = true;
+                self.confirm_handshake(now);
+            }
+            if !self.handshake.connected_reported {
+                self.handshake.connected_reported = true;
+                self.events.push_back(Event::Connected);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_peer_params(
+        &mut self,
+        now: Instant,
+        params: TransportParameters,
+    ) -> Result<(), TransportError> {
+        use crate::error::transport_err;
+        // RFC 9000 §7.3: authenticate the connection IDs of the handshake.
+        if params.initial_source_connection_id != Some(self.cids.remote()) {
+            return Err(transport_err!(
+                TRANSPORT_PARAMETER_ERROR,
+                "initial_source_connection_id does not match the peer's source ID"
+            ));
+        }
+        if self.side == Side::Client
+            && params.original_destination_connection_id != Some(self.handshake.original_dcid)
+        {
+            return Err(transport_err!(
+                TRANSPORT_PARAMETER_ERROR,
+                "original_destination_connection_id does not match"
+            ));
+        }
+        self.streams.set_peer_params(FlowLimits {
+            initial_max_data: params.initial_max_data,
+            initial_max_stream_data_bidi_local: params.initial_max_stream_data_bidi_local,
+            initial_max_stream_data_bidi_remote: params.initial_max_stream_data_bidi_remote,
+            initial_max_stream_data_uni: params.initial_max_stream_data_uni,
+            initial_max_streams_bidi: params.initial_max_streams_bidi,
+            initial_max_streams_uni: params.initial_max_streams_uni,
+        })?;
+        // RFC 9000 §10.1: the effective idle timeout is the smaller of the two, zero meaning none.
+        self.idle
+            .negotiate(Duration::from_millis(params.max_idle_timeout));
+        self.recovery
+            .loss
+            .set_max_ack_delay(Duration::from_millis(params.max_ack_delay), now);
+        self.handshake.peer_ack_delay_exponent = params.ack_delay_exponent.min(20) as u8;
+        self.path.max_datagram_size = self
+            .config
+            .max_datagram_size
+            .min(params.max_udp_payload_size.try_into().unwrap_or(usize::MAX))
+            .max(crate::config::MIN_INITIAL_SIZE);
+        self.handshake.peer_params = Some(params);
+        Ok(())
+    }
+
+    pub(super) fn confirm_handshake(&mut self, now: Instant) {
+        if self.handshake.confirmed {
+            return;
+        }
+        self.handshake.confirmed = true;
+        self.recovery.loss.set_handshake_confirmed(now);
+        self.discard_space(SpaceId::Handshake, now);
+        let limit = self.handshake.active_cid_limit(&self.config);
+        self.cids.issue_up_to(limit, &mut self.rng);
+    }
+
+    /// RFC 9001 §4.9: keys of a space are gone; its packets no longer count.
+    pub(super) fn discard_space(&mut self, space: SpaceId, now: Instant) {
+        if !self.keys.discard(space) {
+            return;
+        }
+        let _ = self.recovery.loss.discard_space(space, now);
+        let s = &mut self.spaces[space];
+        s.probes = 0;
+        s.on_ack_sent();
+    }
+}

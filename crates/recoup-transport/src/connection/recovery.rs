@@ -1,0 +1,520 @@
+//! The recovery host: loss detection (RFC 9002 §6), congestion control and pacing (§7), the
+//! lineage of lost data, and the loss-recovery policy they feed (DESIGN.md "The transport <->
+//! policy contract").
+//!
+//! Invariants: every packet sent is recorded with loss detection until it is acknowledged, lost
+//! or its space is discarded, and what it carried ([`SentFrames`]) comes back exactly once;
+//! the policy hears of every application-data packet sent, acknowledged and lost, and of every
+//! change of the sending state; a copy taken from the policy is held in `pending_copy` until it
+//! is sent (policies pop copy requests, so asking twice would lose one); congestion control sees
+//! a loss only when it ends a round of copies (ART §6.4).
+
+use std::time::Duration;
+
+use recoup_recovery::{
+    CopyRequest, DataRange, PacketInfo, Policy, RecoveryPolicy, SendContext, SendKind, SendState,
+    SentRange,
+};
+use recoup_time::Instant;
+use serde_json::json;
+
+use super::send::packet_type_name;
+use super::Connection;
+use crate::cc::{AckEvent, AckedPacket, CcConfig, CongestionController, Controller};
+use crate::config::TransportConfig;
+use crate::crypto::Side;
+use crate::error::TransportError;
+use crate::frame::AckFrame;
+use crate::lineage::Lineages;
+use crate::loss::{LossConfig, LossDetection, SpaceId};
+use crate::pacing::{Pacer, DEFAULT_BURST_PACKETS};
+use crate::streams::{ControlFrame, StreamId};
+
+/// What a sent packet carried, kept until it is acknowledged or lost.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SentFrames {
+    pub kind: Option<SendKind>,
+    /// Stream ranges, with their lineage for retransmissions and copies.
+    pub stream: Vec<SentRange>,
+    /// Bit i set: `stream[i]` carried the FIN.
+    pub fins: u64,
+    pub crypto: Option<(u64, u64)>,
+    pub control: Vec<ControlFrame>,
+    pub handshake_done: bool,
+    pub new_cids: Vec<u64>,
+    pub retire_cids: Vec<u64>,
+    /// Largest packet number acknowledged by an ACK frame in this packet.
+    pub ack_largest: Option<u64>,
+}
+
+impl SentFrames {
+    pub fn info(&self, pn: u64, sent: Instant, bytes: usize) -> PacketInfo<'_> {
+        PacketInfo {
+            pn,
+            sent,
+            bytes,
+            kind: self.kind.unwrap_or(SendKind::New),
+            ranges: &self.stream,
+        }
+    }
+}
+
+/// Loss detection, congestion control, pacing, lineage and the policy of one connection.
+#[derive(Debug)]
+pub(super) struct RecoveryHost {
+    pub loss: LossDetection<SentFrames>,
+    pub cc: Controller,
+    /// `None` when pacing is off.
+    pub pacer: Option<Pacer>,
+    /// When pacing lets the next waiting packet go (set when `poll_transmit` ran dry).
+    pub pacing_wakeup: Option<Instant>,
+    pub lineage: Lineages,
+    pub policy: Policy,
+    pub send_state: Option<SendState>,
+    /// Application-data packets sent, for policies that count packets (ART's escape space).
+    pub data_packets_sent: u64,
+    /// When the policy's timer was last run; deadlines at or before it are not re-armed.
+    pub policy_timer_served: Option<Instant>,
+    /// A copy the policy asked for that has not gone out yet.
+    pub pending_copy: Option<CopyRequest>,
+}
+
+impl RecoveryHost {
+    pub fn new(side: Side, config: &TransportConfig, policy: Policy, now: Instant) -> Self {
+        let mds = config.max_datagram_size as u64;
+        let loss = LossDetection::new(LossConfig {
+            server: side == Side::Server,
+            packet_threshold: config.packet_threshold,
+            time_threshold: config.time_threshold,
+            initial_rtt: config.initial_rtt,
+            max_ack_delay: Duration::from_millis(25),
+            detection: config.loss_detection,
+        });
+        let cc = Controller::new(
+            config.cc,
+            &CcConfig {
+                max_datagram_size: mds,
+                initial_window: config.initial_window.map(|p| p.saturating_mul(mds)),
+                seed: config.seed,
+            },
+            now,
+        );
+        Self {
+            loss,
+            cc,
+            pacer: config
+                .pacing
+                .then(|| Pacer::new(mds, DEFAULT_BURST_PACKETS, now)),
+            pacing_wakeup: None,
+            lineage: Lineages::new(config.record_recovery),
+            policy,
+            send_state: None,
+            data_packets_sent: 0,
+            policy_timer_served: None,
+            pending_copy: None,
+        }
+    }
+
+    /// The earliest of loss detection's timer, the policy's and the pacer's wake-up.
+    pub fn timeout(&self) -> Option<Instant> {
+        [
+            self.loss.timeout(),
+            // A policy deadline already served stays quiet until it moves: a copy that falls due
+            // while the window is full waits for the next ACK, not for a busy timer.
+            self.policy
+                .poll_timeout()
+                .filter(|&t| self.policy_timer_served.is_none_or(|served| t > served)),
+            self.pacing_wakeup,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Runs the policy's timer if it is due.
+    pub fn on_policy_timeout(&mut self, now: Instant) {
+        if self.policy.poll_timeout().is_some_and(|d| now >= d) {
+            self.policy.on_timeout(now);
+            self.policy_timer_served = Some(now);
+        }
+    }
+
+    /// The sending state the policy sees (DESIGN.md: on-mode, off-mode, cwnd-limited).
+    pub fn update_send_state(&mut self, now: Instant, has_new_data: bool, mds: usize) {
+        let state = if !has_new_data {
+            SendState::OffMode
+        } else if self.loss.bytes_in_flight() + mds as u64 > self.cc.window() {
+            SendState::CwndLimited
+        } else {
+            SendState::OnMode
+        };
+        if self.send_state != Some(state) {
+            self.send_state = Some(state);
+            self.policy.on_send_state(now, state);
+        }
+    }
+
+    /// Whether the waiting copy is one the policy lets exceed the congestion window (ART §6.4
+    /// "opportunism") and pacing lets it go now.
+    pub fn copy_may_exceed_cwnd(&mut self, now: Instant, mds: usize) -> bool {
+        self.pending_copy.is_some_and(|c| c.beyond_cwnd) && self.pacing_delay(now, mds).is_none()
+    }
+
+    /// Whether congestion control and pacing let an ack-eliciting packet go now.
+    pub fn congestion_allows(&mut self, now: Instant, mds: usize) -> bool {
+        let in_flight = self.loss.bytes_in_flight();
+        let cwnd = self.cc.window();
+        if in_flight + mds as u64 > cwnd {
+            return false;
+        }
+        self.pacing_delay(now, mds).is_none()
+    }
+
+    /// When pacing next lets a full packet go, if it holds one back now.
+    pub fn pacing_delay(&mut self, now: Instant, mds: usize) -> Option<Instant> {
+        let pacer = self.pacer.as_mut()?;
+        let rate = match (self.cc.pacing_rate(), self.policy.rate_limit()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        pacer.next_send_time(
+            now,
+            self.cc.window(),
+            self.loss.rtt().smoothed(),
+            rate,
+            mds as u64,
+        )
+    }
+
+    fn send_context(&self, mds: usize) -> SendContext {
+        SendContext {
+            state: self
+                .send_state
+                .unwrap_or(recoup_recovery::SendState::OffMode),
+            packets_sent: self.data_packets_sent,
+            cwnd: self.cc.window(),
+            bytes_in_flight: self.loss.bytes_in_flight(),
+            bdp_packets: self.cc.bandwidth_estimate().map(|bw| {
+                let bdp = bw as u128 * self.loss.rtt().min().as_nanos() / 1_000_000_000;
+                (bdp / mds as u128) as u64
+            }),
+        }
+    }
+
+    /// Peeks whether the policy would copy something now. Policies answer `poll_copy` by
+    /// popping a request, so a copy asked for here is remembered and sent next.
+    pub fn policy_has_copy(&mut self, now: Instant, mds: usize) -> bool {
+        if self.pending_copy.is_some() {
+            return true;
+        }
+        let ctx = self.send_context(mds);
+        self.pending_copy = self
+            .policy
+            .poll_copy(now, &ctx)
+            .filter(|c| self.lineage.range(c.id).is_some());
+        self.pending_copy.is_some()
+    }
+
+    /// When the pacer will let the next packet go, if something waits for it: new data
+    /// (`has_new_data`), a retransmission or a copy.
+    pub fn pacing_wakeup_at(
+        &mut self,
+        now: Instant,
+        has_new_data: bool,
+        mds: usize,
+    ) -> Option<Instant> {
+        self.pacer.as_ref()?;
+        let copy = self.policy_has_copy(now, mds);
+        let waiting = copy || has_new_data || self.lineage.has_retransmit();
+        if !waiting {
+            return None;
+        }
+        let in_flight = self.loss.bytes_in_flight();
+        let beyond = self.pending_copy.is_some_and(|c| c.beyond_cwnd);
+        if in_flight + mds as u64 > self.cc.window() && !beyond {
+            // An acknowledgement opens the window; no timer needed.
+            return None;
+        }
+        self.pacing_delay(now, mds)
+    }
+}
+
+/// The host's side of the contract: what acknowledged and lost packets mean for the streams,
+/// the lineage, the policy and congestion control.
+impl Connection {
+    /// The packet's stream frames were acknowledged: release the data, close lineages.
+    fn on_frames_acked(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        pn: u64,
+        sent: Instant,
+        f: &SentFrames,
+    ) {
+        if let Some(largest) = f.ack_largest {
+            self.spaces[space].on_ack_acked(largest);
+        }
+        for (i, r) in f.stream.iter().enumerate() {
+            let fin = f.fins & (1 << i) != 0;
+            let len = r.range.len() as usize;
+            self.streams
+                .on_acked(StreamId(r.range.stream), r.range.start, len, fin);
+            if let Some(id) = r.loss {
+                self.recovery.lineage.on_send_acked(id, pn, sent);
+            }
+            let streams = &self.streams;
+            let closed = self
+                .recovery
+                .lineage
+                .on_range_acked(r.range, sent, now, |range| {
+                    streams
+                        .unacked(
+                            StreamId(range.stream),
+                            range.start,
+                            range.end.max(range.start),
+                        )
+                        .is_empty()
+                });
+            for id in closed {
+                self.recovery.policy.on_data_acked(now, id);
+            }
+        }
+        for c in &f.control {
+            self.streams.on_control_acked(*c);
+        }
+    }
+
+    /// The packet was declared lost: queue what it carried again. Returns whether the loss
+    /// signals congestion (ART §6.4: an older copy of a round does not).
+    fn on_frames_lost(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        pn: u64,
+        sent: Instant,
+        f: &SentFrames,
+        trigger: recoup_recovery::LossTrigger,
+    ) -> bool {
+        let mut signals = f.stream.is_empty();
+        if let Some((start, end)) = f.crypto {
+            self.spaces[space].crypto_send.on_lost(start..end);
+        }
+        for r in &f.stream {
+            // The FIN needs no lineage of its own: `unacked` reports it with the range that
+            // ends at the final size until it is acknowledged.
+            match r.loss {
+                None => {
+                    signals = true;
+                    // First transmission: every still-unacknowledged piece opens a lineage.
+                    let end = r.range.end;
+                    for chunk in self
+                        .streams
+                        .unacked(StreamId(r.range.stream), r.range.start, end)
+                    {
+                        let range = DataRange {
+                            stream: chunk.id.0,
+                            start: chunk.offset,
+                            end: chunk.offset + chunk.len as u64,
+                        };
+                        let lost = self
+                            .recovery
+                            .lineage
+                            .on_first_loss(range, sent, now, trigger);
+                        self.recovery.policy.on_data_lost(now, &lost);
+                    }
+                }
+                Some(id) => {
+                    if self.recovery.lineage.is_newest(id, pn) {
+                        signals = true;
+                        if let Some(lost) = self.recovery.lineage.on_send_lost(id, pn, trigger) {
+                            self.recovery.policy.on_data_lost(now, &lost);
+                        }
+                    }
+                }
+            }
+        }
+        for c in &f.control {
+            self.streams.on_control_lost(*c);
+        }
+        if f.handshake_done {
+            self.handshake.done_pending = true;
+        }
+        for &seq in &f.new_cids {
+            self.cids.on_new_lost(seq);
+        }
+        for &seq in &f.retire_cids {
+            self.cids.on_retire_lost(seq);
+        }
+        signals
+    }
+
+    pub(super) fn on_loss_timeout(&mut self, now: Instant) {
+        use crate::loss::TimeoutOutcome;
+        match self.recovery.loss.on_timeout(now) {
+            TimeoutOutcome::NotDue => {}
+            TimeoutOutcome::Lost { space, losses } => {
+                self.process_losses(now, space, losses);
+            }
+            TimeoutOutcome::Probe { space, count } => {
+                let space = if self.keys.has(space) {
+                    space
+                } else {
+                    self.keys.write_level
+                };
+                self.spaces[space].probes = count;
+                if space != SpaceId::Data {
+                    // RFC 9002 §6.2.4: probe with the handshake data that may be missing.
+                    self.spaces[space].crypto_send.retransmit_all();
+                }
+            }
+        }
+    }
+
+    /// Handles packets declared lost in `space`: requeue their frames, tell the policy, and give
+    /// congestion control the losses that count.
+    fn process_losses(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        losses: crate::loss::LossReport<SentFrames>,
+    ) {
+        let mut newest_signal: Option<Instant> = None;
+        let mut signal_bytes = 0u64;
+        for lost in &losses.lost {
+            let p = &lost.packet;
+            self.stats.packets_lost += 1;
+            if space == SpaceId::Data {
+                self.recovery.policy.on_packet_lost(
+                    now,
+                    &p.data.info(p.pn, p.time_sent, p.size),
+                    lost.trigger,
+                );
+            }
+            self.qlog_packet_lost(now, space, p.pn, lost.trigger);
+            let signals = self.on_frames_lost(now, space, p.pn, p.time_sent, &p.data, lost.trigger);
+            if signals && p.in_flight {
+                newest_signal = newest_signal.max(Some(p.time_sent));
+                signal_bytes += p.size as u64;
+            } else if p.in_flight {
+                self.stats.losses_hidden_from_cc += 1;
+            }
+        }
+        if let Some(t) = newest_signal {
+            self.stats.congestion_events += 1;
+            self.recovery.cc.on_congestion_event(
+                now,
+                t,
+                signal_bytes,
+                losses.persistent_congestion,
+                self.recovery.loss.rtt(),
+            );
+        }
+    }
+
+    pub(super) fn on_ack_frame(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        ack: &AckFrame<'_>,
+    ) -> Result<(), TransportError> {
+        let ranges: Vec<_> = ack.ranges().collect();
+        let ack_delay = if space == SpaceId::Data {
+            Duration::from_micros(ack.ack_delay_micros(self.handshake.peer_ack_delay_exponent))
+        } else {
+            Duration::ZERO
+        };
+        let outcome = self
+            .recovery
+            .loss
+            .on_ack_received(space, &ranges, ack_delay, now)?;
+        self.stats.spurious_losses += outcome.spurious;
+        if outcome.acked.is_empty() && outcome.losses.lost.is_empty() {
+            return Ok(());
+        }
+        // What the acknowledged packets carried first: a lineage whose data this ACK completes
+        // is closed before the losses it reports are looked at, so losing the newest copy of
+        // data an older send delivered starts no new round and signals no congestion (ART §6.4).
+        for p in &outcome.acked {
+            if space == SpaceId::Data {
+                self.keys.update.on_acked(p.pn);
+                let info = p.data.info(p.pn, p.time_sent, p.size);
+                self.recovery.policy.on_packet_acked(now, &info);
+            }
+            self.on_frames_acked(now, space, p.pn, p.time_sent, &p.data);
+        }
+        // Then the losses, and congestion control hears of them before of the acknowledged
+        // packets (RFC 9002 Appendix A.7): packets acknowledged with a loss must not grow the
+        // window.
+        self.process_losses(now, space, outcome.losses);
+        let recovery = &mut self.recovery;
+        if outcome.rtt_updated {
+            let sample = recovery.loss.rtt().sample();
+            recovery.policy.on_rtt_update(now, &sample);
+            if let Some(q) = self.qlog.as_mut() {
+                let rtt = recovery.loss.rtt();
+                q.event(
+                    now,
+                    "recovery:metrics_updated",
+                    json!({
+                        "min_rtt": ms(rtt.min()), "smoothed_rtt": ms(rtt.smoothed()),
+                        "latest_rtt": ms(rtt.latest()), "rtt_variance": ms(rtt.var()),
+                        "congestion_window": recovery.cc.window(),
+                        "bytes_in_flight": recovery.loss.bytes_in_flight(),
+                        // As before this ACK's update, in bytes/s: BBR's state and bandwidth
+                        // filter show why its window collapses (e.g. after ProbeRTT).
+                        "recoup": {
+                            "cc_state": recovery.cc.state(),
+                            "bandwidth_estimate": recovery.cc.bandwidth_estimate(),
+                            "pacing_rate": recovery.cc.pacing_rate(),
+                        },
+                    }),
+                );
+            }
+        }
+        let acked = AckedPacket::in_flight_of(&outcome.acked);
+        if !acked.is_empty() {
+            let app_limited = !self.streams.has_new_data();
+            if app_limited {
+                recovery.loss.on_app_limited();
+            }
+            recovery.cc.on_ack(&AckEvent {
+                now,
+                acked: &acked,
+                rate_sample: outcome.rate_sample.as_ref(),
+                rtt: recovery.loss.rtt(),
+                prior_in_flight: outcome.prior_bytes_in_flight,
+                in_flight: recovery.loss.bytes_in_flight(),
+                app_limited,
+            });
+        }
+        Ok(())
+    }
+
+    fn qlog_packet_lost(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        pn: u64,
+        trigger: recoup_recovery::LossTrigger,
+    ) {
+        if let Some(q) = self.qlog.as_mut() {
+            let trigger = match trigger {
+                recoup_recovery::LossTrigger::PacketThreshold => "reordering_threshold",
+                recoup_recovery::LossTrigger::TimeThreshold => "time_threshold",
+                recoup_recovery::LossTrigger::Pto => "pto_expired",
+            };
+            q.event(
+                now,
+                "recovery:packet_lost",
+                json!({
+                    "header": {"packet_type": packet_type_name(space), "packet_number": pn},
+                    "trigger": trigger,
+                }),
+            );
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}

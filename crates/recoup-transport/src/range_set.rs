@@ -1,0 +1,282 @@
+//! A set of `u64` values kept as disjoint, non-adjacent half-open ranges. The transport's one
+//! range set: a packet number space keeps the packet numbers it received in one (ACK frames are
+//! written from it, RFC 9000 §13.2.3), and a stream's sending half keeps the byte ranges
+//! acknowledged above its lowest unacknowledged offset in another, so acknowledgements may arrive
+//! in any order and any number of times.
+//!
+//! Invariants: the ranges are non-empty, ascending, and neither overlap nor touch (touching ranges
+//! are merged on insert); there are at most `max_ranges` of them.
+
+use std::ops::Range;
+
+/// Disjoint, non-adjacent half-open ranges, lowest first. A set made with [`RangeSet::new`]
+/// keeps at most `max_ranges` ranges: inserting beyond that forgets the lowest ones, so a value
+/// below [`RangeSet::min`] may have been seen. [`RangeSet::default`] has no such limit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangeSet {
+    /// Ascending. A vector: the sets stay small (at most 64 ranges of packet numbers; for a
+    /// stream, one range per hole in what was acknowledged, so bounded by the data in flight),
+    /// values mostly arrive at the top (ascending packet numbers, acknowledgements near the
+    /// newest data), and lookups are binary searches.
+    ranges: Vec<Range<u64>>,
+    max_ranges: usize,
+}
+
+impl Default for RangeSet {
+    /// An empty set without a limit on the number of ranges.
+    fn default() -> Self {
+        Self {
+            ranges: Vec::new(),
+            max_ranges: usize::MAX,
+        }
+    }
+}
+
+impl RangeSet {
+    /// An empty set keeping at most `max_ranges` (at least 1) ranges.
+    #[must_use]
+    pub fn new(max_ranges: usize) -> Self {
+        Self {
+            ranges: Vec::new(),
+            max_ranges: max_ranges.max(1),
+        }
+    }
+
+    /// Insert one value; true if it was not in the set.
+    pub fn insert_one(&mut self, value: u64) -> bool {
+        match value.checked_add(1) {
+            Some(end) => self.insert(value..end),
+            None => false,
+        }
+    }
+
+    /// Insert a range, merging it with every range it overlaps or touches; true if any value in
+    /// it was not in the set.
+    pub fn insert(&mut self, range: Range<u64>) -> bool {
+        if range.is_empty() {
+            return false;
+        }
+        let lo = self.ranges.partition_point(|r| r.end < range.start);
+        let hi = self.ranges.partition_point(|r| r.start <= range.end);
+        if lo == hi {
+            self.ranges.insert(lo, range);
+        } else {
+            let first = &self.ranges[lo];
+            if hi - lo == 1 && first.start <= range.start && range.end <= first.end {
+                return false;
+            }
+            let merged = first.start.min(range.start)..self.ranges[hi - 1].end.max(range.end);
+            self.ranges.drain(lo + 1..hi);
+            self.ranges[lo] = merged;
+        }
+        if self.ranges.len() > self.max_ranges {
+            let excess = self.ranges.len() - self.max_ranges;
+            self.ranges.drain(..excess);
+        }
+        true
+    }
+
+    #[must_use]
+    pub fn contains(&self, value: u64) -> bool {
+        let i = self.ranges.partition_point(|r| r.end <= value);
+        self.ranges.get(i).is_some_and(|r| r.start <= value)
+    }
+
+    /// Forget every value below `value` (e.g. packet numbers whose ACKs were acknowledged).
+    pub fn remove_below(&mut self, value: u64) {
+        let i = self.ranges.partition_point(|r| r.end <= value);
+        self.ranges.drain(..i);
+        if let Some(first) = self.ranges.first_mut() {
+            first.start = first.start.max(value);
+        }
+    }
+
+    /// The lowest range.
+    #[must_use]
+    pub fn first(&self) -> Option<Range<u64>> {
+        self.ranges.first().cloned()
+    }
+
+    /// Removes and returns the lowest range.
+    pub fn pop_first(&mut self) -> Option<Range<u64>> {
+        (!self.ranges.is_empty()).then(|| self.ranges.remove(0))
+    }
+
+    /// The parts of `r` not covered by the set, in order (none if `r` is empty).
+    #[must_use]
+    pub fn gaps(&self, r: Range<u64>) -> Vec<Range<u64>> {
+        let mut out = Vec::new();
+        let mut cursor = r.start;
+        let first = self.ranges.partition_point(|x| x.end <= cursor);
+        for x in &self.ranges[first..] {
+            if x.start >= r.end {
+                break;
+            }
+            if x.start > cursor {
+                out.push(cursor..x.start);
+            }
+            cursor = cursor.max(x.end);
+        }
+        if cursor < r.end {
+            out.push(cursor..r.end);
+        }
+        out
+    }
+
+    pub fn clear(&mut self) {
+        self.ranges.clear();
+    }
+
+    /// Ranges, highest first.
+    pub fn iter_desc(&self) -> impl Iterator<Item = Range<u64>> + '_ {
+        self.ranges.iter().rev().cloned()
+    }
+
+    /// Ranges, lowest first.
+    pub fn iter(&self) -> impl Iterator<Item = Range<u64>> + '_ {
+        self.ranges.iter().cloned()
+    }
+
+    /// Number of ranges.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    #[must_use]
+    pub fn min(&self) -> Option<u64> {
+        self.ranges.first().map(|r| r.start)
+    }
+
+    #[must_use]
+    pub fn max(&self) -> Option<u64> {
+        self.ranges.last().map(|r| r.end - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn range_set_merges_caps_and_removes() {
+        let mut s = RangeSet::new(3);
+        assert!(s.insert_one(5));
+        assert!(!s.insert_one(5));
+        assert!(s.insert_one(7));
+        assert!(s.insert_one(6), "fills the hole and merges");
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![5..8]);
+        assert!(s.insert(8..10), "adjacent merges");
+        assert!(s.insert(20..22));
+        assert!(s.insert(0..2));
+        assert_eq!(s.iter_desc().collect::<Vec<_>>(), vec![20..22, 5..10, 0..2]);
+        assert!(!s.insert(6..9));
+        assert!(s.insert(1..6), "bridges two ranges");
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![0..10, 20..22]);
+        assert!(s.contains(0) && s.contains(9) && s.contains(21));
+        assert!(!s.contains(10) && !s.contains(22));
+        assert!(s.insert_one(30));
+        assert!(s.insert_one(40), "evicts the lowest range");
+        assert_eq!(s.len(), 3);
+        assert_eq!((s.min(), s.max()), (Some(20), Some(40)));
+        s.remove_below(21);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![21..22, 30..31, 40..41]);
+        s.remove_below(41);
+        assert!(s.is_empty());
+        assert!(!s.insert_one(u64::MAX));
+        assert!(!s.insert(5..5));
+    }
+
+    #[test]
+    fn merges_overlapping_and_adjacent() {
+        let mut s = RangeSet::default();
+        s.insert(10..20);
+        s.insert(30..40);
+        s.insert(20..25);
+        assert_eq!(s.len(), 2);
+        s.insert(24..31);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s.first(), Some(10..40));
+        s.insert(0..5);
+        assert_eq!(s.gaps(0..50), vec![5..10, 40..50]);
+        assert_eq!(s.gaps(12..38), Vec::<Range<u64>>::new());
+        assert_eq!(s.gaps(3..12), vec![5..10]);
+        let (hi, lo) = (12, 11);
+        assert_eq!(s.gaps(hi..lo), Vec::<Range<u64>>::new());
+        assert_eq!(s.gaps(45..45), Vec::<Range<u64>>::new());
+    }
+
+    #[test]
+    fn matches_a_bitmap_model() {
+        for seed in 0..50u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut s = RangeSet::default();
+            let mut model = [false; 200];
+            for _ in 0..40 {
+                let a = rng.gen_range(0..200u64);
+                let b = rng.gen_range(a..=200u64.min(a + 30));
+                s.insert(a..b);
+                for m in &mut model[a as usize..b as usize] {
+                    *m = true;
+                }
+            }
+            let gaps = s.gaps(0..200);
+            let mut covered = [true; 200];
+            for g in gaps {
+                for c in &mut covered[g.start as usize..g.end as usize] {
+                    *c = false;
+                }
+            }
+            assert_eq!(covered, model, "seed {seed}");
+        }
+    }
+
+    /// The operations both users rely on (insert, contains, remove_below, pop_first) against a
+    /// bitmap, with the ranges checked to stay ascending, disjoint and non-adjacent.
+    #[test]
+    fn contains_and_removals_match_a_bitmap_model() {
+        for seed in 0..50u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut s = RangeSet::default();
+            let mut model = [false; 200];
+            for _ in 0..60 {
+                match rng.gen_range(0..10) {
+                    0 => {
+                        let v = rng.gen_range(0..200u64);
+                        s.remove_below(v);
+                        model[..v as usize].fill(false);
+                    }
+                    1 => {
+                        if let Some(r) = s.pop_first() {
+                            model[r.start as usize..r.end as usize].fill(false);
+                        }
+                    }
+                    _ => {
+                        let a = rng.gen_range(0..200u64);
+                        let b = rng.gen_range(a..=200u64.min(a + 30));
+                        let new = model[a as usize..b as usize].iter().any(|m| !m);
+                        assert_eq!(s.insert(a..b), new, "seed {seed}: insert {a}..{b}");
+                        model[a as usize..b as usize].fill(true);
+                    }
+                }
+                let ranges: Vec<_> = s.iter().collect();
+                for w in ranges.windows(2) {
+                    assert!(w[0].end < w[1].start, "seed {seed}: {ranges:?}");
+                }
+                assert!(ranges.iter().all(|r| r.start < r.end), "seed {seed}");
+                for (v, &m) in model.iter().enumerate() {
+                    assert_eq!(s.contains(v as u64), m, "seed {seed}: value {v}");
+                }
+                assert_eq!(s.first(), ranges.first().cloned());
+                assert_eq!(s.min(), model.iter().position(|&m| m).map(|v| v as u64));
+            }
+        }
+    }
+}

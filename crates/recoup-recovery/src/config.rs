@@ -45,6 +45,30 @@ impl Or3Variant {
     }
 }
 
+/// How far ART's copies may exceed the congestion window (ART §6.4 "opportunism").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opportunism {
+    /// Copies wait for the congestion window like any other packet.
+    Off,
+    /// Copies may exceed the congestion window by up to this many packets.
+    Budget(u32),
+    /// Copies ignore the congestion window (pacing still spaces them): ART §6.4 "allows replicas
+    /// to be sent on time even when the congestion window is insufficient", with no budget given.
+    /// Copies exist only for lost data and R <= r_max, so what they add is bounded by the data in
+    /// flight.
+    On,
+}
+
+impl fmt::Display for Opportunism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Off => f.write_str("off"),
+            Self::Budget(n) => write!(f, "{n}"),
+            Self::On => f.write_str("on"),
+        }
+    }
+}
+
 /// ART's Replica Scheduler (ART §6.2) and opportunism (§6.4), shared by `art` and `art-mab`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SchedulerConfig {
@@ -54,9 +78,9 @@ pub struct SchedulerConfig {
     pub a: f64,
     /// B_max is the largest loss burst in this many last RTTs (ART: "5 ~ 10").
     pub burst_rtts: u32,
-    /// Copies may exceed the congestion window by up to this many packets (ART §6.4
-    /// "opportunism"; the paper gives no budget, so it is off unless asked for).
-    pub opportunism: u32,
+    /// ART §6.4 introduces opportunism as part of ART ("in this paper, we introduce
+    /// opportunism"), so it is on by default.
+    pub opportunism: Opportunism,
 }
 
 impl Default for SchedulerConfig {
@@ -65,7 +89,31 @@ impl Default for SchedulerConfig {
             enabled: true,
             a: 1.0,
             burst_rtts: 8,
-            opportunism: 0,
+            opportunism: Opportunism::On,
+        }
+    }
+}
+
+/// What ART's redundancy level R counts. ART §5.2 defines R_n as "the number of replicas that
+/// should be resent" in round n; whether the ARQ retransmission is one of them, the text reads
+/// both ways.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LevelCounts {
+    /// Every send of the round, the retransmission included: "the sender retransmits 3 replicas
+    /// of the lost packet (i.e., k = 1, 2, 3) during the first retransmission round", and "in
+    /// the case of Figure 9, we have R_1 = 3" (§5.1-5.2), where k counts retransmissions.
+    #[default]
+    Sends,
+    /// Copies beyond the retransmission: Fig. 12 tries "R = 0", and §7.1 lists "QUIC (R = 1)"
+    /// as a variant of traditional QUIC, which retransmits one replica per loss.
+    Copies,
+}
+
+impl LevelCounts {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Sends => "sends",
+            Self::Copies => "copies",
         }
     }
 }
@@ -75,8 +123,10 @@ impl Default for SchedulerConfig {
 pub struct ArtConfig {
     /// Length of the replica-outcome bitmap (ART: L_queue >= 10).
     pub l_queue: usize,
-    /// Largest redundancy level R (sends per round, retransmission included).
+    /// Largest redundancy level R.
     pub r_max: u32,
+    /// Whether R counts the retransmission.
+    pub level: LevelCounts,
     pub scheduler: SchedulerConfig,
 }
 
@@ -85,6 +135,7 @@ impl Default for ArtConfig {
         Self {
             l_queue: 10,
             r_max: 10,
+            level: LevelCounts::default(),
             scheduler: SchedulerConfig::default(),
         }
     }
@@ -246,9 +297,10 @@ pub enum PolicySpec {
 
 const FIXED_PARAMS: &str = "r (or a bare count, `fixed:2`)";
 const OR3_PARAMS: &str = "variant (2n-1 | 2n+1)";
-const ART_PARAMS: &str = "l_queue, r_max, scheduler, a, burst_rtts, opportunism";
+const ART_PARAMS: &str =
+    "l_queue, r_max, level (sends | copies), scheduler, a, burst_rtts, opportunism (on | off | N)";
 const MAB_PARAMS: &str =
-    "algo (eg | ucb), eta, epsilon, ucb_c, r_max, scheduler, a, burst_rtts, opportunism";
+    "algo (eg | ucb), eta, epsilon, ucb_c, r_max, scheduler, a, burst_rtts, opportunism (on | off | N)";
 const AUTOREC_PARAMS: &str =
     "preset (testbed | deployment), alpha, beta, gamma, d, k_max, opportunistic, k";
 const TOO_PARAMS: &str = "theta, n, cycle";
@@ -337,9 +389,18 @@ impl PolicySpec {
                 let r_max = p
                     .take_u32("r_max", 1..=64, "an integer in 1..=64")?
                     .unwrap_or(d.r_max);
+                let level = match p.take("level") {
+                    None => d.level,
+                    Some(v) => match v.as_str() {
+                        "sends" => LevelCounts::Sends,
+                        "copies" => LevelCounts::Copies,
+                        _ => return Err(p.bad("level", &v, "`sends` or `copies`")),
+                    },
+                };
                 Self::Art(ArtConfig {
                     l_queue,
                     r_max,
+                    level,
                     scheduler: p.take_scheduler()?,
                 })
             }
@@ -580,9 +641,23 @@ impl Params {
             burst_rtts: self
                 .take_u32("burst_rtts", 1..=1000, "a whole number of RTTs in 1..=1000")?
                 .unwrap_or(d.burst_rtts),
-            opportunism: self
-                .take_u32("opportunism", 0..=10_000, "a packet budget in 0..=10000")?
-                .unwrap_or(d.opportunism),
+            opportunism: match self.take("opportunism") {
+                None => d.opportunism,
+                Some(v) => match v.as_str() {
+                    "on" => Opportunism::On,
+                    "off" | "0" => Opportunism::Off,
+                    n => match n.parse::<u32>() {
+                        Ok(n) if (1..=10_000).contains(&n) => Opportunism::Budget(n),
+                        _ => {
+                            return Err(self.bad(
+                                "opportunism",
+                                &v,
+                                "`on`, `off` or a packet budget in 0..=10000",
+                            ))
+                        }
+                    },
+                },
+            },
         })
     }
 
@@ -691,6 +766,7 @@ impl fmt::Display for PolicySpec {
                 let d = ArtConfig::default();
                 items.push_if("l_queue", c.l_queue, d.l_queue);
                 items.push_if("r_max", c.r_max, d.r_max);
+                items.push_if("level", c.level.as_str(), d.level.as_str());
                 items.scheduler(&c.scheduler);
             }
             Self::ArtMab(c) => {
@@ -841,6 +917,12 @@ mod tests {
                 "art:l_queue=20,a=2.5,burst_rtts=5,opportunism=4,r_max=6",
                 "art:l_queue=20,r_max=6,a=2.5,burst_rtts=5,opportunism=4",
             ),
+            (
+                "art:level=copies,opportunism=off",
+                "art:level=copies,opportunism=off",
+            ),
+            ("art:opportunism=0,level=sends", "art:opportunism=off"),
+            ("art:opportunism=on", "art"),
             ("art-mab:algo=ucb", "art-mab:algo=ucb"),
             (
                 "art-mab:eta=1.05,epsilon=0.2,ucb_c=1.5,scheduler=off",
@@ -903,6 +985,15 @@ mod tests {
         assert!(e.contains("`on` or `off`"), "{e}");
         let e = err("art:l_queue=0");
         assert!(e.contains("1..=65536"), "{e}");
+        let e = err("art:level=all");
+        assert!(
+            e.contains("`all`") && e.contains("`sends` or `copies`"),
+            "{e}"
+        );
+        let e = err("art:opportunism=lots");
+        assert!(e.contains("`lots`") && e.contains("packet budget"), "{e}");
+        let e = err("art-mab:opportunism=10001");
+        assert!(e.contains("0..=10000"), "{e}");
         let e = err("art-mab:algo=thompson");
         assert!(e.contains("ucb"), "{e}");
         let e = err("too:theta");

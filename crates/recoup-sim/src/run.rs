@@ -251,13 +251,24 @@ pub fn run_one_with_qlog(
     qlog_dir: Option<&Path>,
 ) -> Result<RunRow, RunError> {
     let (client_tls, server_tls) = simulation_tls(seed, "localhost", &[b"hq-interop"])?;
+    let defaults = TransportConfig::default();
     let transport = TransportConfig {
         policy: policy.spec.clone(),
         cc: scenario.transport.cc,
         initial_window: scenario.transport.initial_window,
+        // One buffer for the connection and its streams: a single-stream transfer is held by
+        // the smaller of the two windows.
+        receive_window: scenario
+            .transport
+            .receive_window
+            .unwrap_or(defaults.receive_window),
+        stream_receive_window: scenario
+            .transport
+            .receive_window
+            .unwrap_or(defaults.stream_receive_window),
         record_recovery: true,
         seed,
-        ..TransportConfig::default()
+        ..defaults
     };
     let client_addr: SocketAddr = CLIENT.parse().expect("constant address");
     let server_addr: SocketAddr = SERVER.parse().expect("constant address");

@@ -38,6 +38,8 @@ use crate::units::{parse_duration, parse_rate};
 pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
 /// Most points one sweep may expand to.
 pub const MAX_SWEEP_POINTS: usize = 100_000;
+/// Smallest receive window a scenario may set: one full-size QUIC packet (RFC 9000 §14).
+pub const MIN_RECEIVE_WINDOW: u64 = 1200;
 
 /// Why a scenario could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -265,6 +267,7 @@ enum RawApp {
 struct RawTransport {
     cc: Option<Parsed<CcAlgorithm>>,
     initial_window: Option<u64>,
+    receive_window: Option<Size>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -297,7 +300,7 @@ const APP_KEYS: [&str; 15] = [
     "think",
     "deadline",
 ];
-const TRANSPORT_KEYS: [&str; 2] = ["cc", "initial_window"];
+const TRANSPORT_KEYS: [&str; 3] = ["cc", "initial_window", "receive_window"];
 
 // ---- the checked scenario ----
 
@@ -340,6 +343,10 @@ pub struct TransportSpec {
     pub cc: CcAlgorithm,
     /// Initial congestion window in packets; `None` keeps the transport's default.
     pub initial_window: Option<u64>,
+    /// The receiver's buffer: the flow-control window it keeps ahead of what its application
+    /// has read, for the connection and for each stream (ART §4.4, Fig. 24); `None` keeps the
+    /// transport's defaults.
+    pub receive_window: Option<u64>,
 }
 
 /// One policy to run.
@@ -916,6 +923,14 @@ fn check(
             "must be at least 1 packet",
         ));
     }
+    let receive_window = transport.receive_window.map(|s| s.0);
+    if let Some(w) = receive_window.filter(|&w| w < MIN_RECEIVE_WINDOW) {
+        return Err(invalid(
+            file,
+            "transport.receive_window",
+            format!("{w} bytes is less than one packet ({MIN_RECEIVE_WINDOW} bytes)"),
+        ));
+    }
     let raw_policies = raw.policy.unwrap_or_else(|| {
         vec![RawPolicy {
             name: "arq".into(),
@@ -962,6 +977,7 @@ fn check(
         transport: TransportSpec {
             cc: transport.cc.map_or_else(CcAlgorithm::default, |c| c.0),
             initial_window: transport.initial_window,
+            receive_window,
         },
         policies,
     })
@@ -1007,6 +1023,32 @@ mod tests {
         let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/default.toml");
         let loaded = load(&file).expect("scenarios/default.toml");
         assert_eq!(loaded, vec![d]);
+    }
+
+    #[test]
+    fn receive_window_is_a_size_checked_against_one_packet() {
+        let s = one(&format!("{MINIMAL}[transport]\nreceive_window = \"8MB\"\n")).expect("valid");
+        assert_eq!(s.transport.receive_window, Some(8_000_000));
+        let s = one(&format!("{MINIMAL}[transport]\nreceive_window = 65536\n")).expect("valid");
+        assert_eq!(s.transport.receive_window, Some(65_536));
+        let e = err(&format!("{MINIMAL}[transport]\nreceive_window = \"100\"\n"));
+        assert!(
+            e.contains("transport.receive_window") && e.contains("100 bytes"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{MINIMAL}[transport]\nreceive_window = \"8 parsecs\"\n"
+        ));
+        assert!(e.contains("receive_window") && e.contains("parsecs"), "{e}");
+        let v = load_str(
+            &format!("{MINIMAL}[sweep]\n\"transport.receive_window\" = [\"2MB\", \"16MB\"]\n"),
+            "t.toml",
+            None,
+            "t",
+        )
+        .expect("valid sweep");
+        let windows: Vec<_> = v.iter().map(|s| s.transport.receive_window).collect();
+        assert_eq!(windows, [Some(2_000_000), Some(16_000_000)]);
     }
 
     #[test]

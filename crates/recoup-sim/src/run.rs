@@ -266,6 +266,12 @@ pub fn run_one_with_qlog(
             .transport
             .receive_window
             .unwrap_or(defaults.stream_receive_window),
+        send_buffer: scenario
+            .transport
+            .send_buffer
+            .map_or(defaults.send_buffer, |b| {
+                usize::try_from(b).unwrap_or(usize::MAX)
+            }),
         record_recovery: true,
         seed,
         ..defaults

@@ -38,7 +38,8 @@ use crate::units::{parse_duration, parse_rate};
 pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
 /// Most points one sweep may expand to.
 pub const MAX_SWEEP_POINTS: usize = 100_000;
-/// Smallest receive window a scenario may set: one full-size QUIC packet (RFC 9000 §14).
+/// Smallest receive window or send buffer a scenario may set: one full-size QUIC packet
+/// (RFC 9000 §14).
 pub const MIN_RECEIVE_WINDOW: u64 = 1200;
 
 /// Why a scenario could not be loaded.
@@ -268,6 +269,7 @@ struct RawTransport {
     cc: Option<Parsed<CcAlgorithm>>,
     initial_window: Option<u64>,
     receive_window: Option<Size>,
+    send_buffer: Option<Size>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -300,7 +302,7 @@ const APP_KEYS: [&str; 15] = [
     "think",
     "deadline",
 ];
-const TRANSPORT_KEYS: [&str; 3] = ["cc", "initial_window", "receive_window"];
+const TRANSPORT_KEYS: [&str; 4] = ["cc", "initial_window", "receive_window", "send_buffer"];
 
 // ---- the checked scenario ----
 
@@ -347,6 +349,10 @@ pub struct TransportSpec {
     /// has read, for the connection and for each stream (ART §4.4, Fig. 24); `None` keeps the
     /// transport's defaults.
     pub receive_window: Option<u64>,
+    /// The sender's buffer per stream: it frees bytes only up to the first unacknowledged one,
+    /// so a hole stalls the sender once this much follows it, as a receive buffer stalls the
+    /// receiver; `None` keeps the transport's default.
+    pub send_buffer: Option<u64>,
 }
 
 /// One policy to run.
@@ -924,12 +930,18 @@ fn check(
         ));
     }
     let receive_window = transport.receive_window.map(|s| s.0);
-    if let Some(w) = receive_window.filter(|&w| w < MIN_RECEIVE_WINDOW) {
-        return Err(invalid(
-            file,
-            "transport.receive_window",
-            format!("{w} bytes is less than one packet ({MIN_RECEIVE_WINDOW} bytes)"),
-        ));
+    let send_buffer = transport.send_buffer.map(|s| s.0);
+    for (key, value) in [
+        ("transport.receive_window", receive_window),
+        ("transport.send_buffer", send_buffer),
+    ] {
+        if let Some(w) = value.filter(|&w| w < MIN_RECEIVE_WINDOW) {
+            return Err(invalid(
+                file,
+                key,
+                format!("{w} bytes is less than one packet ({MIN_RECEIVE_WINDOW} bytes)"),
+            ));
+        }
     }
     let raw_policies = raw.policy.unwrap_or_else(|| {
         vec![RawPolicy {
@@ -978,6 +990,7 @@ fn check(
             cc: transport.cc.map_or_else(CcAlgorithm::default, |c| c.0),
             initial_window: transport.initial_window,
             receive_window,
+            send_buffer,
         },
         policies,
     })
@@ -1026,7 +1039,7 @@ mod tests {
     }
 
     #[test]
-    fn receive_window_is_a_size_checked_against_one_packet() {
+    fn receive_window_and_send_buffer_are_sizes_checked_against_one_packet() {
         let s = one(&format!("{MINIMAL}[transport]\nreceive_window = \"8MB\"\n")).expect("valid");
         assert_eq!(s.transport.receive_window, Some(8_000_000));
         let s = one(&format!("{MINIMAL}[transport]\nreceive_window = 65536\n")).expect("valid");
@@ -1049,6 +1062,13 @@ mod tests {
         .expect("valid sweep");
         let windows: Vec<_> = v.iter().map(|s| s.transport.receive_window).collect();
         assert_eq!(windows, [Some(2_000_000), Some(16_000_000)]);
+        let s = one(&format!("{MINIMAL}[transport]\nsend_buffer = \"64MB\"\n")).expect("valid");
+        assert_eq!(s.transport.send_buffer, Some(64_000_000));
+        let e = err(&format!("{MINIMAL}[transport]\nsend_buffer = 10\n"));
+        assert!(
+            e.contains("transport.send_buffer") && e.contains("10 bytes"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -56,9 +56,36 @@ AUTOREC_PATH = {
     "queue": "droptail packets=100",
     "loss": "bernoulli 5%",
 }
-# ART Fig. 19's testbed link; 100 Mbit/s x 30 ms is 375 kB, about 300 packets: the queue holds
-# one BDP.
-ART_PATH = {"rtt": "30ms", "rate": "100Mbps", "queue": "droptail packets=300"}
+# ART §7.1 runs its testbed in Mahimahi ("Burst loss is also simulated using Mahimahi's limited
+# buffer"): an mm-link at 100 Mbit/s (ART_MBPS) and a droptail queue. 100 Mbit/s x 30 ms is
+# 375 kB, about 300 of our packets: the queue holds one BDP (the paper gives no size).
+ART_MBPS = 100
+ART_QUEUE = "droptail packets=300"
+# The simulator's constant-rate link: the same rate without mm-link's 1 ms delivery batches.
+ART_RATE_PATH = {"rtt": "30ms", "rate": f"{ART_MBPS}Mbps", "queue": ART_QUEUE}
+# mm-link's delivery opportunities carry 1504 bytes each.
+MM_PACKET_BYTES = 1504
+
+
+def mahimahi_constant_trace(mbps: int) -> Path:
+    """An mm-link trace of a constant `mbps` Mbit/s link, written (once) to
+    experiments/results/traces/: 12500 opportunities of 1504 bytes spread evenly over a period
+    of 1504 * 8 * 12500 / (mbps * 1000) ms (1504 ms at 100 Mbit/s), as mm-link repeats it."""
+    lines = 12500
+    period_ms = MM_PACKET_BYTES * 8 * lines / (mbps * 1000)
+    if period_ms != int(period_ms):
+        raise ValueError(f"{mbps} Mbit/s needs a fractional trace period ({period_ms} ms)")
+    path = RESULTS / "traces" / f"constant-{mbps}mbps.mm"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stamps = (math.ceil((i + 1) * period_ms / lines) for i in range(lines))
+        path.write_text("".join(f"{t}\n" for t in stamps))
+    return path
+
+
+def art_path(rtt: str = "30ms", queue: str = ART_QUEUE) -> dict[str, str]:
+    """ART's testbed path: the Mahimahi link at ART_MBPS both ways, `rtt`, a droptail queue."""
+    return {"rtt": rtt, "trace": str(mahimahi_constant_trace(ART_MBPS)), "queue": queue}
 
 
 def autorec_plan(
@@ -86,19 +113,36 @@ def autorec_plan(
 
 
 def art_plan(
-    name: str, size: str, loss: str, policies: list[dict[str, str]], seeds: int, duration: str
+    name: str,
+    size: str,
+    loss: str,
+    policies: list[dict[str, str]],
+    seeds: int,
+    duration: str,
+    *,
+    path: dict[str, str] | None = None,
+    transport: dict[str, Any] | None = None,
+    sweep: dict[str, list[Any]] | None = None,
 ) -> dict[str, Any]:
-    """One file of `size` per run (BBR) on ART's testbed link with `loss` random loss."""
-    return {
+    """One file of `size` per run (BBR) on ART's testbed path (`art_path()` unless `path` is
+    given) with `loss` on the data direction: a percentage of random loss, or a full loss
+    description ("gemodel ..."); `transport` adds transport keys."""
+    plan = {
         "name": name,
         "seed": 1,
         "repetitions": seeds,
         "duration": duration,
-        "path": {**ART_PATH, "down": {"loss": f"bernoulli {loss}"}},
+        "path": {
+            **(path or art_path()),
+            "down": {"loss": loss if " " in loss else f"bernoulli {loss}"},
+        },
         "app": {"kind": "file", "size": size, "count": 1},
-        "transport": {"cc": "bbr"},
+        "transport": {"cc": "bbr", **(transport or {})},
         "policy": policies,
     }
+    if sweep:
+        plan["sweep"] = sweep
+    return plan
 
 
 def parse_args(

@@ -25,6 +25,8 @@ POLICIES = [
     {"label": "QUIC (arq)", "name": "arq"},
     {"label": "OR3", "name": "or3"},
     {"label": "ART", "name": "art"},
+    # The other reading of what R counts (see fig19_nmax.py).
+    {"label": "ART (level=copies)", "name": "art", "params": "level=copies"},
 ]
 LABELS = [p["label"] for p in POLICIES]
 # (figure, size, loss)

@@ -1,9 +1,10 @@
 //! `art` and `art-mab` (ART §6, §8): a Redundancy Adapter chooses R, the number of replicas of a
 //! lost range in a retransmission round, and a Replica Scheduler spreads them over an escape space.
 //!
-//! R counts every send of the round, the transport's ARQ retransmission included (ART Fig. 9,
-//! R_1 = 3 for replicas k = 1, 2, 3; "traditional QUIC" has escape space 1), so the policy asks
-//! for R - 1 copies.
+//! By default R counts every send of the round, the transport's ARQ retransmission included (ART
+//! Fig. 9, R_1 = 3 for replicas k = 1, 2, 3; "traditional QUIC" has escape space 1), so the
+//! policy asks for R - 1 copies; `level=copies` reads R as copies beyond the retransmission
+//! ([`LevelCounts`]).
 //!
 //! *Test-and-verification adapter* (§6.1): a bitmap of the last L_queue replica outcomes (every
 //! retransmission or copy packet; 1 = lost), p_r = ones / L_queue, E = R (1 - p_r); on each loss
@@ -19,6 +20,9 @@
 //! scheduler is a timer (one position = one packet at the pacing rate), so a position also falls
 //! due after `offset x SRTT / BDP`: in off-mode the count would otherwise stand still. Without the
 //! scheduler (ablation) the copies go back to back.
+//!
+//! *Opportunism* (§6.4): copies may go beyond the congestion window ([`Opportunism`]; on by
+//! default, as the paper introduces it as part of ART).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -34,7 +38,7 @@ use crate::api::{
 };
 use crate::bandit::Bandit;
 use crate::burst::BurstTracker;
-use crate::config::{ArtConfig, ArtMabConfig, SchedulerConfig};
+use crate::config::{ArtConfig, ArtMabConfig, LevelCounts, Opportunism, SchedulerConfig};
 
 /// Rounds with their own redundancy level; later rounds share the last one.
 pub const TRACKED_ROUNDS: usize = 16;
@@ -101,6 +105,7 @@ enum Adapter {
         window: OutcomeWindow,
         levels: Vec<u32>,
         r_max: u32,
+        counts: LevelCounts,
     },
     Bandit {
         bandit: Bandit,
@@ -144,6 +149,7 @@ impl Art {
                 window: OutcomeWindow::new(cfg.l_queue),
                 levels: vec![1; TRACKED_ROUNDS],
                 r_max,
+                counts: cfg.level,
             },
             cfg.scheduler,
             seed,
@@ -315,19 +321,24 @@ impl RecoveryPolicy for Art {
     fn on_data_lost(&mut self, _: Instant, lost: &LostData) {
         // Copies still waiting from the previous round are obsolete.
         self.forget_copies(lost.id);
-        let r = match &mut self.adapter {
+        let copies = match &mut self.adapter {
             Adapter::Verify {
                 window,
                 levels,
                 r_max,
+                counts,
             } => {
                 let p_r = window.p_r();
-                match levels.get_mut(round_index(lost.round)) {
+                let r = match levels.get_mut(round_index(lost.round)) {
                     Some(level) => {
                         *level = adapt(*level, p_r, *r_max);
                         *level
                     }
                     None => 1,
+                };
+                match counts {
+                    LevelCounts::Sends => r - 1,
+                    LevelCounts::Copies => r,
                 }
             }
             Adapter::Bandit { bandit, playing } => {
@@ -336,11 +347,11 @@ impl RecoveryPolicy for Art {
                 }
                 let r = bandit.select(&mut self.rng);
                 playing.insert(lost.id, r);
-                r
+                r - 1
             }
         };
-        if r > 1 {
-            self.unplaced.push((lost.id, r - 1));
+        if copies > 0 {
+            self.unplaced.push((lost.id, copies));
         }
     }
 
@@ -368,10 +379,17 @@ impl RecoveryPolicy for Art {
             .filter(|(_, s)| s.position <= ctx.packets_sent || s.at <= now)
             .min_by_key(|(_, s)| (s.position, s.at))?;
         let copy = self.scheduled.remove(i);
-        let budget = u64::from(self.scheduler.opportunism).saturating_mul(self.largest_packet);
+        let beyond_cwnd = match self.scheduler.opportunism {
+            Opportunism::Off => false,
+            Opportunism::Budget(packets) => {
+                let budget = u64::from(packets).saturating_mul(self.largest_packet);
+                ctx.bytes_in_flight < ctx.cwnd.saturating_add(budget)
+            }
+            Opportunism::On => true,
+        };
         Some(CopyRequest {
             id: copy.id,
-            beyond_cwnd: budget > 0 && ctx.bytes_in_flight < ctx.cwnd.saturating_add(budget),
+            beyond_cwnd,
         })
     }
 
@@ -592,7 +610,7 @@ mod tests {
         let cfg = ArtConfig {
             scheduler: SchedulerConfig {
                 enabled: false,
-                opportunism: 2,
+                opportunism: Opportunism::Budget(2),
                 ..SchedulerConfig::default()
             },
             ..ArtConfig::default()
@@ -607,6 +625,57 @@ mod tests {
         assert_eq!(p.poll_copy(ms(0), &c).map(|x| x.beyond_cwnd), Some(true));
         c.bytes_in_flight = 12_000 + 2400;
         assert_eq!(p.poll_copy(ms(0), &c).map(|x| x.beyond_cwnd), Some(false));
+    }
+
+    #[test]
+    fn level_counts_the_retransmission_or_not() {
+        let copies_for = |level| {
+            let cfg = ArtConfig {
+                level,
+                scheduler: SchedulerConfig {
+                    enabled: false,
+                    ..SchedulerConfig::default()
+                },
+                ..ArtConfig::default()
+            };
+            let mut p = Art::new(&cfg, 1);
+            // p_r = 0.7: R steps 1 -> 2 -> 3 over two losses.
+            replica_outcomes(&mut p, 7, 3);
+            p.on_data_lost(ms(0), &lost_round(1, 1));
+            p.on_data_lost(ms(0), &lost_round(2, 1));
+            assert_eq!(p.redundancy(1), Some(3));
+            std::iter::from_fn(|| p.poll_copy(ms(0), &ctx(0)).map(|c| c.id)).collect::<Vec<_>>()
+        };
+        // R = 2 then 3 sends: 1 + 2 copies besides the retransmissions.
+        assert_eq!(copies_for(LevelCounts::Sends), vec![1, 2, 2]);
+        // R = 2 then 3 copies.
+        assert_eq!(copies_for(LevelCounts::Copies), vec![1, 1, 2, 2, 2]);
+    }
+
+    #[test]
+    fn opportunism_on_ignores_the_window_and_off_respects_it() {
+        for (opportunism, beyond) in [(Opportunism::On, true), (Opportunism::Off, false)] {
+            let cfg = ArtConfig {
+                scheduler: SchedulerConfig {
+                    enabled: false,
+                    opportunism,
+                    ..SchedulerConfig::default()
+                },
+                ..ArtConfig::default()
+            };
+            let mut p = Art::new(&cfg, 1);
+            replica_outcomes(&mut p, 7, 3);
+            p.on_data_lost(ms(0), &lost_round(1, 1));
+            let mut c = ctx(0);
+            c.cwnd = 12_000;
+            c.bytes_in_flight = 1_000_000;
+            assert_eq!(
+                p.poll_copy(ms(0), &c).map(|x| x.beyond_cwnd),
+                Some(beyond),
+                "{opportunism}"
+            );
+        }
+        assert_eq!(SchedulerConfig::default().opportunism, Opportunism::On);
     }
 
     #[test]

@@ -46,6 +46,53 @@ impl Or3Variant {
     }
 }
 
+/// How far ART's copies may exceed the congestion window (ART §6.4 "opportunism"); as a
+/// parameter `on`, `off` or a packet budget `N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opportunism {
+    /// Copies wait for the congestion window like any other packet.
+    Off,
+    /// Copies may exceed the congestion window by up to this many packets.
+    Budget(u32),
+    /// Copies ignore the congestion window (pacing still spaces them): ART §6.4 "allows replicas
+    /// to be sent on time even when the congestion window is insufficient", with no budget given.
+    /// Copies exist only for lost data and R <= r_max, so what they add is bounded by the data in
+    /// flight.
+    On,
+}
+
+impl fmt::Display for Opportunism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Off => f.write_str("off"),
+            Self::Budget(n) => write!(f, "{n}"),
+            Self::On => f.write_str("on"),
+        }
+    }
+}
+
+impl Serialize for Opportunism {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Opportunism {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = String::deserialize(d)?;
+        match v.as_str() {
+            "on" => Ok(Self::On),
+            "off" | "0" => Ok(Self::Off),
+            n => match n.parse::<u32>() {
+                Ok(n) if (1..=10_000).contains(&n) => Ok(Self::Budget(n)),
+                _ => Err(serde::de::Error::custom(
+                    "`on`, `off` or a packet budget in 0..=10000",
+                )),
+            },
+        }
+    }
+}
+
 /// ART's Replica Scheduler (ART §6.2) and opportunism (§6.4), shared by `art` and `art-mab`:
 /// its parameters are given in the same list as theirs.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -60,10 +107,9 @@ pub struct SchedulerConfig {
     /// B_max is the largest loss burst in this many last RTTs (ART: "5 ~ 10").
     #[serde(deserialize_with = "rtts")]
     pub burst_rtts: u32,
-    /// Copies may exceed the congestion window by up to this many packets (ART §6.4
-    /// "opportunism"; the paper gives no budget, so it is off unless asked for).
-    #[serde(deserialize_with = "budget")]
-    pub opportunism: u32,
+    /// ART §6.4 introduces opportunism as part of ART ("in this paper, we introduce
+    /// opportunism"), so it is on by default.
+    pub opportunism: Opportunism,
 }
 
 impl Default for SchedulerConfig {
@@ -72,9 +118,25 @@ impl Default for SchedulerConfig {
             enabled: true,
             a: 1.0,
             burst_rtts: 8,
-            opportunism: 0,
+            opportunism: Opportunism::On,
         }
     }
+}
+
+/// What ART's redundancy level R counts. ART §5.2 defines R_n as "the number of replicas that
+/// should be resent" in round n; whether the ARQ retransmission is one of them, the text reads
+/// both ways.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LevelCounts {
+    /// Every send of the round, the retransmission included: "the sender retransmits 3 replicas
+    /// of the lost packet (i.e., k = 1, 2, 3) during the first retransmission round", and "in
+    /// the case of Figure 9, we have R_1 = 3" (§5.1-5.2), where k counts retransmissions.
+    #[default]
+    Sends,
+    /// Copies beyond the retransmission: Fig. 12 tries "R = 0", and §7.1 lists "QUIC (R = 1)"
+    /// as a variant of traditional QUIC, which retransmits one replica per loss.
+    Copies,
 }
 
 /// `art`: ART's test-and-verification Redundancy Adapter (§6.1) with the Replica Scheduler.
@@ -84,9 +146,11 @@ pub struct ArtConfig {
     /// Length of the replica-outcome bitmap (ART: L_queue >= 10).
     #[serde(deserialize_with = "l_queue")]
     pub l_queue: usize,
-    /// Largest redundancy level R (sends per round, retransmission included).
+    /// Largest redundancy level R.
     #[serde(deserialize_with = "one_to_64")]
     pub r_max: u32,
+    /// Whether R counts the retransmission.
+    pub level: LevelCounts,
     /// Parsed from the same list by its own struct.
     #[serde(skip)]
     pub scheduler: SchedulerConfig,
@@ -97,6 +161,7 @@ impl Default for ArtConfig {
         Self {
             l_queue: 10,
             r_max: 10,
+            level: LevelCounts::default(),
             scheduler: SchedulerConfig::default(),
         }
     }
@@ -324,10 +389,6 @@ fn rtts<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 
 fn srtts<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     in_range(d, 1..=1000, "a whole number of SRTTs in 1..=1000")
-}
-
-fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-    in_range(d, 0..=10_000, "a packet budget in 0..=10000")
 }
 
 fn packets<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
@@ -611,6 +672,12 @@ mod tests {
                 "art:l_queue=20,a=2.5,burst_rtts=5,opportunism=4,r_max=6",
                 "art:l_queue=20,r_max=6,a=2.5,burst_rtts=5,opportunism=4",
             ),
+            (
+                "art:level=copies,opportunism=off",
+                "art:level=copies,opportunism=off",
+            ),
+            ("art:opportunism=0,level=sends", "art:opportunism=off"),
+            ("art:opportunism=on", "art"),
             ("art-mab:algo=ucb", "art-mab:algo=ucb"),
             (
                 "art-mab:eta=1.05,epsilon=0.2,ucb_c=1.5,scheduler=off",
@@ -678,6 +745,15 @@ mod tests {
         assert!(e.contains("`on` or `off`"), "{e}");
         let e = err("art:l_queue=0");
         assert!(e.contains("1..=65536"), "{e}");
+        let e = err("art:level=all");
+        assert!(
+            e.contains("`all`") && e.contains("`sends` or `copies`"),
+            "{e}"
+        );
+        let e = err("art:opportunism=lots");
+        assert!(e.contains("`lots`") && e.contains("packet budget"), "{e}");
+        let e = err("art-mab:opportunism=10001");
+        assert!(e.contains("0..=10000"), "{e}");
         let e = err("art-mab:algo=thompson");
         assert!(e.contains("ucb"), "{e}");
         let e = err("autorec:offmode=twice");

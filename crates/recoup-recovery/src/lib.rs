@@ -34,8 +34,8 @@ pub use art::{adapt as art_adapt, Art, OutcomeWindow};
 pub use autorec::AutoRec;
 pub use autorec_modes::{OffMode, ReinjectionCount, TUnitSample};
 pub use config::{
-    ArtConfig, ArtMabConfig, AutoRecConfig, BanditAlgo, LadrConfig, Or3Variant, PolicySpec,
-    SchedulerConfig, TooConfig, POLICY_NAMES,
+    ArtConfig, ArtMabConfig, AutoRecConfig, BanditAlgo, LadrConfig, LevelCounts, Opportunism,
+    Or3Variant, PolicySpec, SchedulerConfig, TooConfig, POLICY_NAMES,
 };
 pub use error::Error;
 pub use fixed::Fixed;

@@ -251,14 +251,31 @@ pub fn run_one_with_qlog(
     qlog_dir: Option<&Path>,
 ) -> Result<RunRow, RunError> {
     let (client_tls, server_tls) = simulation_tls(seed, "localhost", &[b"hq-interop"])?;
+    let defaults = TransportConfig::default();
     let transport = TransportConfig {
         policy: policy.spec.clone(),
         cc: scenario.transport.cc,
         initial_window: scenario.transport.initial_window,
         loss_detection: scenario.transport.loss_detection,
+        // One buffer for the connection and its streams: a single-stream transfer is held by
+        // the smaller of the two windows.
+        receive_window: scenario
+            .transport
+            .receive_window
+            .unwrap_or(defaults.receive_window),
+        stream_receive_window: scenario
+            .transport
+            .receive_window
+            .unwrap_or(defaults.stream_receive_window),
+        send_buffer: scenario
+            .transport
+            .send_buffer
+            .map_or(defaults.send_buffer, |b| {
+                usize::try_from(b).unwrap_or(usize::MAX)
+            }),
         record_recovery: true,
         seed,
-        ..TransportConfig::default()
+        ..defaults
     };
     let client_addr: SocketAddr = CLIENT.parse().expect("constant address");
     let server_addr: SocketAddr = SERVER.parse().expect("constant address");

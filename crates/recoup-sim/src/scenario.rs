@@ -43,6 +43,9 @@ use crate::app::AppSpec;
 pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
 /// Most points one sweep may expand to.
 pub const MAX_SWEEP_POINTS: usize = 100_000;
+/// Smallest receive window or send buffer a scenario may set: one full-size QUIC packet
+/// (RFC 9000 §14).
+pub const MIN_RECEIVE_WINDOW: u64 = 1200;
 
 /// Why a scenario could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -387,6 +390,37 @@ pub struct TransportSpec {
     /// Loss detection: `rfc9002` (RFC 9002 §6) or `rack-tlp` (RFC 8985).
     #[serde(deserialize_with = "from_str")]
     pub loss_detection: LossDetectionMode,
+    /// The receiver's buffer: the flow-control window it keeps ahead of what its application
+    /// has read, for the connection and for each stream (ART §4.4, Fig. 24); `None` keeps the
+    /// transport's defaults.
+    #[serde(deserialize_with = "receive_window")]
+    pub receive_window: Option<u64>,
+    /// The sender's buffer per stream: it frees bytes only up to the first unacknowledged one,
+    /// so a hole stalls the sender once this much follows it, as a receive buffer stalls the
+    /// receiver; `None` keeps the transport's default.
+    #[serde(deserialize_with = "send_buffer")]
+    pub send_buffer: Option<u64>,
+}
+
+fn receive_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    at_least_one_packet(d, "transport.receive_window")
+}
+
+fn send_buffer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    at_least_one_packet(d, "transport.send_buffer")
+}
+
+/// A buffer size (`"8MB"` or bytes) that holds at least one packet.
+fn at_least_one_packet<'de, D: Deserializer<'de>>(
+    d: D,
+    key: &str,
+) -> Result<Option<u64>, D::Error> {
+    match Size::deserialize(d)? {
+        Size(w) if w < MIN_RECEIVE_WINDOW => Err(de::Error::custom(format!(
+            "`{key}`: {w} bytes is less than one packet ({MIN_RECEIVE_WINDOW} bytes)"
+        ))),
+        Size(w) => Ok(Some(w)),
+    }
 }
 
 fn initial_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -1062,6 +1096,39 @@ mod tests {
     }
 
     #[test]
+    fn receive_window_and_send_buffer_are_sizes_checked_against_one_packet() {
+        let s = one(&format!("{MINIMAL}[transport]\nreceive_window = \"8MB\"\n")).expect("valid");
+        assert_eq!(s.transport.receive_window, Some(8_000_000));
+        let s = one(&format!("{MINIMAL}[transport]\nreceive_window = 65536\n")).expect("valid");
+        assert_eq!(s.transport.receive_window, Some(65_536));
+        let e = err(&format!("{MINIMAL}[transport]\nreceive_window = \"100\"\n"));
+        assert!(
+            e.contains("transport.receive_window") && e.contains("100 bytes"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{MINIMAL}[transport]\nreceive_window = \"8 parsecs\"\n"
+        ));
+        assert!(e.contains("receive_window") && e.contains("parsecs"), "{e}");
+        let v = load_str(
+            &format!("{MINIMAL}[sweep]\n\"transport.receive_window\" = [\"2MB\", \"16MB\"]\n"),
+            "t.toml",
+            None,
+            "t",
+        )
+        .expect("valid sweep");
+        let windows: Vec<_> = v.iter().map(|s| s.transport.receive_window).collect();
+        assert_eq!(windows, [Some(2_000_000), Some(16_000_000)]);
+        let s = one(&format!("{MINIMAL}[transport]\nsend_buffer = \"64MB\"\n")).expect("valid");
+        assert_eq!(s.transport.send_buffer, Some(64_000_000));
+        let e = err(&format!("{MINIMAL}[transport]\nsend_buffer = 10\n"));
+        assert!(
+            e.contains("transport.send_buffer") && e.contains("10 bytes"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn defaults_and_overrides_per_direction() {
         let s = one(
             "seed = 7\n[path]\nrtt = \"40ms\"\nrate = \"5Mbps\"\nloss = \"bernoulli 1%\"\n\
@@ -1257,7 +1324,13 @@ mod tests {
         );
         assert_eq!(
             keys::<TransportSpec>(),
-            ["cc", "initial_window", "loss_detection"]
+            [
+                "cc",
+                "initial_window",
+                "loss_detection",
+                "receive_window",
+                "send_buffer"
+            ]
         );
         assert_eq!(keys::<RawFileApp>(), ["size", "count", "interval"]);
         // Keys that name a table are not axes.

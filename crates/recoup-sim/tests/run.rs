@@ -110,3 +110,39 @@ fn rack_tlp_from_the_scenario_file_runs_and_changes_the_run() {
         "rack-tlp gave the same run as rfc9002 (seed 3)"
     );
 }
+
+#[test]
+fn the_receive_window_bounds_a_transfer_to_one_window_per_round_trip() {
+    // 2 MB at 100 Mbit/s and 100 ms RTT: about 0.3 s with the default 8 MB window, while a
+    // 64 KiB window lets at most 64 KiB through per round trip (flow control, RFC 9000 §4),
+    // so at least 2 MB / 64 KiB = 30 round trips, 3 s.
+    let fct = |window: &str| {
+        let text = format!(
+            r#"
+            name = "rwnd"
+            duration = "20s"
+            [path]
+            rtt = "100ms"
+            rate = "100Mbps"
+            queue = "droptail packets=1000"
+            [app]
+            kind = "file"
+            size = "2MB"
+            [transport]
+            cc = "bbr"
+            {window}
+            "#
+        );
+        let sc = recoup_sim::scenario::load_str(&text, "rwnd.toml", None, "rwnd")
+            .expect("scenario")
+            .remove(0);
+        let row = run_one(&sc, &sc.policies[0], 1).expect("run");
+        assert_eq!(row.app_error, None);
+        assert_eq!(row.transfers_incomplete, Some(0), "{window}");
+        row.fct_ms.expect("a completed transfer has an FCT")
+    };
+    let small = fct("receive_window = \"64KiB\"");
+    let default = fct("");
+    assert!(small >= 3000.0, "64 KiB window: FCT {small} ms");
+    assert!(default < 1500.0, "default window: FCT {default} ms");
+}

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use recoup_sim::metrics::fill_goodput_reduction;
+use recoup_sim::metrics::fill_baseline_columns;
 use recoup_sim::run::run_one;
 use recoup_sim::scenario::Scenario;
 
@@ -29,7 +29,7 @@ fn default_scenario_runs_are_complete_deterministic_and_show_recovery() {
         serde_json::to_string(&rows[4]).expect("json"),
         "same scenario and seed, different metrics"
     );
-    fill_goodput_reduction(&mut rows, "arq");
+    fill_baseline_columns(&mut rows, "arq");
     for r in &rows {
         eprintln!(
             "{}: lost {} multi {:?} ms, cost {:?}, freezes/100s {:?}, goodput {:?} Mbit/s",

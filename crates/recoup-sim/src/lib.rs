@@ -19,6 +19,7 @@ mod loss;
 pub mod metrics;
 mod node;
 mod path;
+pub mod population;
 pub mod qlog_analyze;
 mod queue;
 mod quic;

@@ -300,7 +300,38 @@ def figure_path(fig: str, quick: bool, ext: str = "png") -> Path:
     return FIGURES / f"{fig}{'-quick' if quick else ''}.{ext}"
 
 
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=REPO, check=True, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def provenance() -> str:
+    """What made a figure: the commit of the code (marked when the code that runs differs from
+    it: crates, python, scenarios or experiment scripts) and the command line, so every table
+    can be traced and rerun. Figure files themselves are left out of the check, since a
+    regeneration rewrites them."""
+    commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
+    dirty = _git("status", "--porcelain", "--", "crates", "python", "scenarios", "Cargo.lock",
+                 "experiments/*.py", "experiments/*/*.py")  # fmt: skip
+    if dirty:
+        commit += " with uncommitted changes"
+    script = Path(sys.argv[0]).resolve()
+    try:
+        script = script.relative_to(REPO)
+    except ValueError:
+        pass
+    command = " ".join(["python3", str(script), *sys.argv[1:]])
+    return f"Made at commit `{commit}` by `{command}`.\n"
+
+
 def save_text(path: Path, text: str) -> None:
+    """Writes a file; a markdown table (`.md`) gets a last line with its `provenance()`."""
+    if path.suffix == ".md":
+        text = text.rstrip("\n") + "\n\n" + provenance()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     print(f"wrote {path}")

@@ -111,11 +111,12 @@ def parse_args(
     count: str = "--seeds",
     count_help: str = "seeds per point",
     duration: bool = False,
+    replot: bool = False,
 ) -> argparse.Namespace:
     """The flags: --quick (a smoke run, described by `quick`), `count` (runs per point, into
     `args.seeds`) and --jobs (worker threads, `jobs` by default, 0 for all cores). With
-    `duration`, also --duration (60 s, --quick 10 s) and --replot (redraw from existing
-    results; `args.replot` is False without it)."""
+    `duration`, also --duration (60 s, --quick 10 s); with `duration` or `replot`, --replot
+    (redraw from existing results; `args.replot` is False without it)."""
     p = argparse.ArgumentParser(description=doc)
     p.add_argument("--quick", action="store_true", help=quick)
     p.add_argument(
@@ -133,6 +134,7 @@ def parse_args(
     )
     if duration:
         p.add_argument("--duration", help="simulated length of each run (default 60s)")
+    if duration or replot:
         p.add_argument(
             "--replot", action="store_true", help="only re-read existing results and redraw"
         )

@@ -57,7 +57,9 @@
 //! - `bernoulli`: independent loss at the drawn rate (`mm-loss`), on a link of
 //!   bitrate x headroom;
 //! - `gemodel`: netem `gemodel p r 100% 0%` with the drawn rate as its stationary loss rate
-//!   p / (p + r) and r = 1 / burst (a bad state lasts `burst` packets on average);
+//!   p / (p + r) and r = 1 / burst (a bad state lasts `burst` packets on average); with
+//!   `slot = "30ms"`, time-slotted (`slotted-gemodel 30ms p r 100% 0%`, the state changes once
+//!   per slot, as in AutoRec Fig. 20), so a bad state lasts `burst` slots;
 //! - `trace`: one of `traces` (mm-link files, picked uniformly) as the downlink, with Bernoulli
 //!   loss at the drawn rate besides the trace's own queue drops.
 //!
@@ -118,6 +120,7 @@ struct RawLossModel {
     kind: String,
     weight: f64,
     traces: Option<Vec<String>>,
+    slot: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -345,7 +348,10 @@ fn dist(raw: &RawDist, kind: Kind, file: &str, key: &str) -> Result<Dist, Scenar
 #[derive(Clone, Debug, PartialEq)]
 pub enum LossModel {
     Bernoulli,
-    GilbertElliott,
+    /// Per packet (netem), or with a slot, time-slotted: the state changes once per slot.
+    GilbertElliott {
+        slot: Option<String>,
+    },
     /// A downlink trace, picked uniformly from these (resolved, existing) files.
     Trace(Vec<PathBuf>),
 }
@@ -458,9 +464,26 @@ pub fn parse(
         if !(m.weight.is_finite() && m.weight > 0.0) {
             return Err(err(file, &format!("{key}.weight"), "must be > 0"));
         }
+        if let Some(slot) = &m.slot {
+            let key = format!("{key}.slot");
+            if m.kind != "gemodel" {
+                return Err(err(
+                    file,
+                    &key,
+                    format!("only for kind `gemodel`, not `{}`", m.kind),
+                ));
+            }
+            match parse_duration(slot) {
+                Ok(d) if !d.is_zero() => {}
+                Ok(_) => return Err(err(file, &key, "must be > 0")),
+                Err(e) => return Err(err(file, &key, e)),
+            }
+        }
         let model = match (m.kind.as_str(), &m.traces) {
             ("bernoulli", None) => LossModel::Bernoulli,
-            ("gemodel", None) => LossModel::GilbertElliott,
+            ("gemodel", None) => LossModel::GilbertElliott {
+                slot: m.slot.clone(),
+            },
             ("trace", Some(traces)) if !traces.is_empty() => {
                 let mut files = Vec::with_capacity(traces.len());
                 for (j, t) in traces.iter().enumerate() {
@@ -585,15 +608,19 @@ impl Population {
                 up.insert("rate".into(), rate_text(link).into());
                 params.link_mbps = Some(link / 1e6);
             }
-            LossModel::GilbertElliott => {
+            LossModel::GilbertElliott { slot } => {
                 // Stationary loss rate p / (p + r) with every bad-state packet lost (1-h =
                 // 100 %) and none in the good state (1-k = 0 %): p = loss * r / (1 - loss).
                 let r = 1.0 / burst;
                 let p = (loss * r / (1.0 - loss).max(1e-9)).min(1.0);
+                let model = match slot {
+                    Some(slot) => format!("slotted-gemodel {slot}"),
+                    None => "gemodel".to_owned(),
+                };
                 down.insert("rate".into(), rate_text(link).into());
                 down.insert(
                     "loss".into(),
-                    format!("gemodel {} {} 100% 0%", percent(p), percent(r)).into(),
+                    format!("{model} {} {} 100% 0%", percent(p), percent(r)).into(),
                 );
                 up.insert("rate".into(), rate_text(link).into());
                 params.loss_model = "gemodel";
@@ -859,6 +886,22 @@ weight = 1
     }
 
     #[test]
+    fn slotted_gemodel_streams_change_state_once_per_slot() {
+        let models = "[[loss_model]]\nkind = \"gemodel\"\nweight = 1\nslot = \"30ms\"\n";
+        let pop = parse_ok(&text(SRTT, models));
+        let s = pop.stream(0).expect("stream");
+        let LossSpec::SlottedGe { slot, params } = &s.scenario.down.loss else {
+            panic!("{:?}", s.scenario.down.loss);
+        };
+        assert_eq!(*slot, std::time::Duration::from_millis(30));
+        let (p, r) = (params.p.fraction(), params.r.fraction());
+        assert!((p / (p + r) - s.params.loss_rate).abs() < 1e-6);
+        let bad = "[[loss_model]]\nkind = \"bernoulli\"\nweight = 1\nslot = \"30ms\"\n";
+        let e = parse_err(&text(SRTT, bad));
+        assert!(e.contains("loss_model[0].slot"), "{e}");
+    }
+
+    #[test]
     fn trace_streams_use_an_existing_trace() {
         let models = r#"
 [[loss_model]]
@@ -923,7 +966,10 @@ traces = ["TMobile-LTE-short.down", "Verizon-LTE-short.down"]
 
     #[test]
     fn the_shipped_deployment_fleet_loads() {
-        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/fleet/deployment.toml");
+        let file = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/fleet/deployment.toml"
+        );
         let pop = load(Path::new(file)).expect("deployment.toml");
         assert_eq!(pop.streams, 200);
         let labels: Vec<String> = pop

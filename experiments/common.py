@@ -326,8 +326,12 @@ def provenance() -> str:
         script = script.relative_to(REPO)
     except ValueError:
         pass
-    command = " ".join(["python3", str(script), *sys.argv[1:]])
-    return f"Made at commit `{commit}` by `{command}`.\n"
+    flags = [a for a in sys.argv[1:] if a != "--replot"]
+    command = " ".join(["python3", str(script), *flags])
+    redrawn = (
+        " (this table redrawn from its results with --replot)" if "--replot" in sys.argv else ""
+    )
+    return f"Made at commit `{commit}` by `{command}`{redrawn}.\n"
 
 
 def save_text(path: Path, text: str) -> None:

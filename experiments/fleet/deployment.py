@@ -235,7 +235,10 @@ def plot(runs: pd.DataFrame, path: Path) -> None:
             ):
                 continue
             y = (pd.RangeIndex(1, len(v) + 1) / len(v)).to_numpy()
-            ax.step(v.to_numpy(), y, where="post", label=f"{policy} (mean {v.mean():.3g})")
+            color = f"C{POLICIES.index(policy)}"
+            ax.step(
+                v.to_numpy(), y, where="post", color=color, label=f"{policy} (mean {v.mean():.3g})"
+            )
         paper = {
             "recovery_latency_multi_ms": [("AutoRec arq", 231.2), ("AutoRec", 194.6),
                                           ("TOO arq", 119.3), ("TOO", 100.2)],

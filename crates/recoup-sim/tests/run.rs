@@ -69,3 +69,34 @@ fn one_stream_per_frame_is_not_held_back_by_the_stream_limit() {
     let miss = row.deadline_miss_rate.expect("rtc measures deadlines");
     assert!(miss < 0.1, "deadline miss rate {miss} on a clean path");
 }
+
+#[test]
+fn a_finished_file_transfer_measures_goodput_over_its_completion_time() {
+    // 2 MB at 10 Mbit/s completes in about 1.7 s of a 10 s run: goodput near the link rate,
+    // not 2 MB / 10 s = 1.6 Mbit/s (issue 12 item 7).
+    let text = r#"
+        name = "file"
+        duration = "10s"
+        [path]
+        rtt = "20ms"
+        rate = "10Mbps"
+        queue = "droptail packets=100"
+        [app]
+        kind = "file"
+        size = "2MB"
+        [[policy]]
+        name = "arq"
+    "#;
+    let sc = recoup_sim::scenario::load_str(text, "file.toml", None, "file")
+        .expect("scenario")
+        .remove(0);
+    let row = run_one(&sc, &sc.policies[0], 1).expect("run");
+    assert_eq!(row.app_error, None);
+    assert_eq!(row.transfers_incomplete, Some(0));
+    let goodput = row.goodput_mbps.expect("goodput");
+    let fct_s = row.fct_ms.expect("fct") / 1e3;
+    assert!(
+        goodput > 7.0 && goodput < 10.0,
+        "goodput {goodput} Mbit/s, fct {fct_s} s"
+    );
+}

@@ -23,8 +23,14 @@ def run_jobs(jobs: list[dict[str, Any]], address: str | None) -> list[dict[str, 
 
 def main() -> None:
     request = json.load(sys.stdin)
-    rows = run_jobs(request["jobs"], request.get("address"))
-    json.dump(rows, sys.stdout)
+    out = sys.stdout
+    # stdout carries only the rows: anything Ray or a worker prints goes to stderr.
+    sys.stdout = sys.stderr
+    try:
+        rows = run_jobs(request["jobs"], request.get("address"))
+    finally:
+        sys.stdout = out
+    json.dump(rows, out)
 
 
 if __name__ == "__main__":

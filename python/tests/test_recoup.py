@@ -87,8 +87,9 @@ def test_same_seed_same_rows(small_result: dict) -> None:
 def test_single_run_matches_full_run(small_result: dict) -> None:
     one = recoup.run_one_toml(SMALL, None, 0, "autorec", 2)
     expected = small_result["runs"][3]
-    # A single run cannot know the baseline's goodput; everything else is the same.
-    assert one == {**expected, "goodput_reduction": None}
+    # A single run cannot know the baseline's goodput and retran_ratio; everything else is the
+    # same.
+    assert one == {**expected, "goodput_reduction": None, "retran_ratio_added": None}
 
 
 def test_run_reads_a_file_and_overrides(tmp_path) -> None:

@@ -155,11 +155,12 @@ def parse_args(
     count: str = "--seeds",
     count_help: str = "seeds per point",
     duration: bool = False,
+    replot: bool = False,
 ) -> argparse.Namespace:
     """The flags: --quick (a smoke run, described by `quick`), `count` (runs per point, into
     `args.seeds`) and --jobs (worker threads, `jobs` by default, 0 for all cores). With
-    `duration`, also --duration (60 s, --quick 10 s) and --replot (redraw from existing
-    results; `args.replot` is False without it)."""
+    `duration`, also --duration (60 s, --quick 10 s); with `duration` or `replot`, --replot
+    (redraw from existing results; `args.replot` is False without it)."""
     p = argparse.ArgumentParser(description=doc)
     p.add_argument("--quick", action="store_true", help=quick)
     p.add_argument(
@@ -177,6 +178,7 @@ def parse_args(
     )
     if duration:
         p.add_argument("--duration", help="simulated length of each run (default 60s)")
+    if duration or replot:
         p.add_argument(
             "--replot", action="store_true", help="only re-read existing results and redraw"
         )
@@ -345,7 +347,42 @@ def figure_path(fig: str, quick: bool, ext: str = "png") -> Path:
     return FIGURES / f"{fig}{'-quick' if quick else ''}.{ext}"
 
 
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=REPO, check=True, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def provenance() -> str:
+    """What made a figure: the commit of the code (marked when the code that runs differs from
+    it: crates, python, scenarios or experiment scripts) and the command line, so every table
+    can be traced and rerun. Figure files themselves are left out of the check, since a
+    regeneration rewrites them."""
+    commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
+    dirty = _git("status", "--porcelain", "--", "crates", "python", "scenarios", "Cargo.lock",
+                 "experiments/*.py", "experiments/*/*.py")  # fmt: skip
+    if dirty:
+        commit += " with uncommitted changes"
+    script = Path(sys.argv[0]).resolve()
+    try:
+        script = script.relative_to(REPO)
+    except ValueError:
+        pass
+    flags = [a for a in sys.argv[1:] if a != "--replot"]
+    command = " ".join(["python3", str(script), *flags])
+    redrawn = (
+        " (this table redrawn from its results with --replot)" if "--replot" in sys.argv else ""
+    )
+    return f"Made at commit `{commit}` by `{command}`{redrawn}.\n"
+
+
 def save_text(path: Path, text: str) -> None:
+    """Writes a file; a markdown table (`.md`) gets a last line with its `provenance()`."""
+    if path.suffix == ".md":
+        text = text.rstrip("\n") + "\n\n" + provenance()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     print(f"wrote {path}")

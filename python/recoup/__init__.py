@@ -98,21 +98,20 @@ def run(
     return {"runs": rows, "summary": summarize(rows)}
 
 
-def _fill_goodput_reduction(rows: list[dict[str, Any]]) -> None:
-    # Mirrors recoup_sim::metrics::fill_goodput_reduction, which a single run cannot apply: the
+def _fill_baseline_columns(rows: list[dict[str, Any]]) -> None:
+    # Mirrors recoup_sim::metrics::fill_baseline_columns, which a single run cannot apply: the
     # baseline's run of the same seed may be elsewhere.
-    base = {
-        (r["scenario"], r["seed"]): r["goodput_mbps"]
-        for r in rows
-        if r["policy"] == BASELINE and r["goodput_mbps"] is not None
-    }
+    base = {(r["scenario"], r["seed"]): r for r in rows if r["policy"] == BASELINE}
     baselined = {r["scenario"] for r in rows if r["policy"] == BASELINE}
     for r in rows:
         if r["scenario"] not in baselined:
             continue
-        b = base.get((r["scenario"], r["seed"]))
-        g = r["goodput_mbps"]
-        r["goodput_reduction"] = 1.0 - g / b if g is not None and b is not None and b > 0 else None
+        b = base.get((r["scenario"], r["seed"]), {})
+        g, bg = r["goodput_mbps"], b.get("goodput_mbps")
+        ok = g is not None and bg is not None and bg > 0
+        r["goodput_reduction"] = 1.0 - g / bg if ok else None
+        q, bq = r["retran_ratio"], b.get("retran_ratio")
+        r["retran_ratio_added"] = q - bq if q is not None and bq is not None else None
 
 
 def _sort_key(row: dict[str, Any]) -> tuple[str, str, int]:
@@ -147,7 +146,7 @@ def sweep(
         rows = _sweep_ray(args, address)
     else:
         raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
-    _fill_goodput_reduction(rows)
+    _fill_baseline_columns(rows)
     rows.sort(key=_sort_key)
     return pd.DataFrame(rows)
 

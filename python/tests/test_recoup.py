@@ -87,8 +87,9 @@ def test_same_seed_same_rows(small_result: dict) -> None:
 def test_single_run_matches_full_run(small_result: dict) -> None:
     one = recoup.run_one_toml(SMALL, None, 0, "autorec", 2)
     expected = small_result["runs"][3]
-    # A single run cannot know the baseline's goodput; everything else is the same.
-    assert one == {**expected, "goodput_reduction": None}
+    # A single run cannot know the baseline's goodput and retran_ratio; everything else is the
+    # same.
+    assert one == {**expected, "goodput_reduction": None, "retran_ratio_added": None}
 
 
 def test_run_reads_a_file_and_overrides(tmp_path) -> None:
@@ -193,3 +194,28 @@ def test_bad_dicts_are_errors() -> None:
         recoup.run({**tomllib.loads(SMALL), "seed": None})
     with pytest.raises(TypeError, match="dict"):
         recoup.run(42)  # type: ignore[arg-type]
+
+
+def test_fleet_ray_jobs_equal_single_runs(small_result: dict, monkeypatch) -> None:
+    # `recoup population --ray` hands its runs to `python -m recoup.fleet`: each job one stream's
+    # scenario text, a policy and a seed; the rows come back in job order.
+    import ray  # installed by scripts/test.sh: a missing ray fails here rather than skipping
+
+    from recoup.fleet import run_jobs
+
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    runs = small_result["runs"]
+    jobs = [
+        {"toml": SMALL, "name": "small", "policy": r["policy"], "seed": r["seed"]} for r in runs
+    ]
+    try:
+        rows = run_jobs(jobs, None)
+    finally:
+        ray.shutdown()
+    # Single runs leave the columns measured against arq empty.
+    against_arq = ("goodput_reduction", "retran_ratio_added")
+    assert len(rows) == len(runs)
+    for got, want in zip(rows, runs):
+        assert {k: v for k, v in got.items() if k not in against_arq} == {
+            k: v for k, v in want.items() if k not in against_arq
+        }

@@ -27,6 +27,7 @@ enum Command {
     Plot(cmd::plot::Args),
     Link(Box<cmd::link::Args>),
     Analyze(cmd::analyze::Args),
+    Population(cmd::population::Args),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         Command::Plot(args) => cmd::plot::run(args).map_err(Into::into),
         Command::Link(args) => cmd::link::run(*args).map_err(Into::into),
         Command::Analyze(args) => cmd::analyze::run(args).map_err(Into::into),
+        Command::Population(args) => cmd::population::run(args).map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

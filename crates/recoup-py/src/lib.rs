@@ -7,7 +7,7 @@ use std::time::Duration;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use rayon::prelude::*;
-use recoup_sim::metrics::{fill_goodput_reduction, RunRow};
+use recoup_sim::metrics::{fill_baseline_columns, RunRow};
 use recoup_sim::run::{jobs, run_one};
 use recoup_sim::scenario::{load_str, Scenario};
 use serde::Serialize;
@@ -75,7 +75,7 @@ fn to_python<'py, T: Serialize + ?Sized>(
 
 /// Runs every (sweep point, policy, seed) of the scenario on all cores, without the GIL.
 /// Rows come in sweep-point order, then policies as listed, then seeds ascending;
-/// `goodput_reduction` is filled against `arq` when the scenario runs it.
+/// `goodput_reduction` and `retran_ratio_added` are filled against `arq` when the scenario runs it.
 #[pyfunction]
 #[pyo3(signature = (text, base_dir=None, seeds=None, duration_s=None, name=None))]
 fn run_toml<'py>(
@@ -99,7 +99,7 @@ fn run_toml<'py>(
                     })
                     .collect::<PyResult<Vec<RunRow>>>()?;
                 if s.policies.iter().any(|p| p.label == BASELINE) {
-                    fill_goodput_reduction(&mut runs, BASELINE);
+                    fill_baseline_columns(&mut runs, BASELINE);
                 }
                 Ok(runs)
             })
@@ -142,7 +142,8 @@ fn plan_toml(
 }
 
 /// One run: policy `policy_label` of sweep point `point_index` with `seed`, without the GIL.
-/// `goodput_reduction` stays None: it needs the baseline's run of the same seed.
+/// `goodput_reduction` and `retran_ratio_added` stay None: they need the baseline's run of the
+/// same seed.
 #[pyfunction]
 #[pyo3(signature = (text, base_dir, point_index, policy_label, seed, duration_s=None, name=None))]
 #[expect(

@@ -10,6 +10,7 @@
 
 pub mod app;
 pub mod metrics;
+pub mod population;
 pub mod qlog_analyze;
 mod quic;
 pub mod run;

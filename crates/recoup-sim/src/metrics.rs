@@ -24,7 +24,7 @@ use crate::app::AppOutcome;
 /// Per-run counters from the sender's transport and the path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunCounters {
-    /// Length of the measured run.
+    /// Length of the measured run: the time goodput is measured over ([`goodput_window`]).
     pub duration: Duration,
     /// Packets carrying data sent for the first time.
     pub packets_new: u64,
@@ -69,10 +69,10 @@ pub struct RunRow {
     /// Copies sent / new packets sent (AutoRec).
     pub redundancy_cost: Option<f64>,
     pub copies_sent: u64,
-    /// Application bytes delivered * 8 / duration, Mbit/s.
+    /// Application bytes delivered * 8 / the goodput window ([`goodput_window`]), Mbit/s.
     pub goodput_mbps: Option<f64>,
     /// 1 - goodput / goodput of the baseline policy on the same seed
-    /// ([`fill_goodput_reduction`]).
+    /// ([`fill_baseline_columns`]).
     pub goodput_reduction: Option<f64>,
     /// Packets declared lost / packets sent.
     pub loss_rate: Option<f64>,
@@ -107,6 +107,21 @@ pub struct RunRow {
     pub frozen_fraction: Option<f64>,
     /// The receiving application's first integrity error; any value makes the run invalid.
     pub app_error: Option<String>,
+    /// TOO's invalid response time (TOO §3, Fig. 3a): from a loss's detection to the send of
+    /// the recovery packet that is received, mean and p95 over the data whose recovery required
+    /// two or more retransmissions. TOO's definition is AutoRec's recovery latency (§III-C) and
+    /// "two or more retransmissions" is data whose first retransmission did not arrive, so
+    /// `irt_ms` equals `recovery_latency_multi_ms` and `irt_p95_ms` equals
+    /// `recovery_latency_multi_p95_ms` by construction; they are kept under TOO's name so that
+    /// TOO's tables read its own metric.
+    pub irt_ms: Option<f64>,
+    pub irt_p95_ms: Option<f64>,
+    /// TOO's retran_ratio (§3, Fig. 3b): packets that were not first transmissions
+    /// (retransmissions and copies) / all packets sent.
+    pub retran_ratio: Option<f64>,
+    /// retran_ratio minus the baseline policy's on the same seed (TOO: "1.9 % of redundancy
+    /// (retran_ratio) is additionally introduced") ([`fill_baseline_columns`]).
+    pub retran_ratio_added: Option<f64>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -152,8 +167,30 @@ pub fn deteriorated(r: &Recovered, fallback_t_unit: Option<Duration>) -> bool {
     }
 }
 
-/// Computes one run's row. `goodput_reduction` is left `None`: it needs the baseline run
-/// ([`fill_goodput_reduction`]).
+/// The time a run's goodput is measured over, from the run's start (issue 12 item 7). A
+/// transfer application whose transfers all completed is measured up to its last delivery:
+/// goodput is bytes / (completion - start), not bytes / duration, which would count the idle
+/// rest of the run (a 200 MB file at 100 Mbit/s finishing in 17.4 s of a 60 s run is
+/// 92 Mbit/s, not 26.7). Otherwise (live, rtc, unfinished transfers) it is the scenario's
+/// `duration`, or longer when data still arrived after it, during the drain.
+#[must_use]
+pub fn goodput_window(
+    duration: Duration,
+    last_delivery: Duration,
+    app: Option<&AppOutcome>,
+) -> Duration {
+    match app {
+        Some(AppOutcome::Transfer(o))
+            if o.expected > 0 && o.fct.len() as u64 >= o.expected && !last_delivery.is_zero() =>
+        {
+            last_delivery
+        }
+        _ => duration.max(last_delivery),
+    }
+}
+
+/// Computes one run's row. `goodput_reduction` and `retran_ratio_added` are left `None`: they
+/// need the baseline run ([`fill_baseline_columns`]).
 #[must_use]
 pub fn run_row(
     policy: &str,
@@ -219,6 +256,13 @@ pub fn run_row(
         startup_delay_ms: None,
         frozen_fraction: None,
         app_error: None,
+        irt_ms: mean(&multi),
+        irt_p95_ms: percentile(&multi, 0.95),
+        retran_ratio: ratio(
+            counters.packets_retransmitted + counters.packets_copies,
+            counters.packets_sent(),
+        ),
+        retran_ratio_added: None,
     };
     match app {
         Some(AppOutcome::Live(o)) => {
@@ -252,21 +296,26 @@ pub fn run_row(
     row
 }
 
-/// Sets `goodput_reduction` of every row: `1 - goodput / goodput` of the `baseline` policy's
-/// row with the same seed. Stays `None` without such a row or when either goodput is unknown or
-/// the baseline's is zero.
-pub fn fill_goodput_reduction(rows: &mut [RunRow], baseline: &str) {
-    let base: Vec<(u64, f64)> = rows
+/// Sets the columns measured against the `baseline` policy's row with the same seed:
+/// `goodput_reduction = 1 - goodput / goodput_baseline` and
+/// `retran_ratio_added = retran_ratio - retran_ratio_baseline`. Each stays `None` without such a
+/// row or when either value is unknown (or the baseline's goodput is zero).
+pub fn fill_baseline_columns(rows: &mut [RunRow], baseline: &str) {
+    let base: Vec<(u64, Option<f64>, Option<f64>)> = rows
         .iter()
         .filter(|r| r.policy == baseline)
-        .filter_map(|r| r.goodput_mbps.map(|g| (r.seed, g)))
+        .map(|r| (r.seed, r.goodput_mbps, r.retran_ratio))
         .collect();
     for row in rows.iter_mut() {
-        let b = base.iter().find(|(s, _)| *s == row.seed).map(|&(_, g)| g);
-        row.goodput_reduction = match (row.goodput_mbps, b) {
+        let b = base.iter().find(|(s, _, _)| *s == row.seed);
+        row.goodput_reduction = match (row.goodput_mbps, b.and_then(|b| b.1)) {
             (Some(g), Some(b)) if b > 0.0 => Some(1.0 - g / b),
             _ => None,
         };
+        row.retran_ratio_added = row
+            .retran_ratio
+            .zip(b.and_then(|b| b.2))
+            .map(|(r, b)| r - b);
     }
 }
 
@@ -314,6 +363,10 @@ impl RunRow {
             ),
             ("startup_delay_ms", self.startup_delay_ms),
             ("frozen_fraction", self.frozen_fraction),
+            ("irt_ms", self.irt_ms),
+            ("irt_p95_ms", self.irt_p95_ms),
+            ("retran_ratio", self.retran_ratio),
+            ("retran_ratio_added", self.retran_ratio_added),
         ]
     }
 }
@@ -381,10 +434,10 @@ fn summary(policy: &str, metric: &str, values: Vec<f64>) -> SummaryRow {
     }
 }
 
-/// Per policy (in order of first appearance) and metric (in column order): statistics over the
-/// runs' non-empty values.
+/// Per policy (in order of first appearance) and metric (in column order): the runs' non-empty
+/// values, sorted.
 #[must_use]
-pub fn summarize(rows: &[RunRow]) -> Vec<SummaryRow> {
+pub fn metric_values(rows: &[RunRow]) -> Vec<(String, &'static str, Vec<f64>)> {
     let mut policies: Vec<&str> = Vec::new();
     for r in rows {
         if !policies.contains(&r.policy.as_str()) {
@@ -401,10 +454,20 @@ pub fn summarize(rows: &[RunRow]) -> Vec<SummaryRow> {
         let Some(first) = runs.first() else { continue };
         for (i, (metric, _)) in first.iter().enumerate() {
             let values = runs.iter().filter_map(|m| m[i].1).collect();
-            out.push(summary(policy, metric, values));
+            out.push((policy.to_owned(), *metric, sorted(values)));
         }
     }
     out
+}
+
+/// Per policy (in order of first appearance) and metric (in column order): statistics over the
+/// runs' non-empty values.
+#[must_use]
+pub fn summarize(rows: &[RunRow]) -> Vec<SummaryRow> {
+    metric_values(rows)
+        .into_iter()
+        .map(|(policy, metric, values)| summary(&policy, metric, values))
+        .collect()
 }
 
 /// Writes `rows` as CSV with a header line (`None` is an empty cell).
@@ -525,7 +588,7 @@ mod tests {
             run_row("or3", 4, &[], &counters(), None),
         ];
         rows[1].goodput_mbps = Some(3.0);
-        fill_goodput_reduction(&mut rows, "arq");
+        fill_baseline_columns(&mut rows, "arq");
         assert!(close(rows[0].goodput_reduction, 0.0));
         assert!(close(rows[1].goodput_reduction, 0.25));
         assert_eq!(rows[2].goodput_reduction, None, "no arq run on seed 4");
@@ -630,6 +693,76 @@ mod tests {
         let row = run_row("arq", 1, &[], &counters(), Some(&rtc));
         assert!(close(row.deadline_miss_rate, 0.05));
         assert!(close(row.frozen_fraction, 0.05));
+    }
+
+    #[test]
+    fn irt_is_measured_over_data_that_needed_two_or_more_retransmissions() {
+        // TOO §3: IRT runs from a loss's detection to the send of the recovery packet that is
+        // received. (a): first retransmission arrives, not counted. (b): retransmission at 100
+        // lost, the one at 160 arrives: 60 ms. (c): lost twice, recovered by the third send at
+        // 400: 300 ms. (d): a copy sent 20 ms after detection arrives while the retransmission
+        // is lost: 20 ms.
+        let lineage = [
+            range(0, 0, 100, 100, 1, 1, 0, true),
+            range(1, 0, 100, 160, 2, 2, 0, false),
+            range(2, 0, 100, 400, 3, 3, 0, false),
+            range(3, 50, 150, 170, 1, 2, 1, false),
+        ];
+        let mut c = counters();
+        c.packets_new = 900;
+        c.packets_retransmitted = 60;
+        c.packets_copies = 40;
+        let row = run_row("too", 1, &lineage, &c, None);
+        assert_eq!(row.lost_ranges_multi, 3);
+        assert!(close(row.irt_ms, (60.0 + 300.0 + 20.0) / 3.0));
+        // p95 of [20, 60, 300]: rank 1.9 between 60 and 300.
+        assert!(close(row.irt_p95_ms, 60.0 + 0.9 * 240.0));
+        assert_eq!(row.irt_ms, row.recovery_latency_multi_ms);
+        assert_eq!(row.irt_p95_ms, row.recovery_latency_multi_p95_ms);
+        // retran_ratio: 100 of 1000 packets were not first transmissions.
+        assert!(close(row.retran_ratio, 0.1));
+        let mut rows = vec![run_row("arq", 1, &[], &counters(), None), row];
+        fill_baseline_columns(&mut rows, "arq");
+        // arq's counters: 100 of 1100 packets.
+        assert!(close(rows[1].retran_ratio_added, 0.1 - 100.0 / 1100.0));
+        assert!(close(rows[0].retran_ratio_added, 0.0));
+        let none = run_row("arq", 1, &lineage[..1], &c, None);
+        assert_eq!((none.irt_ms, none.irt_p95_ms), (None, None));
+    }
+
+    #[test]
+    fn goodput_of_a_finished_transfer_is_bytes_over_its_completion_time() {
+        // Issue 12 item 7: 200 MB at 100 Mbit/s completes after about 17.4 s of a 60 s run.
+        // bytes / duration would say 26.7 Mbit/s; bytes / (completion - start) says 92.
+        let done = AppOutcome::Transfer(TransferOutcome {
+            expected: 1,
+            fct: vec![Duration::from_millis(17_300)],
+            bytes_received: 200_000_000,
+            error: None,
+        });
+        let run = Duration::from_secs(60);
+        let last = Duration::from_millis(17_400);
+        let window = goodput_window(run, last, Some(&done));
+        assert_eq!(window, last);
+        let c = RunCounters {
+            duration: window,
+            goodput_bytes: 200_000_000,
+            ..counters()
+        };
+        let row = run_row("arq", 1, &[], &c, Some(&done));
+        let g = row.goodput_mbps.expect("goodput");
+        assert!((g - 1600.0 / 17.4).abs() < 1e-9, "goodput {g} Mbit/s");
+        // Unfinished transfers and live streams are measured over the run (or its drain).
+        let unfinished = AppOutcome::Transfer(TransferOutcome {
+            expected: 2,
+            fct: vec![Duration::from_millis(17_300)],
+            bytes_received: 200_000_000,
+            error: None,
+        });
+        assert_eq!(goodput_window(run, last, Some(&unfinished)), run);
+        assert_eq!(goodput_window(run, last, None), run);
+        let late = Duration::from_millis(61_000);
+        assert_eq!(goodput_window(run, late, Some(&unfinished)), late);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use recoup_transport::{
 };
 
 use crate::app::{AppEndpoint, AppOutcome};
-use crate::metrics::{run_row, RunCounters, RunRow};
+use crate::metrics::{goodput_window, run_row, RunCounters, RunRow};
 use crate::quic::{Application, QuicNode};
 use crate::scenario::{PolicyEntry, Scenario};
 use crate::sim::Simulator;
@@ -337,11 +337,11 @@ pub fn run_one_with_qlog(
     client.app_mut().app.finish(end);
     let outcome: Option<AppOutcome> = client.app().app.outcome();
     let goodput_bytes = client.app().delivered;
-    // Goodput over the time data actually took: the scenario's duration, or longer when
-    // transfers ran into the drain period.
-    let measured = scenario
-        .duration
-        .max(client.app().last_delivery.saturating_duration_since(start));
+    let measured = goodput_window(
+        scenario.duration,
+        client.app().last_delivery.saturating_duration_since(start),
+        outcome.as_ref(),
+    );
     let client_error = client.app().error.clone();
     let server = sim
         .downcast_mut::<QuicNode<AppDriver>>(s)

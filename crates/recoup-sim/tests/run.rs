@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use recoup_sim::metrics::fill_goodput_reduction;
+use recoup_sim::metrics::fill_baseline_columns;
 use recoup_sim::run::run_one;
 use recoup_sim::scenario::Scenario;
 
@@ -29,7 +29,7 @@ fn default_scenario_runs_are_complete_deterministic_and_show_recovery() {
         serde_json::to_string(&rows[4]).expect("json"),
         "same scenario and seed, different metrics"
     );
-    fill_goodput_reduction(&mut rows, "arq");
+    fill_baseline_columns(&mut rows, "arq");
     for r in &rows {
         eprintln!(
             "{}: lost {} multi {:?} ms, cost {:?}, freezes/100s {:?}, goodput {:?} Mbit/s",
@@ -145,4 +145,35 @@ fn the_receive_window_bounds_a_transfer_to_one_window_per_round_trip() {
     let default = fct("");
     assert!(small >= 3000.0, "64 KiB window: FCT {small} ms");
     assert!(default < 1500.0, "default window: FCT {default} ms");
+}
+
+#[test]
+fn a_finished_file_transfer_measures_goodput_over_its_completion_time() {
+    // 2 MB at 10 Mbit/s completes in about 1.7 s of a 10 s run: goodput near the link rate,
+    // not 2 MB / 10 s = 1.6 Mbit/s (issue 12 item 7).
+    let text = r#"
+        name = "file"
+        duration = "10s"
+        [path]
+        rtt = "20ms"
+        rate = "10Mbps"
+        queue = "droptail packets=100"
+        [app]
+        kind = "file"
+        size = "2MB"
+        [[policy]]
+        name = "arq"
+    "#;
+    let sc = recoup_sim::scenario::load_str(text, "file.toml", None, "file")
+        .expect("scenario")
+        .remove(0);
+    let row = run_one(&sc, &sc.policies[0], 1).expect("run");
+    assert_eq!(row.app_error, None);
+    assert_eq!(row.transfers_incomplete, Some(0));
+    let goodput = row.goodput_mbps.expect("goodput");
+    let fct_s = row.fct_ms.expect("fct") / 1e3;
+    assert!(
+        goodput > 7.0 && goodput < 10.0,
+        "goodput {goodput} Mbit/s, fct {fct_s} s"
+    );
 }

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod get;
 pub mod link;
 pub mod plot;
+pub mod population;
 pub mod run;
 pub mod serve;
 pub mod simulate;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
-use recoup_sim::metrics::{fill_goodput_reduction, summarize, write_csv, RunRow, SummaryRow};
+use recoup_sim::metrics::{fill_baseline_columns, summarize, write_csv, RunRow, SummaryRow};
 use recoup_sim::run::{jobs, run_one_with_qlog};
 use recoup_sim::scenario::{Scenario, ScenarioError};
 use serde::Serialize;
@@ -192,7 +192,7 @@ pub fn assemble(
     }
     for (point, s) in out.iter_mut().zip(scenarios) {
         if s.policies.iter().any(|p| p.label == "arq") {
-            fill_goodput_reduction(&mut point.runs, "arq");
+            fill_baseline_columns(&mut point.runs, "arq");
         }
         point.summary = summarize(&point.runs);
     }
@@ -262,7 +262,10 @@ fn write_err(path: &Path, e: impl std::fmt::Display) -> Error {
 
 /// CSV with a `scenario` column first. The csv crate cannot flatten, so each group is written
 /// by the metrics writer and its records are copied with the name prepended.
-fn write_table_csv<T: Serialize>(path: &Path, groups: &[(&str, &[T])]) -> Result<PathBuf, Error> {
+pub fn write_table_csv<T: Serialize>(
+    path: &Path,
+    groups: &[(&str, &[T])],
+) -> Result<PathBuf, Error> {
     let mut out = csv::Writer::from_writer(create(path)?);
     let mut header_written = false;
     for (name, rows) in groups {

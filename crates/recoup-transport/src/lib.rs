@@ -17,7 +17,6 @@ pub mod delivery_rate;
 pub mod endpoint;
 pub mod error;
 pub mod frame;
-mod lineage;
 pub mod loss;
 pub mod pacing;
 pub mod packet;
@@ -33,6 +32,6 @@ pub use connection::{CloseError, CloseReason, Connection, ConnectionStats, Event
 pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side};
 pub use endpoint::{ConnectionHandle, Endpoint};
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};
-pub use lineage::Recovered;
+pub use recoup_recovery::Recovered;
 pub use seeded_tls::simulation_tls;
 pub use tls::{client_config, self_signed, server_config, NewKeys, ServerVerification, TlsSession};

@@ -25,7 +25,8 @@ use std::time::Duration;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use recoup_recovery::{
-    CopyRequest, DataRange, PacketInfo, Policy, RecoveryPolicy, SendKind, SendState, SentRange,
+    CopyRequest, DataRange, Lineages, PacketInfo, Policy, Recovered, RecoveryPolicy, SendKind,
+    SendState, SentRange,
 };
 use recoup_time::Instant;
 
@@ -34,7 +35,6 @@ use crate::cid::ConnectionId;
 use crate::config::{ClientConfig, ServerConfig, TransportConfig};
 use crate::crypto::{initial_keys, Keys, OneRttKeys, Side};
 use crate::error::{Error, TransportError, TransportErrorCode};
-use crate::lineage::{Lineages, Recovered};
 use crate::loss::{LossConfig, LossDetection, PerSpace, SpaceId};
 use crate::pacing::{Pacer, DEFAULT_BURST_PACKETS};
 use crate::qlog::QlogWriter;
@@ -901,19 +901,18 @@ impl Connection {
             let len = r.range.len() as usize;
             self.streams
                 .on_acked(StreamId(r.range.stream), r.range.start, len, fin);
-            if let Some(id) = r.loss {
-                self.lineage.on_send_acked(id, pn, sent);
-            }
             let streams = &self.streams;
-            let closed = self.lineage.on_range_acked(r.range, sent, now, |range| {
-                streams
-                    .unacked(
-                        StreamId(range.stream),
-                        range.start,
-                        range.end.max(range.start),
-                    )
-                    .is_empty()
-            });
+            let closed = self
+                .lineage
+                .on_range_acked(r.range, r.loss, pn, sent, now, |range| {
+                    streams
+                        .unacked(
+                            StreamId(range.stream),
+                            range.start,
+                            range.end.max(range.start),
+                        )
+                        .is_empty()
+                });
             for id in closed {
                 self.policy.on_data_acked(now, id);
             }
@@ -960,11 +959,10 @@ impl Connection {
                     }
                 }
                 Some(id) => {
-                    if self.lineage.is_newest(id, pn) {
-                        signals = true;
-                        if let Some(lost) = self.lineage.on_send_lost(id, pn, trigger) {
-                            self.policy.on_data_lost(now, &lost);
-                        }
+                    let loss = self.lineage.on_send_lost(id, pn, trigger);
+                    signals |= loss.newest;
+                    if let Some(lost) = loss.next_round {
+                        self.policy.on_data_lost(now, &lost);
                     }
                 }
             }

@@ -7,7 +7,6 @@
 //! acks with [`Streams::on_acked`]. Only new bytes consume flow-control credit.
 
 mod flow;
-mod ranges;
 pub(crate) mod recv;
 mod send;
 

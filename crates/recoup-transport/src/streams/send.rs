@@ -8,8 +8,8 @@ use std::collections::VecDeque;
 use std::ops::Range;
 
 use super::flow::SendCredit;
-use super::ranges::RangeSet;
 use crate::error::Error;
+use recoup_recovery::RangeSet;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fin {

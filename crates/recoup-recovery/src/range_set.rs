@@ -1,18 +1,21 @@
-//! A set of disjoint byte ranges. The send side uses it to remember which parts above the lowest
-//! unacknowledged offset were acknowledged, so acks may arrive in any order and any number of times.
+//! A set of disjoint `u64` ranges (stream offsets). The transport's sending half of a stream keeps
+//! in one the parts above its lowest unacknowledged offset that were acknowledged, so acks may
+//! arrive in any order and any number of times; a lineage keeps in one the bytes re-sent in its
+//! round ([`crate::Lineages::on_resent`]), and `recoup analyze` the bytes a traced sender got
+//! acknowledged.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// Disjoint, non-adjacent half-open ranges, keyed by start.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct RangeSet {
+pub struct RangeSet {
     map: BTreeMap<u64, u64>,
 }
 
 impl RangeSet {
     /// Adds `r`, merging with every range it overlaps or touches.
-    pub(crate) fn insert(&mut self, r: Range<u64>) {
+    pub fn insert(&mut self, r: Range<u64>) {
         if r.is_empty() {
             return;
         }
@@ -36,17 +39,17 @@ impl RangeSet {
 
     /// The lowest range.
     #[must_use]
-    pub(crate) fn first(&self) -> Option<Range<u64>> {
+    pub fn first(&self) -> Option<Range<u64>> {
         self.map.first_key_value().map(|(&s, &e)| s..e)
     }
 
-    pub(crate) fn pop_first(&mut self) -> Option<Range<u64>> {
+    pub fn pop_first(&mut self) -> Option<Range<u64>> {
         self.map.pop_first().map(|(s, e)| s..e)
     }
 
     /// The parts of `r` not covered by the set, in order.
     #[must_use]
-    pub(crate) fn gaps(&self, r: Range<u64>) -> Vec<Range<u64>> {
+    pub fn gaps(&self, r: Range<u64>) -> Vec<Range<u64>> {
         let mut out = Vec::new();
         let mut cursor = r.start;
         if let Some((_, &e)) = self.map.range(..=cursor).next_back() {
@@ -67,7 +70,7 @@ impl RangeSet {
         out
     }
 
-    pub(crate) fn clear(&mut self) {
+    pub fn clear(&mut self) {
         self.map.clear();
     }
 
@@ -101,6 +104,20 @@ mod tests {
         let (hi, lo) = (12, 11);
         assert_eq!(s.gaps(hi..lo), Vec::<Range<u64>>::new());
         assert_eq!(s.gaps(45..45), Vec::<Range<u64>>::new());
+    }
+
+    /// `recoup analyze`'s case from when it kept a range set of its own.
+    #[test]
+    fn gaps_after_merging_inserts() {
+        let mut s = RangeSet::default();
+        s.insert(10..20);
+        s.insert(30..40);
+        s.insert(18..31);
+        s.insert(50..60);
+        assert_eq!(s.gaps(0..70), vec![0..10, 40..50, 60..70]);
+        assert_eq!(s.gaps(12..35), vec![]);
+        assert_eq!(s.gaps(45..55), vec![45..50]);
+        assert_eq!(s.gaps(5..5), vec![]);
     }
 
     #[test]

@@ -435,6 +435,12 @@ mod tests {
         Instant::from_nanos(n * 1_000_000)
     }
 
+    /// The bytes a re-send carries, for [`Lineages::on_resent`].
+    fn bytes(start: u64, end: u64) -> Vec<Range<u64>> {
+        let piece = start..end;
+        vec![piece]
+    }
+
     fn range(start: u64, end: u64) -> DataRange {
         DataRange {
             stream: 0,
@@ -521,13 +527,13 @@ mod tests {
         let mut l = Lineages::new(true);
         let lost = l.on_first_loss(range(0, 2000), ms(0), ms(50), LossTrigger::PacketThreshold);
         // A retransmission split over two packets: both parts are the round's retransmission.
-        let first = l.on_resent(lost.id, 2, ms(51), &[0..1000], None);
-        let second = l.on_resent(lost.id, 3, ms(51), &[1000..2000], None);
+        let first = l.on_resent(lost.id, 2, ms(51), &bytes(0, 1000), None);
+        let second = l.on_resent(lost.id, 3, ms(51), &bytes(1000, 2000), None);
         assert_eq!(first, Some(SendKind::Retransmission));
         assert_eq!(second, Some(SendKind::Retransmission));
         // Every byte went out in this round: sending them again is a copy.
         assert_eq!(
-            l.on_resent(lost.id, 4, ms(52), &[0..2000], None),
+            l.on_resent(lost.id, 4, ms(52), &bytes(0, 2000), None),
             Some(SendKind::Copy)
         );
         // The host's word overrides the inference.
@@ -536,7 +542,7 @@ mod tests {
                 lost.id,
                 5,
                 ms(53),
-                &[0..2000],
+                &bytes(0, 2000),
                 Some(SendKind::Retransmission)
             ),
             Some(SendKind::Retransmission)
@@ -545,10 +551,10 @@ mod tests {
         let loss = l.on_send_lost(lost.id, 5, LossTrigger::TimeThreshold);
         assert_eq!(loss.next_round.map(|d| d.round), Some(2));
         assert_eq!(
-            l.on_resent(lost.id, 6, ms(120), &[0..2000], None),
+            l.on_resent(lost.id, 6, ms(120), &bytes(0, 2000), None),
             Some(SendKind::Retransmission)
         );
-        assert_eq!(l.on_resent(99, 7, ms(121), &[0..2000], None), None);
+        assert_eq!(l.on_resent(99, 7, ms(121), &bytes(0, 2000), None), None);
         let _ = l.on_range_acked(range(0, 2000), Some(lost.id), 6, ms(120), ms(180), |_| true);
         let rec: Vec<_> = l.drain_recovered().collect();
         // Sends 2..=6: two parts of the first retransmission, a copy, an explicit

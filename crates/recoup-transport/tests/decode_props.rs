@@ -28,7 +28,6 @@ fn exercise(bytes: &[u8]) -> usize {
         for packet in CoalescedPackets::new(bytes, cid_len) {
             let Ok(p) = packet else { break };
             decoded += 1;
-            let _ = p.sample_range();
             let _ = p.spin();
             let _ = p.versions().count();
             let fb = FirstByte(p.first_byte);
@@ -410,10 +409,6 @@ proptest! {
         let ecn = ecn.map(|(ect0, ect1, ce)| EcnCounts { ect0, ect1, ce });
         let mut buf = Vec::new();
         prop_assert!(encode_ack(&mut buf, &set, delay, ecn.as_ref(), max_ranges));
-        prop_assert_eq!(
-            buf.len(),
-            recoup_transport::frame::ack_encoded_len(&set, delay, ecn.as_ref(), max_ranges)
-        );
         let decoded: Vec<Frame<'_>> = Frames::new(&buf).collect::<Result<_, _>>().unwrap();
         let [Frame::Ack(ack)] = decoded[..] else { panic!("{decoded:?}") };
         prop_assert_eq!(ack.ack_delay, delay);

@@ -71,22 +71,11 @@ impl FrameType {
     const STREAM_LEN: u64 = 0x02;
     const STREAM_OFF: u64 = 0x04;
 
-    #[must_use]
-    pub fn is_stream(self) -> bool {
-        (0x08..=0x0f).contains(&self.0)
-    }
-
     /// Whether a packet containing it must be acknowledged: all frames but ACK, PADDING and
     /// CONNECTION_CLOSE (RFC 9002 §2).
     #[must_use]
     pub fn is_ack_eliciting(self) -> bool {
         !matches!(self.0, 0x00 | 0x02 | 0x03 | 0x1c | 0x1d)
-    }
-
-    /// Probing frames (RFC 9000 §9.1): a packet of only these does not migrate the connection.
-    #[must_use]
-    pub fn is_probing(self) -> bool {
-        matches!(self.0, 0x00 | 0x18 | 0x1a | 0x1b)
     }
 
     /// The RFC's name for the frame type, for logs.
@@ -297,12 +286,6 @@ impl<'a> AckFrame<'a> {
         }
     }
 
-    /// The number of ranges after the first.
-    #[must_use]
-    pub fn extra_range_count(&self) -> u64 {
-        self.range_count
-    }
-
     /// The ACK Delay in microseconds for the peer's `ack_delay_exponent` (§18.2), saturating.
     #[must_use]
     pub fn ack_delay_micros(&self, ack_delay_exponent: u8) -> u64 {
@@ -451,32 +434,6 @@ pub fn encode_ack(
         put_ecn(buf, ecn);
     }
     true
-}
-
-/// Bytes [`encode_ack`] would append with the same arguments (0 if `ranges` is empty).
-#[must_use]
-pub fn ack_encoded_len(
-    ranges: &RangeSet,
-    ack_delay: u64,
-    ecn: Option<&EcnCounts>,
-    max_ranges: usize,
-) -> usize {
-    let mut iter = ranges.iter_desc().take(max_ranges.max(1));
-    let Some(first) = iter.next() else {
-        return 0;
-    };
-    let count = ranges.len().min(max_ranges.max(1)) - 1;
-    let mut len = 1
-        + varint_size(first.end - 1)
-        + varint_size(ack_delay)
-        + varint_size(count as u64)
-        + varint_size(first.end - 1 - first.start);
-    let mut prev_smallest = first.start;
-    for r in iter {
-        len += varint_size(prev_smallest - r.end - 1) + varint_size(r.end - 1 - r.start);
-        prev_smallest = r.start;
-    }
-    len + ecn.map_or(0, ecn_len)
 }
 
 /// A set of `u64` values kept as disjoint, non-adjacent half-open ranges, e.g. the packet
@@ -1283,11 +1240,9 @@ mod tests {
         }
         let mut buf = Vec::new();
         assert!(encode_ack(&mut buf, &set, 0, None, 10));
-        assert_eq!(buf.len(), ack_encoded_len(&set, 0, None, 10));
         let frames = decode_all(&buf).unwrap();
         let Frame::Ack(ack) = frames[0] else { panic!() };
         assert_eq!(ack.largest, 9);
-        assert_eq!(ack.extra_range_count(), 2);
         assert_eq!(ack.ranges().collect::<Vec<_>>(), vec![9..=9, 5..=6, 0..=2]);
         // Capped to two ranges.
         let mut buf = Vec::new();
@@ -1426,8 +1381,6 @@ mod tests {
         assert!(!FrameType::PADDING.is_ack_eliciting());
         assert!(!FrameType::APPLICATION_CLOSE.is_ack_eliciting());
         assert!(FrameType::PING.is_ack_eliciting());
-        assert!(FrameType::PATH_RESPONSE.is_probing());
-        assert!(!FrameType::PING.is_probing());
         assert_eq!(format!("{:?}", FrameType(0x0b)), "STREAM(0x0b)");
     }
 

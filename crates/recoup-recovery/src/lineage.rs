@@ -38,8 +38,9 @@
 //!   range as acknowledged in its own stream state: [`Lineages::on_range_acked`] with the
 //!   lineage the range carried and a test of whether a range is now wholly acknowledged. Hand each
 //!   returned id to [`RecoveryPolicy::on_data_acked`](crate::RecoveryPolicy::on_data_acked). A
-//!   packet acknowledged after it was declared lost acknowledges nothing here (RFC 9002 §6.1
-//!   keeps no record of it), so a host must not call this for it.
+//!   packet acknowledged after it was declared lost acknowledges nothing here (its record left
+//!   with the loss, as RFC 9002 Appendix A's DetectAndRemoveLostPackets removes it), so a host
+//!   must not call this for it.
 //!   Within one ACK, handle the acknowledged packets in ascending packet number order, before the
 //!   losses the same ACK reveals: which send recovered a range, and whether losing a newest copy
 //!   of data an older send delivered starts a round, depend on that order.

@@ -3,7 +3,7 @@
 //! A policy sees transport-neutral events: no QUIC types, only packet numbers, stream ranges and
 //! times. Lost data is identified by a [`LossId`] that the transport assigns when a range is first
 //! declared lost; the transport keeps the range's lineage (first send, first loss detection,
-//! retransmission round, copies) and reports it in [`LostData`].
+//! retransmission round, copies) with [`crate::Lineages`] and reports it in [`LostData`].
 //!
 //! The transport always retransmits lost data once per round (plain ARQ, RFC 9000 §13.3). A policy
 //! adds *copies*: further sends of the same stream range in new packets. The transport asks for

@@ -1,8 +1,9 @@
 //! Loss-recovery policies for recoup: pure logic over transport-neutral events.
 //!
-//! The contract with the transport is in [`api`]; DESIGN.md "Policies" lists each policy's
-//! formulas and defaults. Policies are named by a [`PolicySpec`] (`"autorec:alpha=30ms"`) and
-//! built into a [`Policy`].
+//! The contract with the transport is in [`api`], and the lineage of lost data that a host (the
+//! transport, or `recoup analyze` replaying a trace) keeps for it in [`lineage`], with what the
+//! host must call and when. DESIGN.md "Policies" lists each policy's formulas and defaults.
+//! Policies are named by a [`PolicySpec`] (`"autorec:alpha=30ms"`) and built into a [`Policy`].
 
 pub mod api;
 mod arq;
@@ -16,9 +17,11 @@ mod error;
 mod fixed;
 mod interval;
 mod ladr;
+pub mod lineage;
 mod or3;
 mod params;
 mod policy;
+mod range_set;
 pub mod redundancy;
 mod reinjection;
 #[cfg(test)]
@@ -40,7 +43,9 @@ pub use config::{
 pub use error::Error;
 pub use fixed::Fixed;
 pub use ladr::LadrRrl;
+pub use lineage::{Lineages, Recovered, SendLoss};
 pub use or3::Or3;
 pub use policy::Policy;
+pub use range_set::RangeSet;
 pub use reinjection::{QueueEntry, ReinjectionQueue};
 pub use too::{e_waiting, Too};

@@ -1,9 +1,12 @@
 //! `recoup analyze`: DESIGN.md's metrics from the qlog trace of a QUIC sender (issue 7).
 //!
-//! The trace is replayed through the same lineage rules the transport applies
-//! (`recoup_transport` `lineage.rs`, DESIGN.md "The transport <-> policy contract"), and every
+//! The trace is replayed as a host of the very lineage code the transport drives
+//! ([`recoup_recovery::lineage`], DESIGN.md "The transport <-> policy contract"), and every
 //! recovered range becomes a [`Recovered`] record that [`run_row`] turns into the result columns,
-//! exactly as it does for a simulated run. So the formulas exist once, in [`crate::metrics`].
+//! exactly as it does for a simulated run. So the lineage rules exist once, in the recovery crate,
+//! and the formulas once, in [`crate::metrics`]. What stays here is what a trace, unlike the
+//! transport, has to rebuild: which bytes were sent and acknowledged, and which packets are
+//! outstanding.
 //!
 //! What the trace gives:
 //! - `packet_sent` with its STREAM frames (`stream_id`, `offset`, `length`, `fin`): data sent
@@ -17,7 +20,8 @@
 //!
 //! A re-send is a retransmission when its lineage waits for one (after a loss of its newest
 //! send), else a copy. recoup's own traces say so explicitly (`"recoup": {"kind": ..}`), and
-//! that is used when present; for other stacks (aioquic) the rule above infers it.
+//! that is used when present; for other stacks (aioquic) the lineage infers it
+//! ([`Lineages::on_resent`]).
 //!
 //! Stacks that split a retransmission over several packets (aioquic frames lost ranges by the
 //! room left in a packet) are handled: every packet carrying bytes not yet re-sent in the round
@@ -37,12 +41,12 @@
 //! off-mode). Default threshold [`DEFAULT_OFF_GAP`].
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use recoup_recovery::{DataRange, LossId};
+use recoup_recovery::{DataRange, Lineages, LossId, LossTrigger, RangeSet, Recovered, SendKind};
 use recoup_time::Instant;
-use recoup_transport::Recovered;
 use serde_json::Value;
 
 use crate::metrics::{run_row, RunCounters, RunRow};
@@ -125,12 +129,6 @@ impl Space {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Retransmission,
-    Copy,
-}
-
 #[derive(Clone, Debug)]
 struct StreamFrame {
     stream: u64,
@@ -145,7 +143,7 @@ enum EventKind {
         space: Space,
         pn: u64,
         frames: Vec<StreamFrame>,
-        kind: Option<Kind>,
+        kind: Option<SendKind>,
     },
     /// ACK ranges (inclusive, in the order the frame lists them) of one packet number space.
     Acked {
@@ -238,7 +236,7 @@ pub fn analyze(
             vantage: v.to_owned(),
         });
     }
-    let mut replay = Replay::default();
+    let mut replay = Replay::new();
     for e in &trace.events {
         replay.event(e);
     }
@@ -254,7 +252,8 @@ pub fn analyze(
         duration: last.saturating_duration_since(first),
         ..replay.counters
     };
-    let mut row = run_row(label, 0, &replay.recovered, &counters, None);
+    let recovered: Vec<Recovered> = replay.lineages.drain_recovered().collect();
+    let mut row = run_row(label, 0, &recovered, &counters, None);
     row.goodput_mbps = None;
     let off_mode = off_mode(&replay.new_data_sends, off_gap);
     Ok(Analysis {
@@ -262,7 +261,7 @@ pub fn analyze(
         vantage: trace.vantage.clone(),
         row,
         off_mode,
-        recovered: replay.recovered,
+        recovered,
     })
 }
 
@@ -509,8 +508,8 @@ fn parse_event(value: &Value, clock: &mut Clock) -> Result<Option<Event>, String
                 }
             }
             let kind = match data.pointer("/recoup/kind").and_then(Value::as_str) {
-                Some("copy") => Some(Kind::Copy),
-                Some("retransmission") => Some(Kind::Retransmission),
+                Some("copy") => Some(SendKind::Copy),
+                Some("retransmission") => Some(SendKind::Retransmission),
                 _ => None,
             };
             EventKind::Sent {
@@ -592,57 +591,6 @@ fn ack_ranges(f: &Value) -> Result<Vec<(u64, u64)>, String> {
 
 // ----- replay -----
 
-/// Disjoint half-open byte ranges, start -> end.
-#[derive(Clone, Debug, Default)]
-struct RangeSet(BTreeMap<u64, u64>);
-
-impl RangeSet {
-    fn insert(&mut self, mut start: u64, mut end: u64) {
-        if start >= end {
-            return;
-        }
-        let overlapping: Vec<(u64, u64)> = self
-            .0
-            .range(..=end)
-            .rev()
-            .take_while(|(_, &e)| e >= start)
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        for (s, e) in overlapping {
-            self.0.remove(&s);
-            start = start.min(s);
-            end = end.max(e);
-        }
-        self.0.insert(start, end);
-    }
-
-    /// The parts of `[start, end)` not in the set, in order.
-    fn gaps(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
-        let mut out = Vec::new();
-        if start >= end {
-            return out;
-        }
-        let mut at = start;
-        let first = self.0.range(..=start).next_back().map(|(&s, &e)| (s, e));
-        for (s, e) in first
-            .into_iter()
-            .chain(self.0.range(start + 1..end).map(|(&s, &e)| (s, e)))
-        {
-            if at >= end {
-                break;
-            }
-            if s > at {
-                out.push((at, s.min(end)));
-            }
-            at = at.max(e);
-        }
-        if at < end {
-            out.push((at, end));
-        }
-        out
-    }
-}
-
 /// What the sender knows of one stream's sending half.
 #[derive(Debug, Default)]
 struct SendStream {
@@ -658,11 +606,11 @@ impl SendStream {
     /// Unacknowledged pieces of `[start, end)`, as the transport's `unacked` reports them: the
     /// byte gaps, and a FIN that is sent but not acknowledged as a piece ending at the final size
     /// (empty when its bytes are acknowledged).
-    fn unacked(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
-        let mut out = self.acked.gaps(start, end.min(self.sent));
+    fn unacked(&self, start: u64, end: u64) -> Vec<Range<u64>> {
+        let mut out = self.acked.gaps(start..end.min(self.sent));
         if let Some(fs) = self.final_size.filter(|_| !self.fin_acked) {
-            if start <= fs && end >= fs && out.last().is_none_or(|&(_, e)| e != fs) {
-                out.push((fs, fs));
+            if start <= fs && end >= fs && out.last().is_none_or(|r| r.end != fs) {
+                out.push(fs..fs);
             }
         }
         out
@@ -673,9 +621,7 @@ impl SendStream {
 /// carries (none when the data was re-sent before any loss of it was declared).
 #[derive(Clone, Debug)]
 struct SentPart {
-    stream: u64,
-    start: u64,
-    end: u64,
+    range: DataRange,
     fin: bool,
     first: bool,
     lineages: Vec<LossId>,
@@ -687,35 +633,15 @@ struct SentPacket {
     parts: Vec<SentPart>,
 }
 
-/// The transport's per-lineage record (`lineage.rs`), rebuilt from the trace.
-#[derive(Clone, Debug)]
-struct Lineage {
-    range: DataRange,
-    first_sent: Instant,
-    first_detected: Instant,
-    round: u32,
-    newest: Option<u64>,
-    first_retransmit: Option<(u64, Instant)>,
-    first_retransmit_arrived: bool,
-    earliest_acked_sent: Option<Instant>,
-    sends: u32,
-    copies: u32,
-    retransmit_queued: bool,
-    /// Bytes re-sent in the current round (to tell a split retransmission from a copy).
-    round_sent: RangeSet,
-}
-
+/// The sender rebuilt from the trace: its streams and outstanding packets, and the lineages of
+/// its lost data, kept by the recovery crate's [`Lineages`] as the transport keeps them.
 #[derive(Debug, Default)]
 struct Replay {
     streams: HashMap<u64, SendStream>,
     /// Outstanding packets per space (Initial, Handshake, application): neither acknowledged
     /// nor declared lost.
     sent: [BTreeMap<u64, SentPacket>; 3],
-    next_id: LossId,
-    lineages: BTreeMap<LossId, Lineage>,
-    /// Open lineages by (stream, start of range).
-    by_start: BTreeMap<(u64, u64), LossId>,
-    recovered: Vec<Recovered>,
+    lineages: Lineages,
     counters: RunCounters,
     new_data_sends: Vec<Instant>,
     /// Application-space packets sent, and those with STREAM frames.
@@ -724,6 +650,13 @@ struct Replay {
 }
 
 impl Replay {
+    fn new() -> Self {
+        Self {
+            lineages: Lineages::new(true),
+            ..Self::default()
+        }
+    }
+
     fn event(&mut self, e: &Event) {
         match &e.kind {
             EventKind::Sent {
@@ -758,25 +691,13 @@ impl Replay {
         }
     }
 
-    /// Open lineages of `stream` overlapping `[start, end)` (an empty range matches a lineage
-    /// that starts there), as the transport's `on_range_acked` finds them.
-    fn overlapping(&self, stream: u64, start: u64, end: u64) -> Vec<LossId> {
-        self.by_start
-            .range((stream, 0)..(stream, end.max(start + 1)))
-            .filter_map(|(_, &id)| {
-                let r = self.lineages.get(&id)?.range;
-                (r.end > start || (r.start == r.end && r.start == start)).then_some(id)
-            })
-            .collect()
-    }
-
     fn on_sent(
         &mut self,
         now: Instant,
         space: Space,
         pn: u64,
         frames: &[StreamFrame],
-        explicit: Option<Kind>,
+        explicit: Option<SendKind>,
     ) {
         if space == Space::App {
             self.app_sent += 1;
@@ -795,7 +716,7 @@ impl Replay {
         let mut parts = Vec::new();
         let mut new_bytes = 0u64;
         let mut has_new = false;
-        let mut resent: Vec<(u64, u64, u64)> = Vec::new();
+        let mut resent: Vec<DataRange> = Vec::new();
         for f in frames {
             let s = self.streams.entry(f.stream).or_default();
             let split = f.start.max(s.sent.min(f.end));
@@ -805,16 +726,22 @@ impl Replay {
                 has_new = true;
                 new_bytes += f.end - split;
                 parts.push(SentPart {
-                    stream: f.stream,
-                    start: split,
-                    end: f.end,
+                    range: DataRange {
+                        stream: f.stream,
+                        start: split,
+                        end: f.end,
+                    },
                     fin: f.fin,
                     first: true,
                     lineages: Vec::new(),
                 });
             }
             if f.start < split || (f.start == f.end && !has_new_fin(f, fin_is_new, s.sent)) {
-                resent.push((f.stream, f.start, split));
+                resent.push(DataRange {
+                    stream: f.stream,
+                    start: f.start,
+                    end: split,
+                });
             }
             s.sent = s.sent.max(f.end);
             if f.fin {
@@ -823,89 +750,58 @@ impl Replay {
         }
         // Re-sent parts: each belongs to the lineages it overlaps, sent once per packet, with
         // the bytes of each lineage this packet carries.
-        let mut sent_lineages: Vec<(LossId, Vec<(u64, u64)>)> = Vec::new();
+        let mut sent_lineages: Vec<(LossId, Vec<Range<u64>>)> = Vec::new();
         let mut resent_bytes = 0u64;
-        for (stream, start, end) in resent {
-            let ids = self.overlapping(stream, start, end);
-            resent_bytes += end - start;
+        for range in resent {
+            let ids = self.lineages.overlapping(range);
+            resent_bytes += range.len();
             let fin = frames
                 .iter()
-                .any(|f| f.stream == stream && f.fin && f.end == end);
+                .any(|f| f.stream == range.stream && f.fin && f.end == range.end);
             for id in &ids {
-                let Some(r) = self.lineages.get(id).map(|l| l.range) else {
+                let Some(r) = self.lineages.range(*id) else {
                     continue;
                 };
-                let piece = (start.max(r.start), end.min(r.end));
+                let piece = range.start.max(r.start)..range.end.min(r.end);
                 match sent_lineages.iter_mut().find(|(i, _)| i == id) {
                     Some((_, pieces)) => pieces.push(piece),
                     None => sent_lineages.push((*id, vec![piece])),
                 }
             }
             parts.push(SentPart {
-                stream,
-                start,
-                end,
+                range,
                 fin,
                 first: false,
                 lineages: ids,
             });
         }
-        // What each lineage's send is: recoup says; otherwise it is (part of) the round's
-        // retransmission while the lineage waits for one or this packet carries bytes of it not
-        // yet re-sent in this round (other stacks may split a retransmission over packets),
-        // and a copy otherwise.
+        // recoup says what each re-send is; for other stacks the lineage infers it.
         let mut any_retransmission = false;
         for (id, pieces) in &sent_lineages {
-            let Some(l) = self.lineages.get_mut(id) else {
-                continue;
-            };
-            let kind = explicit.unwrap_or_else(|| {
-                let fresh = pieces
-                    .iter()
-                    .any(|&(a, b)| !l.round_sent.gaps(a, b).is_empty());
-                if l.retransmit_queued || fresh {
-                    Kind::Retransmission
-                } else {
-                    Kind::Copy
-                }
-            });
-            for &(a, b) in pieces {
-                l.round_sent.insert(a, b);
-            }
-            any_retransmission |= kind == Kind::Retransmission;
-            l.newest = Some(pn);
-            l.sends += 1;
-            match kind {
-                Kind::Retransmission => {
-                    l.retransmit_queued = false;
-                    if l.first_retransmit.is_none() {
-                        l.first_retransmit = Some((pn, now));
-                    }
-                }
-                Kind::Copy => l.copies += 1,
-            }
+            let kind = self.lineages.on_resent(*id, pn, now, pieces, explicit);
+            any_retransmission |= kind == Some(SendKind::Retransmission);
         }
         // The packet's kind: new data makes it new (a recoup packet never mixes kinds).
         let kind = if has_new {
-            None
-        } else if explicit.is_some() {
-            explicit
+            SendKind::New
+        } else if let Some(k) = explicit {
+            k
         } else if any_retransmission {
-            Some(Kind::Retransmission)
+            SendKind::Retransmission
         } else {
-            Some(Kind::Copy)
+            SendKind::Copy
         };
         match kind {
-            None => {
+            SendKind::New => {
                 self.counters.packets_new += 1;
                 self.counters.bytes_new += new_bytes;
                 self.new_data_sends.push(now);
             }
-            Some(Kind::Retransmission) => {
+            SendKind::Retransmission => {
                 self.counters.packets_retransmitted += 1;
                 self.counters.bytes_retransmitted += resent_bytes;
             }
-            Some(Kind::Copy) => {
+            SendKind::Copy => {
                 self.counters.packets_copies += 1;
                 self.counters.bytes_copies += resent_bytes;
             }
@@ -915,104 +811,52 @@ impl Replay {
 
     fn on_acked(&mut self, now: Instant, pn: u64, p: &SentPacket) {
         for part in &p.parts {
-            let s = self.streams.entry(part.stream).or_default();
-            s.acked.insert(part.start, part.end);
+            let r = part.range;
+            let s = self.streams.entry(r.stream).or_default();
+            s.acked.insert(r.start..r.end);
             if part.fin {
                 s.fin_acked = true;
             }
-            for id in &part.lineages {
-                if let Some(l) = self.lineages.get_mut(id) {
-                    if l.first_retransmit.is_some_and(|(p, _)| p == pn) {
-                        l.first_retransmit_arrived = true;
-                    }
-                    l.earliest_acked_sent =
-                        Some(l.earliest_acked_sent.map_or(p.time, |t| t.min(p.time)));
-                }
-            }
-            for id in self.overlapping(part.stream, part.start, part.end) {
-                let Some(l) = self.lineages.get(&id) else {
-                    continue;
-                };
-                let r = l.range;
-                let done = self
-                    .streams
-                    .get(&r.stream)
-                    .is_none_or(|s| s.unacked(r.start, r.end).is_empty());
-                if done {
-                    self.close(id, p.time, now);
-                }
-            }
+            let streams = &self.streams;
+            // Closed lineages need nothing more here: their records are drained at the end.
+            let _closed = self.lineages.on_range_acked(
+                r,
+                part.lineages.iter().copied(),
+                pn,
+                p.time,
+                now,
+                |l| {
+                    streams
+                        .get(&l.stream)
+                        .is_none_or(|s| s.unacked(l.start, l.end).is_empty())
+                },
+            );
         }
     }
 
-    fn close(&mut self, id: LossId, acked_sent: Instant, now: Instant) {
-        let Some(l) = self.lineages.remove(&id) else {
-            return;
-        };
-        self.by_start.remove(&(l.range.stream, l.range.start));
-        self.recovered.push(Recovered {
-            id,
-            range: l.range,
-            first_sent: l.first_sent,
-            first_detected: l.first_detected,
-            first_retransmit_sent: l.first_retransmit.map(|(_, t)| t),
-            recovered_by_sent: l
-                .earliest_acked_sent
-                .map_or(acked_sent, |t| t.min(acked_sent)),
-            completed: now,
-            rounds: l.round,
-            sends: l.sends,
-            copies: l.copies,
-            first_retransmit_arrived: l.first_retransmit_arrived,
-        });
-    }
-
     fn on_lost(&mut self, now: Instant, pn: u64, p: &SentPacket) {
+        // The trace may not say what triggered the loss (aioquic does not); no metric reads it.
+        let trigger = LossTrigger::PacketThreshold;
         for part in &p.parts {
+            let r = part.range;
             if part.first {
                 // A first transmission: every still-unacknowledged piece opens a lineage.
                 let pieces = self
                     .streams
-                    .get(&part.stream)
-                    .map(|s| s.unacked(part.start, part.end))
+                    .get(&r.stream)
+                    .map(|s| s.unacked(r.start, r.end))
                     .unwrap_or_default();
-                for (start, end) in pieces {
-                    let id = self.next_id;
-                    self.next_id += 1;
+                for piece in pieces {
                     let range = DataRange {
-                        stream: part.stream,
-                        start,
-                        end,
+                        stream: r.stream,
+                        start: piece.start,
+                        end: piece.end,
                     };
-                    self.lineages.insert(
-                        id,
-                        Lineage {
-                            range,
-                            first_sent: p.time,
-                            first_detected: now,
-                            round: 1,
-                            newest: None,
-                            first_retransmit: None,
-                            first_retransmit_arrived: false,
-                            earliest_acked_sent: None,
-                            sends: 0,
-                            copies: 0,
-                            retransmit_queued: true,
-                            round_sent: RangeSet::default(),
-                        },
-                    );
-                    self.by_start.insert((range.stream, range.start), id);
+                    let _ = self.lineages.on_first_loss(range, p.time, now, trigger);
                 }
             }
-            for id in &part.lineages {
-                // Only the loss of a lineage's newest send ends its round.
-                if let Some(l) = self.lineages.get_mut(id) {
-                    if l.newest == Some(pn) && !l.retransmit_queued {
-                        l.round += 1;
-                        l.retransmit_queued = true;
-                        l.round_sent = RangeSet::default();
-                    }
-                }
+            for &id in &part.lineages {
+                let _ = self.lineages.on_send_lost(id, pn, trigger);
             }
         }
     }
@@ -1246,18 +1090,5 @@ mod tests {
         assert!(e.contains("event 1") && e.contains("time"), "{e}");
         let e = error_of(&aioquic_doc("server", vec![acked(1.0, json!([[5, 2]]))]));
         assert!(e.contains("bad range"), "{e}");
-    }
-
-    #[test]
-    fn range_set_gaps() {
-        let mut s = RangeSet::default();
-        s.insert(10, 20);
-        s.insert(30, 40);
-        s.insert(18, 31);
-        s.insert(50, 60);
-        assert_eq!(s.gaps(0, 70), vec![(0, 10), (40, 50), (60, 70)]);
-        assert_eq!(s.gaps(12, 35), vec![]);
-        assert_eq!(s.gaps(45, 55), vec![(45, 50)]);
-        assert_eq!(s.gaps(5, 5), vec![]);
     }
 }

@@ -29,11 +29,6 @@ impl VarInt {
     }
 
     #[must_use]
-    pub const fn from_u32(value: u32) -> Self {
-        Self(value as u64)
-    }
-
-    #[must_use]
     pub const fn into_inner(self) -> u64 {
         self.0
     }

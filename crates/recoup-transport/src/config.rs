@@ -77,7 +77,9 @@ pub struct TransportConfig {
     /// Loss detection algorithm: RFC 9002's or RACK-TLP (RFC 8985).
     pub loss_detection: LossDetectionMode,
     /// Initiate a 1-RTT key update after this many packets sent with one key (RFC 9001 §6);
-    /// `None` updates only when asked (or when the AEAD limit nears).
+    /// `None` updates only when asked ([`crate::Connection::initiate_key_update`]). The AEAD
+    /// limits of RFC 9001 §6.6 are not checked: set an interval below the confidentiality limit
+    /// (2^23 packets for AES-GCM) for connections that may send that many.
     pub key_update_interval: Option<u64>,
     /// Keep a per-lost-range recovery record for the metrics (DESIGN.md "Metrics").
     pub record_recovery: bool,

@@ -7,9 +7,8 @@
 use rustls::quic::{HeaderProtectionKey, PacketKey, PacketKeySet, Secrets};
 
 use crate::error::{DecodeError, Error};
+use crate::packet::{read_truncated_pn, SAMPLE_OFFSET_FROM_PN as SAMPLE_OFFSET};
 
-/// RFC 9001 §5.4.2: the header protection sample starts as if the packet number were 4 bytes long.
-const SAMPLE_OFFSET: usize = 4;
 /// RFC 9000 §17.1: packet numbers are encoded in 1 to 4 bytes.
 const MAX_PN_LEN: usize = 4;
 /// RFC 9000 §17.2: the Header Form bit; set for long headers.
@@ -25,11 +24,6 @@ pub enum Side {
 }
 
 impl Side {
-    #[must_use]
-    pub fn is_client(self) -> bool {
-        self == Self::Client
-    }
-
     /// The other end.
     #[must_use]
     pub fn peer(self) -> Self {
@@ -82,19 +76,6 @@ impl PacketProtection {
     #[must_use]
     pub fn tag_len(&self) -> usize {
         self.packet.tag_len()
-    }
-
-    /// How many packets may be sealed with this key (RFC 9001 §6.6).
-    #[must_use]
-    pub fn confidentiality_limit(&self) -> u64 {
-        self.packet.confidentiality_limit()
-    }
-
-    /// How many packets may fail to open, over all keys of the connection, before it must close
-    /// with AEAD_LIMIT_REACHED (RFC 9001 §6.6).
-    #[must_use]
-    pub fn integrity_limit(&self) -> u64 {
-        self.packet.integrity_limit()
     }
 
     /// Protects a packet in place.
@@ -216,15 +197,16 @@ struct PreviousRemote {
 /// key phase to the next. Call sequence for the connection:
 ///
 /// - Send: write the short header with the packet number, call [`Self::seal`]; it sets the Key
-///   Phase bit itself. Count packets against [`Self::confidentiality_limit`] and call
-///   [`Self::initiate_update`] before reaching it (only once the handshake is confirmed and a
-///   packet sent in the current phase has been acknowledged, RFC 9001 §6.1).
+///   Phase bit itself. Call [`Self::initiate_update`] only once the handshake is confirmed and a
+///   packet sent in the current phase has been acknowledged (RFC 9001 §6.1). The connection does
+///   so when asked or after `TransportConfig::key_update_interval` packets; it does not count
+///   packets against the AEAD confidentiality limit (RFC 9001 §6.6).
 /// - Receive: [`Self::unprotect_header`], reconstruct the full packet number, then
 ///   [`Self::open`]. `open` picks the key from the Key Phase bit and the packet number: the
 ///   current key, the previous key for reordered packets of the old phase, or the next key, in
 ///   which case the update is committed only if the packet authenticates
-///   ([`Opened::peer_updated`]). A packet that fails is dropped and counts against
-///   [`Self::integrity_limit`].
+///   ([`Opened::peer_updated`]). A packet that fails is dropped; failures are not counted
+///   against the AEAD integrity limit (RFC 9001 §6.6), so AEAD_LIMIT_REACHED is never sent.
 /// - After [`Self::initiate_update`] or a packet with `peer_updated`, arm a timer of about
 ///   3 PTO and then call [`Self::drop_previous_remote`] (RFC 9001 §6.5).
 pub struct OneRttKeys {
@@ -274,18 +256,6 @@ impl OneRttKeys {
     #[must_use]
     pub fn tag_len(&self) -> usize {
         self.local.tag_len()
-    }
-
-    /// Packets that may be sealed with one key phase (RFC 9001 §6.6).
-    #[must_use]
-    pub fn confidentiality_limit(&self) -> u64 {
-        self.local.confidentiality_limit()
-    }
-
-    /// Failed openings tolerated over the whole connection (RFC 9001 §6.6).
-    #[must_use]
-    pub fn integrity_limit(&self) -> u64 {
-        self.remote.integrity_limit()
     }
 
     /// Whether the previous receive key is still kept.
@@ -475,10 +445,7 @@ fn unprotect_header(
         .decrypt_in_place(&sample_area[..sample_len], first, pn_field)
         .map_err(|_| Error::Decrypt)?;
     let pn_len = usize::from(*first & 0x03) + 1;
-    let truncated = pn_field[..pn_len]
-        .iter()
-        .fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
-    Ok((pn_len, truncated))
+    Ok((pn_len, read_truncated_pn(pn_field, 0, pn_len)?))
 }
 
 fn open_packet<'a>(
@@ -612,7 +579,6 @@ mod tests {
 
     #[test]
     fn side_converts_and_flips() {
-        assert!(Side::Client.is_client());
         assert_eq!(Side::Server.peer(), Side::Client);
         assert_eq!(rustls::Side::from(Side::Server), rustls::Side::Server);
     }

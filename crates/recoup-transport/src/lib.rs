@@ -17,12 +17,10 @@ pub mod delivery_rate;
 pub mod endpoint;
 pub mod error;
 pub mod frame;
-mod lineage;
 pub mod loss;
 pub mod pacing;
 pub mod packet;
 pub mod qlog;
-pub mod range_set;
 pub mod rtt;
 // Predictable keys by design: only a simulator should ever enable this.
 #[cfg(feature = "seeded-tls")]
@@ -36,7 +34,7 @@ pub use connection::{CloseError, CloseReason, Connection, ConnectionStats, Event
 pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side};
 pub use endpoint::{ConnectionHandle, Endpoint};
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};
-pub use lineage::Recovered;
+pub use recoup_recovery::Recovered;
 #[cfg(feature = "seeded-tls")]
 pub use seeded_tls::simulation_tls;
 #[cfg(feature = "self-signed")]

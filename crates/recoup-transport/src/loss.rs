@@ -965,12 +965,6 @@ impl<T> LossDetection<T> {
         self.space(space).sent.values()
     }
 
-    /// Unacknowledged packets of `space`, ascending, for the caller to update its payload records
-    /// (for instance after retransmitting their frames in a probe).
-    pub fn unacked_mut(&mut self, space: SpaceId) -> impl Iterator<Item = &mut SentPacket<T>> {
-        self.space_mut(space).sent.values_mut()
-    }
-
     #[must_use]
     pub fn config(&self) -> &LossConfig {
         &self.config

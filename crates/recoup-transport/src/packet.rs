@@ -5,15 +5,17 @@
 //! 1. [`CoalescedPackets::new`] (or [`PartialDecode::parse`] for one packet) splits a datagram
 //!    into packets and reads what header protection leaves visible: type, version, CIDs, token,
 //!    the Length field, [`PartialDecode::pn_offset`] and the packet's bytes.
-//! 2. The crypto layer copies [`PartialDecode::packet`] into a mutable buffer, takes the sample at
-//!    [`PartialDecode::sample_range`], and unmasks the first byte with
-//!    [`PartialDecode::first_byte_mask`] and the packet number bytes.
+//! 2. The crypto layer ([`crate::crypto`]) copies [`PartialDecode::packet`] into a mutable
+//!    buffer and removes header protection in place: it takes the sample
+//!    [`SAMPLE_OFFSET_FROM_PN`] bytes past [`PartialDecode::pn_offset`], unmasks the first byte and
+//!    the packet number bytes, and reads the truncated number with [`read_truncated_pn`].
 //! 3. The caller reads the now clear first byte through [`FirstByte`] (packet number length, key
-//!    phase, the reserved bits that must be zero), reads the truncated number with
-//!    [`read_truncated_pn`] and recovers the full one with [`decode_pn`]. The AEAD's associated
-//!    data is `packet[..pn_offset + pn_len]`; the ciphertext (tag included) is the rest.
-//! 4. If nothing in a datagram could be processed, [`stateless_reset_token_of`] gives the bytes
-//!    to compare with the peer's stateless reset tokens (§10.3.1).
+//!    phase, the reserved bits that must be zero) and recovers the full packet number with
+//!    [`decode_pn`]. The AEAD's associated data is `packet[..pn_offset + pn_len]`; the ciphertext
+//!    (tag included) is the rest.
+//!
+//! Retry packets are parsed (a client ignores them) but never written, and stateless resets are
+//! neither sent nor recognised.
 //!
 //! # Sending
 //! Pick the packet number length with [`pn_len_for`], write the header with [`Header::write`]
@@ -21,17 +23,12 @@
 //! [`HeaderLayout::set_length`] once the payload is complete and before sealing (the header is
 //! the AEAD's associated data).
 
-use std::ops::Range;
-
 use crate::cid::{ConnectionId, MAX_CID_LEN};
 use crate::coding::{write_varint_with_len, BufMutExt, Reader};
 use crate::error::{transport_err, DecodeError, TransportError};
 
 /// QUIC version 1 (RFC 9000 §15).
 pub const QUIC_VERSION_1: u32 = 0x0000_0001;
-
-/// Bytes of ciphertext header protection samples (RFC 9001 §5.4.2; 16 for every v1 AEAD).
-pub const HP_SAMPLE_LEN: usize = 16;
 
 /// The header-protection sample starts this many bytes past the packet number's start, as if the
 /// packet number were 4 bytes long (RFC 9001 §5.4.2). A sender therefore needs
@@ -67,20 +64,13 @@ impl PacketType {
         self != Self::OneRtt
     }
 
-    /// Whether the packet carries a packet number and an encrypted payload (all but Retry and
-    /// Version Negotiation).
-    #[must_use]
-    pub fn has_packet_number(self) -> bool {
-        !matches!(self, Self::Retry | Self::VersionNegotiation)
-    }
-
     /// The two Long Packet Type bits of §17.2 table 5.
     fn long_type_bits(self) -> u8 {
         match self {
             Self::Initial => 0,
             Self::ZeroRtt => 1,
             Self::Handshake => 2,
-            // Retry; the other two never reach here.
+            // Retry; Retry and Version Negotiation headers are never written.
             _ => 3,
         }
     }
@@ -91,7 +81,7 @@ impl PacketType {
 pub struct PartialDecode<'a> {
     pub ty: PacketType,
     /// The first byte as received; for packets with a packet number its low bits are still
-    /// masked (see [`PartialDecode::first_byte_mask`]).
+    /// masked by header protection (RFC 9001 §5.4.1: 0x0f of a long header, 0x1f of a short one).
     pub first_byte: u8,
     /// The long header's version; 0 for Version Negotiation and for short headers.
     pub version: u32,
@@ -107,7 +97,8 @@ pub struct PartialDecode<'a> {
     /// Offset of the packet number from the packet's first byte; `None` for Retry and Version
     /// Negotiation.
     pub pn_offset: Option<usize>,
-    /// Retry only: the Retry Integrity Tag (RFC 9001 §5.8), for the crypto layer to verify.
+    /// Retry only: the Retry Integrity Tag (RFC 9001 §5.8). Nothing verifies it: a client
+    /// ignores Retry packets.
     pub retry_integrity_tag: Option<[u8; 16]>,
     /// This packet's bytes within the datagram; `packet.len()` is where the next coalesced
     /// packet starts.
@@ -242,26 +233,6 @@ impl<'a> PartialDecode<'a> {
         self.packet.len()
     }
 
-    /// Which bits of the first byte header protection masks (RFC 9001 §5.4.1): 0x0f for long
-    /// headers, 0x1f for short ones.
-    #[must_use]
-    pub fn first_byte_mask(&self) -> u8 {
-        if self.ty.is_long() {
-            0x0f
-        } else {
-            0x1f
-        }
-    }
-
-    /// Where the header protection sample lies in [`Self::packet`] (RFC 9001 §5.4.2); `None` if
-    /// the packet has no packet number or is too short to hold a sample, and must be dropped.
-    #[must_use]
-    pub fn sample_range(&self) -> Option<Range<usize>> {
-        let start = self.pn_offset? + SAMPLE_OFFSET_FROM_PN;
-        let end = start + HP_SAMPLE_LEN;
-        (end <= self.packet.len()).then_some(start..end)
-    }
-
     /// The short header's spin bit (§17.4), which header protection leaves clear.
     #[must_use]
     pub fn spin(&self) -> Option<bool> {
@@ -351,17 +322,6 @@ impl<'a> VersionInvariants<'a> {
     }
 }
 
-/// The trailing 16 bytes of a datagram, where a Stateless Reset carries its token (§10.3.1):
-/// compare them with the peer's tokens when a datagram's packets cannot be processed. `None` for
-/// datagrams shorter than 21 bytes, which cannot be a reset (§10.3).
-#[must_use]
-pub fn stateless_reset_token_of(datagram: &[u8]) -> Option<&[u8; 16]> {
-    if datagram.len() < 21 {
-        return None;
-    }
-    datagram[datagram.len() - 16..].try_into().ok()
-}
-
 fn read_cid(r: &mut Reader<'_>, what: &'static str) -> Result<ConnectionId, DecodeError> {
     let len = usize::from(r.u8(what)?);
     // §17.2: a v1 long header CID over 20 bytes means the packet is dropped.
@@ -389,38 +349,6 @@ pub fn write_version_negotiation(
     for &v in versions {
         buf.put_u32(v);
     }
-}
-
-/// The input to RFC 9001 §5.8's Retry integrity tag: the Retry packet (without its tag),
-/// prefixed by the client's original Destination CID.
-#[must_use]
-pub fn retry_pseudo_packet(original_dcid: &ConnectionId, retry_without_tag: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + original_dcid.len() + retry_without_tag.len());
-    out.put_u8(original_dcid.len() as u8);
-    out.put_bytes(original_dcid);
-    out.put_bytes(retry_without_tag);
-    out
-}
-
-/// Append a Retry packet without its integrity tag (§17.2.5); the crypto layer computes the tag
-/// over [`retry_pseudo_packet`] and appends it. `unused` fills the four unused low bits.
-pub fn write_retry_without_tag(
-    buf: &mut Vec<u8>,
-    version: u32,
-    dcid: &ConnectionId,
-    scid: &ConnectionId,
-    token: &[u8],
-    unused: u8,
-) {
-    buf.put_u8(
-        LONG_FORM_BIT | FIXED_BIT | (PacketType::Retry.long_type_bits() << 4) | (unused & 0x0f),
-    );
-    buf.put_u32(version);
-    for cid in [dcid, scid] {
-        buf.put_u8(cid.len() as u8);
-        buf.put_bytes(cid);
-    }
-    buf.put_bytes(token);
 }
 
 /// A header to send.
@@ -803,8 +731,6 @@ mod tests {
         assert_eq!(p.packet, &initial[..]);
         let pn_offset = p.pn_offset.unwrap();
         assert_eq!(p.length, Some((initial.len() - pn_offset) as u64));
-        assert_eq!(p.sample_range(), Some(pn_offset + 4..pn_offset + 20));
-        assert_eq!(p.first_byte_mask(), 0x0f);
         let fb = FirstByte(p.first_byte);
         assert_eq!(fb.pn_len(), 1);
         assert!(fb.check_reserved_bits().is_ok());
@@ -825,7 +751,6 @@ mod tests {
         assert_eq!(p.spin(), Some(true));
         assert_eq!(p.pn_offset, Some(9));
         assert_eq!(p.packet, &short[..]);
-        assert_eq!(p.first_byte_mask(), 0x1f);
         let fb = FirstByte(p.first_byte);
         assert!(fb.key_phase() && fb.spin() && !fb.is_long());
     }
@@ -886,19 +811,6 @@ mod tests {
     }
 
     #[test]
-    fn packet_too_short_for_a_sample_has_no_sample_range() {
-        let h = Header::OneRtt {
-            dcid: ConnectionId::EMPTY,
-            spin: false,
-            key_phase: false,
-        };
-        let bytes = write_packet(h, 0, &[0; 2], 16);
-        let p = PartialDecode::parse(&bytes, 0).unwrap();
-        // pn_len 1 + payload 2 + tag 16 = 19 < 4 + 16.
-        assert_eq!(p.sample_range(), None);
-    }
-
-    #[test]
     fn reserved_bits_are_a_protocol_violation() {
         let err = FirstByte(0xc0 | 0x04).check_reserved_bits().unwrap_err();
         assert_eq!(err.code, TransportErrorCode::PROTOCOL_VIOLATION);
@@ -922,7 +834,6 @@ mod tests {
         );
         assert_eq!(p.versions().collect::<Vec<_>>(), vec![1, 0x0a0a_0a0a]);
         assert_eq!(p.pn_offset, None);
-        assert_eq!(p.sample_range(), None);
         // A list that is not whole versions is malformed.
         buf.push(0);
         assert!(PartialDecode::parse(&buf, 0).is_err());
@@ -930,18 +841,13 @@ mod tests {
 
     #[test]
     fn retry_parses_token_and_tag() {
-        let mut buf = Vec::new();
-        write_retry_without_tag(
-            &mut buf,
-            QUIC_VERSION_1,
-            &cid(&[5; 8]),
-            &cid(&[6; 4]),
-            b"retry token",
-            0,
-        );
-        let pseudo = retry_pseudo_packet(&cid(&[7; 8]), &buf);
-        assert_eq!(pseudo[0], 8);
-        assert_eq!(&pseudo[9..], &buf[..]);
+        // §17.2.5: long header of type Retry (0xf0), version 1, an 8-byte DCID, a 4-byte SCID,
+        // the token, then the 16-byte integrity tag.
+        let mut buf = vec![0xf0, 0, 0, 0, 1, 8];
+        buf.extend_from_slice(&[5; 8]);
+        buf.push(4);
+        buf.extend_from_slice(&[6; 4]);
+        buf.extend_from_slice(b"retry token");
         buf.extend_from_slice(&[0xab; 16]);
         let p = PartialDecode::parse(&buf, 0).unwrap();
         assert_eq!(p.ty, PacketType::Retry);
@@ -950,14 +856,6 @@ mod tests {
         assert_eq!(p.packet_len(), buf.len());
         // Header (19 bytes) plus 15: too short for the tag.
         assert!(PartialDecode::parse(&buf[..19 + 15], 0).is_err());
-    }
-
-    #[test]
-    fn stateless_reset_token_is_the_last_16_bytes() {
-        assert_eq!(stateless_reset_token_of(&[0x40; 20]), None);
-        let mut d = vec![0x41; 5];
-        d.extend_from_slice(&[9; 16]);
-        assert_eq!(stateless_reset_token_of(&d), Some(&[9; 16]));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use proptest::prelude::*;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use recoup_recovery::RangeSet;
 use recoup_transport::cid::ConnectionId;
 use recoup_transport::coding::{BufMutExt, VarInt};
 use recoup_transport::frame::{
@@ -16,7 +17,6 @@ use recoup_transport::packet::{
     decode_pn, pn_len_for, read_truncated_pn, write_version_negotiation, CoalescedPackets,
     FirstByte, Header, VersionInvariants, QUIC_VERSION_1,
 };
-use recoup_transport::range_set::RangeSet;
 use recoup_transport::transport_params::{PreferredAddress, Side, TransportParameters};
 
 /// Run every decoder over `bytes`, touching everything the decoded values expose. Returns how
@@ -28,7 +28,6 @@ fn exercise(bytes: &[u8]) -> usize {
         for packet in CoalescedPackets::new(bytes, cid_len) {
             let Ok(p) = packet else { break };
             decoded += 1;
-            let _ = p.sample_range();
             let _ = p.spin();
             let _ = p.versions().count();
             let fb = FirstByte(p.first_byte);
@@ -410,10 +409,6 @@ proptest! {
         let ecn = ecn.map(|(ect0, ect1, ce)| EcnCounts { ect0, ect1, ce });
         let mut buf = Vec::new();
         prop_assert!(encode_ack(&mut buf, &set, delay, ecn.as_ref(), max_ranges));
-        prop_assert_eq!(
-            buf.len(),
-            recoup_transport::frame::ack_encoded_len(&set, delay, ecn.as_ref(), max_ranges)
-        );
         let decoded: Vec<Frame<'_>> = Frames::new(&buf).collect::<Result<_, _>>().unwrap();
         let [Frame::Ack(ack)] = decoded[..] else { panic!("{decoded:?}") };
         prop_assert_eq!(ack.ack_delay, delay);

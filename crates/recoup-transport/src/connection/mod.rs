@@ -48,12 +48,12 @@ use crate::cid::ConnectionId;
 use crate::config::{ClientConfig, ServerConfig, TransportConfig};
 use crate::crypto::Side;
 use crate::error::{Error, TransportError, TransportErrorCode};
-use crate::lineage::Recovered;
 use crate::loss::{PerSpace, SpaceId};
 use crate::qlog::QlogWriter;
 use crate::streams::{FlowLimits, StreamEvent, StreamId, Streams};
 use crate::tls::TlsSession;
 use crate::transport_params::TransportParameters;
+use recoup_recovery::Recovered;
 
 use cids::CidState;
 pub use cids::{CidEvent, IssuedCid};

@@ -12,8 +12,8 @@
 use std::time::Duration;
 
 use recoup_recovery::{
-    CopyRequest, DataRange, PacketInfo, Policy, RecoveryPolicy, SendContext, SendKind, SendState,
-    SentRange,
+    CopyRequest, DataRange, Lineages, PacketInfo, Policy, RecoveryPolicy, SendContext, SendKind,
+    SendState, SentRange,
 };
 use recoup_time::Instant;
 use serde_json::json;
@@ -25,7 +25,6 @@ use crate::config::TransportConfig;
 use crate::crypto::Side;
 use crate::error::TransportError;
 use crate::frame::AckFrame;
-use crate::lineage::Lineages;
 use crate::loss::{LossConfig, LossDetection, SpaceId};
 use crate::pacing::{Pacer, DEFAULT_BURST_PACKETS};
 use crate::streams::{ControlFrame, StreamId};
@@ -259,22 +258,19 @@ impl Connection {
             let len = r.range.len() as usize;
             self.streams
                 .on_acked(StreamId(r.range.stream), r.range.start, len, fin);
-            if let Some(id) = r.loss {
-                self.recovery.lineage.on_send_acked(id, pn, sent);
-            }
             let streams = &self.streams;
-            let closed = self
-                .recovery
-                .lineage
-                .on_range_acked(r.range, sent, now, |range| {
-                    streams
-                        .unacked(
-                            StreamId(range.stream),
-                            range.start,
-                            range.end.max(range.start),
-                        )
-                        .is_empty()
-                });
+            let closed =
+                self.recovery
+                    .lineage
+                    .on_range_acked(r.range, r.loss, pn, sent, now, |range| {
+                        streams
+                            .unacked(
+                                StreamId(range.stream),
+                                range.start,
+                                range.end.max(range.start),
+                            )
+                            .is_empty()
+                    });
             for id in closed {
                 self.recovery.policy.on_data_acked(now, id);
             }
@@ -324,11 +320,10 @@ impl Connection {
                     }
                 }
                 Some(id) => {
-                    if self.recovery.lineage.is_newest(id, pn) {
-                        signals = true;
-                        if let Some(lost) = self.recovery.lineage.on_send_lost(id, pn, trigger) {
-                            self.recovery.policy.on_data_lost(now, &lost);
-                        }
+                    let loss = self.recovery.lineage.on_send_lost(id, pn, trigger);
+                    signals |= loss.newest;
+                    if let Some(lost) = loss.next_round {
+                        self.recovery.policy.on_data_lost(now, &lost);
                     }
                 }
             }

@@ -236,8 +236,10 @@ impl Connection {
                         .map_err(with_ty)?;
                 }
                 Frame::PathChallenge(_) | Frame::PathResponse(_) => {
-                    // No migration: we never challenge, and answering a challenge for a path we
-                    // do not use is optional (RFC 9000 §8.2.2 requires it only on that path).
+                    // Ignored: there is no path validation or migration. We never challenge, and
+                    // a PATH_CHALLENGE goes unanswered although RFC 9000 §8.2.2 says an endpoint
+                    // MUST echo it in a PATH_RESPONSE, so a peer validating a new path (after a
+                    // NAT rebinding, say) fails to.
                 }
                 Frame::ConnectionClose(c) => {
                     let err = CloseError {

@@ -7,8 +7,8 @@ use std::time::Duration;
 use recoup_time::Instant;
 
 use crate::error::{transport_err, TransportError};
-use crate::range_set::RangeSet;
 use crate::streams::recv::RecvStream;
+use recoup_recovery::RangeSet;
 
 /// Received packet numbers we keep for ACK frames. Old ranges fall off once the peer has seen an
 /// ACK of them (RFC 9000 §13.2.4), or past this many.

@@ -6,7 +6,7 @@ use std::ops::RangeInclusive;
 use super::FrameType;
 use crate::coding::{varint_size, BufMutExt, Reader};
 use crate::error::DecodeError;
-use crate::range_set::RangeSet;
+use recoup_recovery::RangeSet;
 
 /// ECN counts of an ACK_ECN frame (RFC 9000 §19.3.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -41,12 +41,6 @@ impl<'a> AckFrame<'a> {
                 .map(|smallest| smallest..=self.largest),
             reader: Reader::new(self.raw_ranges),
         }
-    }
-
-    /// The number of ranges after the first.
-    #[must_use]
-    pub fn extra_range_count(&self) -> u64 {
-        self.range_count
     }
 
     /// The ACK Delay in microseconds for the peer's `ack_delay_exponent` (§18.2), saturating.
@@ -199,32 +193,6 @@ pub fn encode_ack(
     true
 }
 
-/// Bytes [`encode_ack`] would append with the same arguments (0 if `ranges` is empty).
-#[must_use]
-pub fn ack_encoded_len(
-    ranges: &RangeSet,
-    ack_delay: u64,
-    ecn: Option<&EcnCounts>,
-    max_ranges: usize,
-) -> usize {
-    let mut iter = ranges.iter_desc().take(max_ranges.max(1));
-    let Some(first) = iter.next() else {
-        return 0;
-    };
-    let count = ranges.len().min(max_ranges.max(1)) - 1;
-    let mut len = 1
-        + varint_size(first.end - 1)
-        + varint_size(ack_delay)
-        + varint_size(count as u64)
-        + varint_size(first.end - 1 - first.start);
-    let mut prev_smallest = first.start;
-    for r in iter {
-        len += varint_size(prev_smallest - r.end - 1) + varint_size(r.end - 1 - r.start);
-        prev_smallest = r.start;
-    }
-    len + ecn.map_or(0, ecn_len)
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::tests::{decode_all, err_code, FEE};
@@ -239,11 +207,9 @@ mod tests {
         }
         let mut buf = Vec::new();
         assert!(encode_ack(&mut buf, &set, 0, None, 10));
-        assert_eq!(buf.len(), ack_encoded_len(&set, 0, None, 10));
         let frames = decode_all(&buf).unwrap();
         let Frame::Ack(ack) = frames[0] else { panic!() };
         assert_eq!(ack.largest, 9);
-        assert_eq!(ack.extra_range_count(), 2);
         assert_eq!(ack.ranges().collect::<Vec<_>>(), vec![9..=9, 5..=6, 0..=2]);
         // Capped to two ranges.
         let mut buf = Vec::new();

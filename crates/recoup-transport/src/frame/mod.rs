@@ -35,7 +35,7 @@ mod flow;
 mod path;
 mod types;
 
-pub use ack::{ack_encoded_len, encode_ack, AckFrame, AckRanges, EcnCounts};
+pub use ack::{encode_ack, AckFrame, AckRanges, EcnCounts};
 pub use close::ConnectionClose;
 pub use data::{
     crypto_data_fit, crypto_frame_len, stream_data_fit, stream_header_len, StreamFrame,
@@ -393,7 +393,7 @@ mod tests {
     use super::*;
     use crate::coding::VarInt;
     use crate::error::TransportErrorCode;
-    use crate::range_set::RangeSet;
+    use recoup_recovery::RangeSet;
 
     pub(super) fn decode_all(payload: &[u8]) -> Result<Vec<Frame<'_>>, TransportError> {
         Frames::new(payload).collect()

@@ -42,22 +42,11 @@ impl FrameType {
     pub(super) const STREAM_LEN: u64 = 0x02;
     pub(super) const STREAM_OFF: u64 = 0x04;
 
-    #[must_use]
-    pub fn is_stream(self) -> bool {
-        (0x08..=0x0f).contains(&self.0)
-    }
-
     /// Whether a packet containing it must be acknowledged: all frames but ACK, PADDING and
     /// CONNECTION_CLOSE (RFC 9002 §2).
     #[must_use]
     pub fn is_ack_eliciting(self) -> bool {
         !matches!(self.0, 0x00 | 0x02 | 0x03 | 0x1c | 0x1d)
-    }
-
-    /// Probing frames (RFC 9000 §9.1): a packet of only these does not migrate the connection.
-    #[must_use]
-    pub fn is_probing(self) -> bool {
-        matches!(self.0, 0x00 | 0x18 | 0x1a | 0x1b)
     }
 
     /// The RFC's name for the frame type, for logs.
@@ -186,8 +175,6 @@ mod tests {
         assert!(!FrameType::PADDING.is_ack_eliciting());
         assert!(!FrameType::APPLICATION_CLOSE.is_ack_eliciting());
         assert!(FrameType::PING.is_ack_eliciting());
-        assert!(FrameType::PATH_RESPONSE.is_probing());
-        assert!(!FrameType::PING.is_probing());
         assert_eq!(format!("{:?}", FrameType(0x0b)), "STREAM(0x0b)");
     }
 }

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use super::flow::SendCredit;
 use crate::error::Error;
-use crate::range_set::RangeSet;
+use recoup_recovery::RangeSet;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fin {

@@ -1,8 +1,8 @@
-//! A set of `u64` values kept as disjoint, non-adjacent half-open ranges. The transport's one
-//! range set: a packet number space keeps the packet numbers it received in one (ACK frames are
-//! written from it, RFC 9000 §13.2.3), and a stream's sending half keeps the byte ranges
-//! acknowledged above its lowest unacknowledged offset in another, so acknowledgements may arrive
-//! in any order and any number of times.
+//! A set of `u64` values kept as disjoint, non-adjacent half-open ranges: recoup's one range set.
+//! A packet number space keeps the packet numbers it received in one (ACK frames are written from
+//! it, RFC 9000 §13.2.3); a stream's sending half keeps the byte ranges acknowledged above its
+//! lowest unacknowledged offset in another, so acknowledgements may arrive in any order and any
+//! number of times; the lineage of lost data and `recoup analyze`'s replay of a qlog use it too.
 //!
 //! Invariants: the ranges are non-empty, ascending, and neither overlap nor touch (touching ranges
 //! are merged on insert); there are at most `max_ranges` of them.
@@ -211,6 +211,20 @@ mod tests {
         let (hi, lo) = (12, 11);
         assert_eq!(s.gaps(hi..lo), Vec::<Range<u64>>::new());
         assert_eq!(s.gaps(45..45), Vec::<Range<u64>>::new());
+    }
+
+    /// `recoup analyze`'s case from when it kept a range set of its own.
+    #[test]
+    fn gaps_after_merging_inserts() {
+        let mut s = RangeSet::default();
+        s.insert(10..20);
+        s.insert(30..40);
+        s.insert(18..31);
+        s.insert(50..60);
+        assert_eq!(s.gaps(0..70), vec![0..10, 40..50, 60..70]);
+        assert_eq!(s.gaps(12..35), vec![]);
+        assert_eq!(s.gaps(45..55), vec![45..50]);
+        assert_eq!(s.gaps(5..5), vec![]);
     }
 
     #[test]

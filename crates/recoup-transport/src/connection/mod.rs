@@ -128,6 +128,12 @@ pub struct ConnectionStats {
     pub congestion_events: u64,
     /// Lost packets that, by ART §6.4, did not signal congestion (an older copy of a round).
     pub losses_hidden_from_cc: u64,
+    /// Copies that found the congestion window full (and were not allowed beyond it) and went
+    /// out once it opened; their total wait; and held copies dropped because their data was
+    /// acknowledged meanwhile.
+    pub copies_held_by_cwnd: u64,
+    pub copy_cwnd_wait: Duration,
+    pub held_copies_dropped: u64,
     pub key_updates: u64,
     pub spurious_losses: u64,
 }
@@ -242,6 +248,8 @@ pub struct Connection {
     policy_timer_served: Option<Instant>,
     /// A copy the policy asked for that has not gone out yet.
     pending_copy: Option<CopyRequest>,
+    /// When the congestion window first held `pending_copy` back.
+    copy_held_since: Option<Instant>,
     /// When pacing lets the next waiting packet go (set when `poll_transmit` ran dry).
     pacing_wakeup: Option<Instant>,
 }
@@ -392,6 +400,7 @@ impl Connection {
             max_datagram_size: config.max_datagram_size,
             policy_timer_served: None,
             pending_copy: None,
+            copy_held_since: None,
             pacing_wakeup: None,
             config,
         }

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::{Connection, SentFrames, State, Transmit};
 use crate::cc::CongestionController;
-use crate::config::MIN_INITIAL_SIZE;
+use crate::config::{CopiesBeyondCwnd, MIN_INITIAL_SIZE};
 use crate::crypto::Side;
 use crate::frame::{
     crypto_data_fit, encode_ack, stream_data_fit, ConnectionClose, Frame, StreamDir, StreamFrame,
@@ -142,20 +142,59 @@ impl Connection {
         {
             return true;
         }
-        self.policy_has_copy(now) && (can_send || self.copy_may_exceed_cwnd(now))
+        if !self.policy_has_copy(now) {
+            return false;
+        }
+        self.note_copy_held(now);
+        can_send || self.copy_may_exceed_cwnd(now)
     }
 
-    /// Whether the waiting copy is one the policy lets exceed the congestion window (ART §6.4
-    /// "opportunism") and pacing lets it go now.
+    /// Whether the waiting copy may exceed the congestion window: the policy marked it (ART
+    /// §6.4 "opportunism"), or the `copies_beyond_cwnd` setting lets it.
+    fn copy_exempt_from_cwnd(&self) -> bool {
+        self.pending_copy.is_some_and(|c| {
+            c.beyond_cwnd
+                || match self.config.copies_beyond_cwnd {
+                    CopiesBeyondCwnd::Policy => false,
+                    CopiesBeyondCwnd::OffMode => !self.streams.has_new_data(),
+                    CopiesBeyondCwnd::Always => true,
+                }
+        })
+    }
+
+    /// Whether the waiting copy may exceed the congestion window and pacing lets it go now.
     fn copy_may_exceed_cwnd(&mut self, now: Instant) -> bool {
-        self.pending_copy.is_some_and(|c| c.beyond_cwnd) && self.pacing_delay(now).is_none()
+        self.copy_exempt_from_cwnd() && self.pacing_delay(now).is_none()
+    }
+
+    /// Starts the clock on a waiting copy that the full congestion window holds back.
+    fn note_copy_held(&mut self, now: Instant) {
+        if self.pending_copy.is_some() && self.cwnd_full() && !self.copy_exempt_from_cwnd() {
+            self.copy_held_since.get_or_insert(now);
+        }
+    }
+
+    /// The waiting copy left (`sent`) or was dropped: count it if the window had held it.
+    fn copy_done(&mut self, now: Instant, sent: bool) {
+        let Some(since) = self.copy_held_since.take() else {
+            return;
+        };
+        if sent {
+            self.stats.copies_held_by_cwnd += 1;
+            self.stats.copy_cwnd_wait += now.saturating_duration_since(since);
+        } else {
+            self.stats.held_copies_dropped += 1;
+        }
+    }
+
+    /// Whether a full-sized packet would exceed the congestion window.
+    fn cwnd_full(&self) -> bool {
+        self.loss.bytes_in_flight() + self.max_datagram_size as u64 > self.cc.window()
     }
 
     /// Whether congestion control and pacing let an ack-eliciting packet go now.
     fn congestion_allows(&mut self, now: Instant) -> bool {
-        let in_flight = self.loss.bytes_in_flight();
-        let cwnd = self.cc.window();
-        if in_flight + self.max_datagram_size as u64 > cwnd {
+        if self.cwnd_full() {
             return false;
         }
         self.pacing_delay(now).is_none()
@@ -482,9 +521,13 @@ impl Connection {
                             qlog,
                         );
                     }
-                    if pkt.frames.kind.is_some() {
+                    let sent = pkt.frames.kind.is_some();
+                    self.copy_done(now, sent);
+                    if sent {
                         return;
                     }
+                } else {
+                    self.note_copy_held(now);
                 }
             }
         }
@@ -846,9 +889,7 @@ impl Connection {
         if !waiting {
             return None;
         }
-        let in_flight = self.loss.bytes_in_flight();
-        let beyond = self.pending_copy.is_some_and(|c| c.beyond_cwnd);
-        if in_flight + self.max_datagram_size as u64 > self.cc.window() && !beyond {
+        if self.cwnd_full() && !self.copy_exempt_from_cwnd() {
             // An acknowledgement opens the window; no timer needed.
             return None;
         }

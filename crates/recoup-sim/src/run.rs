@@ -20,7 +20,7 @@ use recoup_transport::{
 
 use crate::app::{App, AppEndpoint, AppOutcome, StreamKey};
 use crate::error::SimError;
-use crate::metrics::{run_row, RunCounters, RunRow};
+use crate::metrics::{run_row, CwndHolds, RunCounters, RunRow};
 use crate::quic::{Application, QuicNode};
 use crate::scenario::{PolicyEntry, Scenario};
 use crate::sim::Simulator;
@@ -255,6 +255,7 @@ pub fn run_one_with_qlog(
         policy: policy.spec.clone(),
         cc: scenario.transport.cc,
         initial_window: scenario.transport.initial_window,
+        copies_beyond_cwnd: scenario.transport.copies_beyond_cwnd,
         record_recovery: true,
         seed,
         ..TransportConfig::default()
@@ -349,6 +350,11 @@ pub fn run_one_with_qlog(
         bytes_copies: stats.stream_bytes_copied,
         packets_lost: stats.packets_lost,
         goodput_bytes,
+        cwnd_holds: Some(CwndHolds {
+            sent: stats.copies_held_by_cwnd,
+            wait: stats.copy_cwnd_wait,
+            dropped: stats.held_copies_dropped,
+        }),
     };
     let mut row = run_row(
         &policy.label,

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use recoup_recovery::PolicySpec;
 use recoup_transport::cc::CcAlgorithm;
+use recoup_transport::CopiesBeyondCwnd;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
@@ -265,6 +266,7 @@ enum RawApp {
 struct RawTransport {
     cc: Option<Parsed<CcAlgorithm>>,
     initial_window: Option<u64>,
+    copies_beyond_cwnd: Option<Parsed<CopiesBeyondCwnd>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -297,7 +299,7 @@ const APP_KEYS: [&str; 15] = [
     "think",
     "deadline",
 ];
-const TRANSPORT_KEYS: [&str; 2] = ["cc", "initial_window"];
+const TRANSPORT_KEYS: [&str; 3] = ["cc", "initial_window", "copies_beyond_cwnd"];
 
 // ---- the checked scenario ----
 
@@ -340,6 +342,8 @@ pub struct TransportSpec {
     pub cc: CcAlgorithm,
     /// Initial congestion window in packets; `None` keeps the transport's default.
     pub initial_window: Option<u64>,
+    /// Which copies may exceed the congestion window.
+    pub copies_beyond_cwnd: CopiesBeyondCwnd,
 }
 
 /// One policy to run.
@@ -962,6 +966,10 @@ fn check(
         transport: TransportSpec {
             cc: transport.cc.map_or_else(CcAlgorithm::default, |c| c.0),
             initial_window: transport.initial_window,
+            copies_beyond_cwnd: transport
+                .copies_beyond_cwnd
+                .map(|c| c.0)
+                .unwrap_or_default(),
         },
         policies,
     })
@@ -1045,6 +1053,28 @@ mod tests {
     }
 
     #[test]
+    fn transport_keys_and_their_sweep_axes() {
+        let s = one(&format!(
+            "{MINIMAL}[transport]\ncc = \"copa\"\ncopies_beyond_cwnd = \"offmode\"\n"
+        ))
+        .expect("valid");
+        assert_eq!(s.transport.cc, CcAlgorithm::Copa);
+        assert_eq!(s.transport.copies_beyond_cwnd, CopiesBeyondCwnd::OffMode);
+        let v = load_str(
+            &format!(
+                "{MINIMAL}[sweep]\n\"transport.copies_beyond_cwnd\" = [\"policy\", \"always\"]\n"
+            ),
+            "t.toml",
+            None,
+            "t",
+        )
+        .expect("sweep");
+        let rules: Vec<CopiesBeyondCwnd> =
+            v.iter().map(|s| s.transport.copies_beyond_cwnd).collect();
+        assert_eq!(rules, [CopiesBeyondCwnd::Policy, CopiesBeyondCwnd::Always]);
+    }
+
+    #[test]
     fn every_app_kind() {
         let s = one(&format!(
             "{MINIMAL}[app]\nkind = \"file\"\nsize = \"1MB\"\ncount = 3\ninterval = \"1s\"\n"
@@ -1111,8 +1141,18 @@ mod tests {
         assert!(e.contains("t.toml:2:8") && e.contains("bad rate"), "{e}");
         let e = err(&format!("{MINIMAL}[path.down]\nrtt = \"10ms\"\n"));
         assert!(e.contains("t.toml:4:1") && e.contains("rtt"), "{e}");
-        let e = err(&format!("{MINIMAL}[transport]\ncc = \"copa\"\n"));
-        assert!(e.contains("t.toml:4:6") && e.contains("copa"), "{e}");
+        let e = err(&format!("{MINIMAL}[transport]\ncc = \"vegas\"\n"));
+        assert!(e.contains("t.toml:4:6") && e.contains("vegas"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[transport]\ncopies_beyond_cwnd = \"sometimes\"\n"
+        ));
+        assert!(
+            e.contains("t.toml:4:22")
+                && e.contains("copies_beyond_cwnd")
+                && e.contains("sometimes")
+                && e.contains("policy, offmode, always"),
+            "{e}"
+        );
         let e = err(&format!(
             "{MINIMAL}[app]\nkind = \"live\"\nbitrat = \"1Mbps\"\n"
         ));

@@ -249,3 +249,7 @@ def main() -> None:
         "controller, rule and seed):\n\n" + detail
     )
     common.write_table(FIG, "Fig. 13: formula accuracy at fixed K", body, args)
+
+
+if __name__ == "__main__":
+    main()

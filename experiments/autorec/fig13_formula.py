@@ -83,6 +83,8 @@ def commit() -> str:
 
 def main() -> None:
     args = common.autorec_args(__doc__, add_flags)
+    # Before any output is written, which would mark the checkout dirty.
+    made_at = commit()
     ks = args.k or ([0, 1, 2, 4, 10] if args.quick else list(range(11)))
     if 0 not in ks:
         sys.exit("--k must include 0: goodput reduction is measured against K = 0")
@@ -238,9 +240,11 @@ def main() -> None:
         ],
         summary,
     )
-    command = "python3 experiments/autorec/fig13_formula.py " + " ".join(sys.argv[1:])
+    # --replot redraws the same runs: the command that simulated them is the one without it.
+    flags = [a for a in sys.argv[1:] if a != "--replot"]
+    command = " ".join(["python3 experiments/autorec/fig13_formula.py", *flags])
     body = (
-        f"Made by `{command.strip()}` at commit {commit()}.\n\n"
+        f"Made by `{command}` at commit {made_at}.\n\n"
         "Largest absolute error over K of the seed means, ours vs the paper's bound; and at the "
         "largest K the share of the copies AutoRec asked for that the congestion window held back "
         "(sent late or dropped because the data was acknowledged first) and copies sent per lost "

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,7 @@ def parse_args(
     count_help: str = "seeds per point",
     duration: bool = False,
     replot: bool = False,
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> argparse.Namespace:
     """The flags: --quick (a smoke run, described by `quick`), `count` (runs per point, into
     `args.seeds`) and --jobs (worker threads, `jobs` by default, 0 for all cores). With
@@ -183,6 +185,8 @@ def parse_args(
             "--replot", action="store_true", help="only re-read existing results and redraw"
         )
     p.set_defaults(replot=False)
+    if extra:
+        extra(p)
     args = p.parse_args()
     if args.seeds is None:
         args.seeds = quick_seeds if args.quick else seeds
@@ -191,8 +195,11 @@ def parse_args(
     return args
 
 
-def autorec_args(doc: str) -> argparse.Namespace:
-    """The AutoRec scripts' flags: 10 seeds of 60 s per point on 2 threads by default."""
+def autorec_args(
+    doc: str, extra: Callable[[argparse.ArgumentParser], None] | None = None
+) -> argparse.Namespace:
+    """The AutoRec scripts' flags: 10 seeds of 60 s per point on 2 threads by default; `extra`
+    adds a script's own."""
     return parse_args(
         doc,
         "smoke version: 2 seeds of 10 s and fewer sweep points",
@@ -200,6 +207,7 @@ def autorec_args(doc: str) -> argparse.Namespace:
         quick_seeds=2,
         jobs=2,
         duration=True,
+        extra=extra,
     )
 
 

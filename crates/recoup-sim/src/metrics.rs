@@ -40,6 +40,18 @@ pub struct RunCounters {
     pub packets_lost: u64,
     /// Application bytes delivered to the receiving application, in order, once each.
     pub goodput_bytes: u64,
+    /// Copies the congestion window held back; `None` where unknown (a qlog does not say).
+    pub cwnd_holds: Option<CwndHolds>,
+}
+
+/// Copies that found the congestion window full and were not allowed beyond it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CwndHolds {
+    /// Held copies that went out once the window opened, and their total wait.
+    pub sent: u64,
+    pub wait: Duration,
+    /// Held copies dropped because their data was acknowledged while they waited.
+    pub dropped: u64,
 }
 
 impl RunCounters {
@@ -105,6 +117,12 @@ pub struct RunRow {
     /// RTC: missed frames' time / playback time (AutoRec's "percent of video spent frozen",
     /// as a fraction).
     pub frozen_fraction: Option<f64>,
+    /// Copies the full congestion window held back before they went out, their mean wait, and
+    /// held copies dropped because their data was acknowledged first (the transport's counters;
+    /// empty for a qlog analysis).
+    pub copies_held_by_cwnd: Option<u64>,
+    pub copy_cwnd_wait_ms: Option<f64>,
+    pub held_copies_dropped: Option<u64>,
     /// The receiving application's first integrity error; any value makes the run invalid.
     pub app_error: Option<String>,
     /// TOO's invalid response time (TOO §3, Fig. 3a): from a loss's detection to the send of
@@ -255,6 +273,12 @@ pub fn run_row(
         transfers_incomplete: None,
         startup_delay_ms: None,
         frozen_fraction: None,
+        copies_held_by_cwnd: counters.cwnd_holds.map(|h| h.sent),
+        copy_cwnd_wait_ms: counters
+            .cwnd_holds
+            .filter(|h| h.sent > 0)
+            .map(|h| ms(h.wait) / h.sent as f64),
+        held_copies_dropped: counters.cwnd_holds.map(|h| h.dropped),
         app_error: None,
         irt_ms: mean(&multi),
         irt_p95_ms: percentile(&multi, 0.95),
@@ -367,6 +391,15 @@ impl RunRow {
             ("irt_p95_ms", self.irt_p95_ms),
             ("retran_ratio", self.retran_ratio),
             ("retran_ratio_added", self.retran_ratio_added),
+            (
+                "copies_held_by_cwnd",
+                self.copies_held_by_cwnd.map(|v| v as f64),
+            ),
+            ("copy_cwnd_wait_ms", self.copy_cwnd_wait_ms),
+            (
+                "held_copies_dropped",
+                self.held_copies_dropped.map(|v| v as f64),
+            ),
         ]
     }
 }
@@ -536,6 +569,7 @@ mod tests {
             bytes_copies: 70_000,
             packets_lost: 55,
             goodput_bytes: 5_000_000,
+            cwnd_holds: None,
         }
     }
 

@@ -20,7 +20,7 @@ use recoup_transport::{
 };
 
 use crate::app::{AppEndpoint, AppOutcome};
-use crate::metrics::{goodput_window, run_row, RunCounters, RunRow};
+use crate::metrics::{goodput_window, run_row, CwndHolds, RunCounters, RunRow};
 use crate::quic::{Application, QuicNode};
 use crate::scenario::{PolicyEntry, Scenario};
 use crate::sim::Simulator;
@@ -273,6 +273,7 @@ pub fn run_one_with_qlog(
             .map_or(defaults.send_buffer, |b| {
                 usize::try_from(b).unwrap_or(usize::MAX)
             }),
+        copies_beyond_cwnd: scenario.transport.copies_beyond_cwnd,
         record_recovery: true,
         seed,
         ..defaults
@@ -367,6 +368,11 @@ pub fn run_one_with_qlog(
         bytes_copies: stats.stream_bytes_copied,
         packets_lost: stats.packets_lost,
         goodput_bytes,
+        cwnd_holds: Some(CwndHolds {
+            sent: stats.copies_held_by_cwnd,
+            wait: stats.copy_cwnd_wait,
+            dropped: stats.held_copies_dropped,
+        }),
     };
     let mut row = run_row(
         &policy.label,

@@ -34,6 +34,7 @@ use recoup_elements::{
 use recoup_recovery::PolicySpec;
 use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::loss::LossDetectionMode;
+use recoup_transport::CopiesBeyondCwnd;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
@@ -400,6 +401,9 @@ pub struct TransportSpec {
     /// receiver; `None` keeps the transport's default.
     #[serde(deserialize_with = "send_buffer")]
     pub send_buffer: Option<u64>,
+    /// Which copies may exceed the congestion window (`policy`, `offmode`, `always`).
+    #[serde(deserialize_with = "from_str")]
+    pub copies_beyond_cwnd: CopiesBeyondCwnd,
 }
 
 fn receive_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -1164,6 +1168,28 @@ mod tests {
     }
 
     #[test]
+    fn transport_keys_and_their_sweep_axes() {
+        let s = one(&format!(
+            "{MINIMAL}[transport]\ncc = \"copa\"\ncopies_beyond_cwnd = \"offmode\"\n"
+        ))
+        .expect("valid");
+        assert_eq!(s.transport.cc, CcAlgorithm::Copa);
+        assert_eq!(s.transport.copies_beyond_cwnd, CopiesBeyondCwnd::OffMode);
+        let v = load_str(
+            &format!(
+                "{MINIMAL}[sweep]\n\"transport.copies_beyond_cwnd\" = [\"policy\", \"always\"]\n"
+            ),
+            "t.toml",
+            None,
+            "t",
+        )
+        .expect("sweep");
+        let rules: Vec<CopiesBeyondCwnd> =
+            v.iter().map(|s| s.transport.copies_beyond_cwnd).collect();
+        assert_eq!(rules, [CopiesBeyondCwnd::Policy, CopiesBeyondCwnd::Always]);
+    }
+
+    #[test]
     fn every_app_kind() {
         let s = one(&format!(
             "{MINIMAL}[app]\nkind = \"file\"\nsize = \"1MB\"\ncount = 3\ninterval = \"1s\"\n"
@@ -1230,8 +1256,18 @@ mod tests {
         assert!(e.contains("t.toml:2:8") && e.contains("bad rate"), "{e}");
         let e = err(&format!("{MINIMAL}[path.down]\nrtt = \"10ms\"\n"));
         assert!(e.contains("t.toml:4:1") && e.contains("rtt"), "{e}");
-        let e = err(&format!("{MINIMAL}[transport]\ncc = \"copa\"\n"));
-        assert!(e.contains("t.toml:4:6") && e.contains("copa"), "{e}");
+        let e = err(&format!("{MINIMAL}[transport]\ncc = \"vegas\"\n"));
+        assert!(e.contains("t.toml:4:6") && e.contains("vegas"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[transport]\ncopies_beyond_cwnd = \"sometimes\"\n"
+        ));
+        assert!(
+            e.contains("t.toml:4:22")
+                && e.contains("copies_beyond_cwnd")
+                && e.contains("sometimes")
+                && e.contains("policy, offmode, always"),
+            "{e}"
+        );
         let e = err(&format!(
             "{MINIMAL}[app]\nkind = \"live\"\nbitrat = \"1Mbps\"\n"
         ));
@@ -1329,7 +1365,8 @@ mod tests {
                 "initial_window",
                 "loss_detection",
                 "receive_window",
-                "send_buffer"
+                "send_buffer",
+                "copies_beyond_cwnd"
             ]
         );
         assert_eq!(keys::<RawFileApp>(), ["size", "count", "interval"]);

@@ -1,11 +1,14 @@
 //! Per-connection settings: transport parameters we announce, recovery and congestion control.
 
+use std::fmt;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use recoup_recovery::{Policy, PolicySpec, RecoveryPolicy};
 
 use crate::cc::CcAlgorithm;
+use crate::error::DecodeError;
 use crate::loss::LossDetectionMode;
 
 /// The smallest datagram QUIC allows on a path (RFC 9000 §14): Initial packets are padded to it.
@@ -66,6 +69,8 @@ pub struct TransportConfig {
     pub initial_window: Option<u64>,
     /// Pace packets (RFC 9002 §7.7).
     pub pacing: bool,
+    /// Which copies may leave when the congestion window is full.
+    pub copies_beyond_cwnd: CopiesBeyondCwnd,
     /// Loss-recovery policy; built per connection with a seed derived from `seed`.
     pub policy: PolicySpec,
     /// A user policy (DESIGN.md principle 4): when set, it replaces `policy`.
@@ -107,6 +112,7 @@ impl Default for TransportConfig {
             cc: CcAlgorithm::default(),
             initial_window: None,
             pacing: true,
+            copies_beyond_cwnd: CopiesBeyondCwnd::default(),
             policy: PolicySpec::default(),
             custom_policy: None,
             packet_threshold: 3,
@@ -116,6 +122,66 @@ impl Default for TransportConfig {
             record_recovery: false,
             seed: 0,
         }
+    }
+}
+
+/// Which copies (replicas, reinjections) may be sent when the congestion window is full. Copies
+/// always count in bytes in flight and always wait for pacing.
+///
+/// The default follows AutoRec: its Fig. 13 discussion (§VII-A) explains the formulas' growing
+/// error at large K by "the actual amount of injected replicas is limited by the sending rate
+/// determined by the congestion control algorithm", so AutoRec's copies wait for the window.
+/// ART §6.4 adds "opportunism, which allows replicas to be sent on time even when the congestion
+/// window is insufficient", which a policy asks for per copy. AutoRec §VIII-C says only that
+/// reinjection works "without interfering with QUIC's native loss-recovery mechanism".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CopiesBeyondCwnd {
+    /// Only copies the policy marks (ART §6.4 opportunism, within the policy's budget).
+    #[default]
+    Policy,
+    /// Also every copy asked for in off-mode (no new data waiting): the application leaves the
+    /// path idle, and a copy then delays no new data.
+    OffMode,
+    /// Every copy.
+    Always,
+}
+
+impl CopiesBeyondCwnd {
+    /// Accepted names, in the order of the error message.
+    pub const NAMES: [&'static str; 3] = ["policy", "offmode", "always"];
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            CopiesBeyondCwnd::Policy => "policy",
+            CopiesBeyondCwnd::OffMode => "offmode",
+            CopiesBeyondCwnd::Always => "always",
+        }
+    }
+}
+
+impl fmt::Display for CopiesBeyondCwnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CopiesBeyondCwnd {
+    type Err = DecodeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let name = s.trim().to_ascii_lowercase();
+        Self::NAMES
+            .iter()
+            .zip([Self::Policy, Self::OffMode, Self::Always])
+            .find(|(n, _)| **n == name)
+            .map(|(_, v)| v)
+            .ok_or_else(|| {
+                DecodeError::invalid(
+                    "copies_beyond_cwnd",
+                    format!("unknown value {s:?}; accepted: {}", Self::NAMES.join(", ")),
+                )
+            })
     }
 }
 
@@ -133,4 +199,30 @@ pub struct ClientConfig {
 pub struct ServerConfig {
     pub transport: TransportConfig,
     pub tls: Arc<rustls::ServerConfig>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_beyond_cwnd_names_parse_and_errors_list_them() {
+        for name in CopiesBeyondCwnd::NAMES {
+            let v: CopiesBeyondCwnd = name.parse().expect("accepted");
+            assert_eq!(v.to_string(), name);
+        }
+        assert_eq!(
+            " OffMode ".parse::<CopiesBeyondCwnd>().ok(),
+            Some(CopiesBeyondCwnd::OffMode)
+        );
+        assert_eq!(CopiesBeyondCwnd::default(), CopiesBeyondCwnd::Policy);
+        let err = "sometimes"
+            .parse::<CopiesBeyondCwnd>()
+            .expect_err("unknown");
+        assert_eq!(
+            err.to_string(),
+            "invalid copies_beyond_cwnd: unknown value \"sometimes\"; accepted: policy, offmode, \
+             always"
+        );
+    }
 }

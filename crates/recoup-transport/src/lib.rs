@@ -29,7 +29,7 @@ pub mod streams;
 pub mod tls;
 pub mod transport_params;
 
-pub use config::{ClientConfig, PolicyFactory, ServerConfig, TransportConfig};
+pub use config::{ClientConfig, CopiesBeyondCwnd, PolicyFactory, ServerConfig, TransportConfig};
 pub use connection::{CloseError, CloseReason, Connection, ConnectionStats, Event, Transmit};
 pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side};
 pub use endpoint::{ConnectionHandle, Endpoint};

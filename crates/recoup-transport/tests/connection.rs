@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::{data, seed, Dir, NetConfig, Pair, SeedGuard};
 use recoup_time::Instant;
+use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::streams::StreamId;
 use recoup_transport::{Connection, Event, TransportConfig};
 
@@ -83,8 +84,13 @@ fn drain(c: &mut Connection, id: StreamId, out: &mut Vec<u8>) -> bool {
 }
 
 /// Client sends `payload` on one unidirectional stream; the server reads it. Returns the bytes
-/// read.
-pub fn transfer(p: &mut Pair, payload: &[u8], deadline: Duration) -> Vec<u8> {
+/// read; `each` sees the pair before every step.
+pub fn transfer(
+    p: &mut Pair,
+    payload: &[u8],
+    deadline: Duration,
+    mut each: impl FnMut(&mut Pair),
+) -> Vec<u8> {
     p.handshake();
     let id = p.client_conn().open_stream(false).expect("open");
     let mut written = 0;
@@ -96,6 +102,7 @@ pub fn transfer(p: &mut Pair, payload: &[u8], deadline: Duration) -> Vec<u8> {
         if done {
             return true;
         }
+        each(p);
         pump(p.client_conn(), id, payload, &mut written, &mut finished);
         let Some(s) = p.server_conn() else {
             return false;
@@ -130,7 +137,7 @@ fn transfer_under(loss: f64, reorder: f64, corrupt: f64, default_seed: u64, dead
     };
     let mut p = Pair::new(s, net, TransportConfig::default());
     let payload = data(10 * 1024 * 1024, s);
-    let got = transfer(&mut p, &payload, deadline);
+    let got = transfer(&mut p, &payload, deadline, |_| {});
     assert!(got == payload, "received bytes differ from sent bytes");
     let stats = p.client_conn().stats();
     eprintln!(
@@ -189,6 +196,49 @@ fn ten_megabytes_with_corruption() {
 #[test]
 fn ten_megabytes_with_loss_reordering_and_corruption() {
     transfer_under(0.05, 0.1, 0.01, 8, Duration::from_secs(120));
+}
+
+/// The largest smoothed RTT the client sees after the first 2 s of a 6 MB upload over a clean
+/// 12 Mbit/s bottleneck with an unlimited queue and 40 ms of propagation delay.
+fn queueing_under(cc: CcAlgorithm, s: u64) -> Duration {
+    let net = NetConfig {
+        rate: 1_500_000,
+        ..NetConfig::default()
+    };
+    let transport = TransportConfig {
+        cc,
+        ..TransportConfig::default()
+    };
+    let mut p = Pair::new(s, net, transport);
+    let payload = data(6 * 1024 * 1024, s);
+    let settle = Instant::ZERO + Duration::from_secs(2);
+    let mut max_srtt = Duration::ZERO;
+    let got = transfer(&mut p, &payload, Duration::from_secs(120), |p| {
+        if p.now > settle {
+            max_srtt = max_srtt.max(p.client_conn().path_stats().0);
+        }
+    });
+    assert!(
+        got == payload,
+        "{cc}: received bytes differ from sent bytes"
+    );
+    assert!(p.now > settle, "{cc}: done before the settling time");
+    max_srtt
+}
+
+#[test]
+fn copa_delivers_byte_exact_and_keeps_the_queue_short() {
+    let s = seed(21);
+    let _g = SeedGuard(s);
+    // Copa holds about 1/δ = 2 packets queued (Copa §2); "short" here means the smoothed RTT
+    // stays within 1.5 times the 40 ms propagation RTT. A loss-free CUBIC sender fills the
+    // unlimited queue and must fail the same bound, or the bound would not tell them apart.
+    let copa = queueing_under(CcAlgorithm::Copa, s);
+    let cubic = queueing_under(CcAlgorithm::Cubic, s);
+    eprintln!("max srtt after 2 s: copa {copa:?}, cubic {cubic:?}");
+    let bound = Duration::from_millis(60);
+    assert!(copa < bound, "copa {copa:?}");
+    assert!(cubic > bound, "cubic {cubic:?}");
 }
 
 #[test]
@@ -463,7 +513,7 @@ fn traced_run(s: u64) -> Vec<(Instant, Dir, usize, bool)> {
     };
     let mut p = Pair::new(s, net, TransportConfig::default());
     let payload = data(1024 * 1024, 77);
-    let got = transfer(&mut p, &payload, Duration::from_secs(60));
+    let got = transfer(&mut p, &payload, Duration::from_secs(60), |_| {});
     assert!(got == payload);
     p.trace
 }
@@ -561,7 +611,7 @@ fn a_second_connection_with_the_same_tls_configs_connects() {
             tls.clone(),
         );
         let payload = data(100_000, i);
-        let got = transfer(&mut p, &payload, Duration::from_secs(10));
+        let got = transfer(&mut p, &payload, Duration::from_secs(10), |_| {});
         assert!(got == payload, "connection {i}");
     }
 }

@@ -12,7 +12,7 @@ use common::{data, seed, Dir, NetConfig, Pair, SeedGuard};
 use recoup_recovery::PolicySpec;
 use recoup_time::Instant;
 use recoup_transport::qlog::{QlogWriter, VantagePoint};
-use recoup_transport::{ConnectionStats, Recovered, TransportConfig};
+use recoup_transport::{ConnectionStats, CopiesBeyondCwnd, Recovered, TransportConfig};
 
 struct Run {
     stats: ConnectionStats,
@@ -197,6 +197,38 @@ fn fixed_two_in_a_window_limited_transfer() {
     assert!(
         exact * 2 >= n,
         "{exact} of {n} ranges sent three times a round"
+    );
+}
+
+/// Under CUBIC at 10 % loss the window is a few packets: by default the copies wait for it and
+/// the counters say so; with `copies_beyond_cwnd = always` none waits and each retransmission
+/// is followed by its two copies.
+#[test]
+fn copies_held_by_the_window_are_counted_and_always_lets_them_go() {
+    let s = seed(46);
+    let _g = SeedGuard(s);
+    let len = 1024 * 1024;
+    let held = run(s, "fixed:2", 0.10, len).stats;
+    assert!(held.copies_held_by_cwnd > 0, "{held:?}");
+    assert!(held.copies_held_by_cwnd <= held.copy_packets, "{held:?}");
+    assert!(held.copy_cwnd_wait > Duration::ZERO, "{held:?}");
+    let free = TransportConfig {
+        copies_beyond_cwnd: CopiesBeyondCwnd::Always,
+        ..config("fixed:2")
+    };
+    let free = run_with(s, free, 0.10, len, None).stats;
+    assert_eq!(
+        (free.copies_held_by_cwnd, free.held_copies_dropped),
+        (0, 0),
+        "{free:?}"
+    );
+    assert_eq!(free.copy_cwnd_wait, Duration::ZERO);
+    let per_rtx = |st: &ConnectionStats| st.copy_packets as f64 / st.retransmission_packets as f64;
+    assert!(
+        per_rtx(&free) >= 1.9 && per_rtx(&free) > per_rtx(&held),
+        "copies per retransmission: always {} vs policy {}",
+        per_rtx(&free),
+        per_rtx(&held)
     );
 }
 

@@ -7,6 +7,7 @@
 //! through the [`Controller`] enum; user controllers go in [`Controller::Custom`].
 
 pub mod bbr;
+pub mod copa;
 pub mod cubic;
 pub mod newreno;
 
@@ -21,6 +22,7 @@ use crate::loss::SentPacket;
 use crate::rtt::RttEstimator;
 
 pub use bbr::Bbr;
+pub use copa::Copa;
 pub use cubic::Cubic;
 pub use newreno::NewReno;
 
@@ -164,11 +166,13 @@ pub enum CcAlgorithm {
     Cubic,
     /// BBRv1 (draft-cardwell-iccrg-bbr-congestion-control-00).
     Bbr,
+    /// Copa (Arun & Balakrishnan, NSDI 2018) with δ = 0.5.
+    Copa,
 }
 
 impl CcAlgorithm {
     /// Accepted names, in the order of the error message.
-    pub const NAMES: [&'static str; 3] = ["newreno", "cubic", "bbr"];
+    pub const NAMES: [&'static str; 4] = ["newreno", "cubic", "bbr", "copa"];
 
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -176,6 +180,7 @@ impl CcAlgorithm {
             CcAlgorithm::NewReno => "newreno",
             CcAlgorithm::Cubic => "cubic",
             CcAlgorithm::Bbr => "bbr",
+            CcAlgorithm::Copa => "copa",
         }
     }
 }
@@ -194,6 +199,7 @@ impl FromStr for CcAlgorithm {
             "newreno" | "reno" => Ok(CcAlgorithm::NewReno),
             "cubic" => Ok(CcAlgorithm::Cubic),
             "bbr" | "bbr1" | "bbrv1" => Ok(CcAlgorithm::Bbr),
+            "copa" => Ok(CcAlgorithm::Copa),
             _ => Err(DecodeError::invalid(
                 "congestion controller",
                 format!(
@@ -211,6 +217,7 @@ pub enum Controller {
     NewReno(NewReno),
     Cubic(Cubic),
     Bbr(Box<Bbr>),
+    Copa(Box<Copa>),
     Custom(Box<dyn CongestionController>),
 }
 
@@ -222,6 +229,7 @@ impl Controller {
             CcAlgorithm::NewReno => Controller::NewReno(NewReno::new(config)),
             CcAlgorithm::Cubic => Controller::Cubic(Cubic::new(config)),
             CcAlgorithm::Bbr => Controller::Bbr(Box::new(Bbr::new(config, now))),
+            CcAlgorithm::Copa => Controller::Copa(Box::new(Copa::new(config))),
         }
     }
 }
@@ -232,6 +240,7 @@ macro_rules! dispatch {
             Controller::NewReno($c) => $e,
             Controller::Cubic($c) => $e,
             Controller::Bbr($c) => $e,
+            Controller::Copa($c) => $e,
             Controller::Custom($c) => $e,
         }
     };
@@ -332,10 +341,11 @@ mod tests {
             assert_eq!(c.window(), 12_000);
         }
         assert_eq!(" BBR ".parse::<CcAlgorithm>().ok(), Some(CcAlgorithm::Bbr));
-        let err = "copa".parse::<CcAlgorithm>().expect_err("unknown");
+        let err = "vegas".parse::<CcAlgorithm>().expect_err("unknown");
         assert_eq!(
             err.to_string(),
-            "invalid congestion controller: unknown name \"copa\"; accepted: newreno, cubic, bbr"
+            "invalid congestion controller: unknown name \"vegas\"; accepted: newreno, cubic, bbr, \
+             copa"
         );
     }
 

@@ -146,6 +146,12 @@ pub struct ConnectionStats {
     pub congestion_events: u64,
     /// Lost packets that, by ART §6.4, did not signal congestion (an older copy of a round).
     pub losses_hidden_from_cc: u64,
+    /// Copies that found the congestion window full (and were not allowed beyond it) and went
+    /// out once it opened; their total wait; and held copies dropped because their data was
+    /// acknowledged meanwhile.
+    pub copies_held_by_cwnd: u64,
+    pub copy_cwnd_wait: Duration,
+    pub held_copies_dropped: u64,
     pub key_updates: u64,
     pub spurious_losses: u64,
 }

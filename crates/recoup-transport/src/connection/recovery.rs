@@ -21,7 +21,7 @@ use serde_json::json;
 use super::send::packet_type_name;
 use super::Connection;
 use crate::cc::{AckEvent, AckedPacket, CcConfig, CongestionController, Controller};
-use crate::config::TransportConfig;
+use crate::config::{CopiesBeyondCwnd, TransportConfig};
 use crate::crypto::Side;
 use crate::error::TransportError;
 use crate::frame::AckFrame;
@@ -76,6 +76,10 @@ pub(super) struct RecoveryHost {
     pub policy_timer_served: Option<Instant>,
     /// A copy the policy asked for that has not gone out yet.
     pub pending_copy: Option<CopyRequest>,
+    /// When the congestion window first held `pending_copy` back.
+    pub copy_held_since: Option<Instant>,
+    /// Which copies may exceed the congestion window besides those the policy marks.
+    copies_beyond_cwnd: CopiesBeyondCwnd,
 }
 
 impl RecoveryHost {
@@ -111,6 +115,8 @@ impl RecoveryHost {
             data_packets_sent: 0,
             policy_timer_served: None,
             pending_copy: None,
+            copy_held_since: None,
+            copies_beyond_cwnd: config.copies_beyond_cwnd,
         }
     }
 
@@ -153,17 +159,43 @@ impl RecoveryHost {
         }
     }
 
-    /// Whether the waiting copy is one the policy lets exceed the congestion window (ART §6.4
-    /// "opportunism") and pacing lets it go now.
-    pub fn copy_may_exceed_cwnd(&mut self, now: Instant, mds: usize) -> bool {
-        self.pending_copy.is_some_and(|c| c.beyond_cwnd) && self.pacing_delay(now, mds).is_none()
+    /// Whether a full-sized packet would exceed the congestion window.
+    fn cwnd_full(&self, mds: usize) -> bool {
+        self.loss.bytes_in_flight() + mds as u64 > self.cc.window()
+    }
+
+    /// Whether the waiting copy may exceed the congestion window: the policy marked it (ART
+    /// §6.4 "opportunism"), or the `copies_beyond_cwnd` setting lets it (`has_new_data`: the
+    /// sender is in on-mode).
+    fn copy_exempt_from_cwnd(&self, has_new_data: bool) -> bool {
+        self.pending_copy.is_some_and(|c| {
+            c.beyond_cwnd
+                || match self.copies_beyond_cwnd {
+                    CopiesBeyondCwnd::Policy => false,
+                    CopiesBeyondCwnd::OffMode => !has_new_data,
+                    CopiesBeyondCwnd::Always => true,
+                }
+        })
+    }
+
+    /// Whether the waiting copy may exceed the congestion window and pacing lets it go now.
+    pub fn copy_may_exceed_cwnd(&mut self, now: Instant, has_new_data: bool, mds: usize) -> bool {
+        self.copy_exempt_from_cwnd(has_new_data) && self.pacing_delay(now, mds).is_none()
+    }
+
+    /// Starts the clock on a waiting copy that the full congestion window holds back.
+    pub fn note_copy_held(&mut self, now: Instant, has_new_data: bool, mds: usize) {
+        if self.pending_copy.is_some()
+            && self.cwnd_full(mds)
+            && !self.copy_exempt_from_cwnd(has_new_data)
+        {
+            self.copy_held_since.get_or_insert(now);
+        }
     }
 
     /// Whether congestion control and pacing let an ack-eliciting packet go now.
     pub fn congestion_allows(&mut self, now: Instant, mds: usize) -> bool {
-        let in_flight = self.loss.bytes_in_flight();
-        let cwnd = self.cc.window();
-        if in_flight + mds as u64 > cwnd {
+        if self.cwnd_full(mds) {
             return false;
         }
         self.pacing_delay(now, mds).is_none()
@@ -228,9 +260,7 @@ impl RecoveryHost {
         if !waiting {
             return None;
         }
-        let in_flight = self.loss.bytes_in_flight();
-        let beyond = self.pending_copy.is_some_and(|c| c.beyond_cwnd);
-        if in_flight + mds as u64 > self.cc.window() && !beyond {
+        if self.cwnd_full(mds) && !self.copy_exempt_from_cwnd(has_new_data) {
             // An acknowledgement opens the window; no timer needed.
             return None;
         }

@@ -148,8 +148,25 @@ impl Connection {
         {
             return true;
         }
-        self.recovery.policy_has_copy(now, mds)
-            && (can_send || self.recovery.copy_may_exceed_cwnd(now, mds))
+        if !self.recovery.policy_has_copy(now, mds) {
+            return false;
+        }
+        let has_new_data = self.streams.has_new_data();
+        self.recovery.note_copy_held(now, has_new_data, mds);
+        can_send || self.recovery.copy_may_exceed_cwnd(now, has_new_data, mds)
+    }
+
+    /// The waiting copy left (`sent`) or was dropped: count it if the window had held it.
+    fn copy_done(&mut self, now: Instant, sent: bool) {
+        let Some(since) = self.recovery.copy_held_since.take() else {
+            return;
+        };
+        if sent {
+            self.stats.copies_held_by_cwnd += 1;
+            self.stats.copy_cwnd_wait += now.saturating_duration_since(since);
+        } else {
+            self.stats.held_copies_dropped += 1;
+        }
     }
 
     /// Appends the header of the next packet of `space`; returns its number and layout.
@@ -415,7 +432,9 @@ impl Connection {
         if self.recovery.policy_has_copy(now, mds) {
             if let Some(req) = self.recovery.pending_copy {
                 let ready = !self.recovery.lineage.retransmit_queued(req.id);
-                if ready && (cwnd_ok || self.recovery.copy_may_exceed_cwnd(now, mds)) {
+                let has_new_data = self.streams.has_new_data();
+                if ready && (cwnd_ok || self.recovery.copy_may_exceed_cwnd(now, has_new_data, mds))
+                {
                     self.recovery.pending_copy = None;
                     if let Some(range) = self.recovery.lineage.range(req.id) {
                         // In a packet of its own, so its loss or arrival speaks only of it.
@@ -430,9 +449,14 @@ impl Connection {
                             qlog,
                         );
                     }
-                    if pkt.frames.kind.is_some() {
+                    let sent = pkt.frames.kind.is_some();
+                    self.copy_done(now, sent);
+                    if sent {
                         return;
                     }
+                } else {
+                    let has_new_data = self.streams.has_new_data();
+                    self.recovery.note_copy_held(now, has_new_data, mds);
                 }
             }
         }

@@ -364,14 +364,16 @@ def _git(*args: str) -> str:
         return ""
 
 
+@functools.lru_cache(maxsize=1)
 def provenance() -> str:
     """What made a figure: the commit of the code (marked when the code that runs differs from
     it: crates, python, scenarios or experiment scripts) and the command line, so every table
-    can be traced and rerun. Figure files themselves are left out of the check, since a
-    regeneration rewrites them."""
+    can be traced and rerun. Taken when first asked for, which `run` does before it starts the
+    simulations, so a commit made while they run is not named. Figure files themselves are left
+    out of the check, since a regeneration rewrites them."""
     commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
-    dirty = _git("status", "--porcelain", "--", "crates", "python", "scenarios", "Cargo.lock",
-                 "experiments/*.py", "experiments/*/*.py")  # fmt: skip
+    code = ["crates", "python", "scenarios", "Cargo.lock", "experiments/*.py", "experiments/*/*.py"]
+    dirty = _git("status", "--porcelain", "--untracked-files=no", "--", *code)
     if dirty:
         commit += " with uncommitted changes"
     script = Path(sys.argv[0]).resolve()
@@ -404,30 +406,6 @@ def save_figure(fig: Any, path: Path, dpi: int) -> None:
     print(f"wrote {path}")
 
 
-@functools.lru_cache(maxsize=1)
-def provenance() -> str:
-    """The commit of this checkout (`-dirty` with uncommitted changes to code) and the command
-    line that is running, as a figure table states them; taken when first asked for, which
-    `run` does before it starts the simulations."""
-
-    def git(*a: str) -> str:
-        r = subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True)
-        return r.stdout.strip()
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    # Only what makes the numbers: the figures a script writes change the tree too.
-    code = ["Cargo.toml", "Cargo.lock", "crates", "experiments/*.py", "experiments/*/*.py"]
-    if git("status", "--porcelain", "--untracked-files=no", "--", *code):
-        commit += "-dirty"
-    script = Path(sys.argv[0]).resolve()
-    try:
-        script = script.relative_to(REPO)
-    except ValueError:
-        pass
-    command = " ".join(["python3", str(script), *sys.argv[1:]])
-    return f"commit {commit}, `{command}`"
-
-
 def write_table(fig: str, title: str, body: str, args: argparse.Namespace) -> None:
     """An AutoRec figure's table with what it took: experiments/figures/<fig>.md (or
     <fig>-quick.md for a smoke run)."""
@@ -436,5 +414,5 @@ def write_table(fig: str, title: str, body: str, args: argparse.Namespace) -> No
         figure_path(fig, args.quick, "md"),
         f"## {title}\n\n{body}\n"
         f"{args.seeds} seeds x {args.duration} per point; wall time {wall:.0f} s with "
-        f"--jobs {args.jobs} on {machine()}; made by {provenance()}.\n",
+        f"--jobs {args.jobs} on {machine()}.\n",
     )

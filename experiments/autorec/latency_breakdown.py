@@ -194,7 +194,7 @@ def main() -> None:
     common.save_text(
         common.figure_path(FIG, args.quick, "md"),
         f"## {title}\n\n{body}\n{args.seeds} seeds x {args.duration} per point, "
-        f"--jobs {args.jobs} on {common.machine()}; made by {common.provenance()}.\n",
+        f"--jobs {args.jobs} on {common.machine()}.\n",
     )
 
 

@@ -10,6 +10,10 @@
 //! replay, `mm-onoff`). [`PathSpec`] parses element chains from scenario strings. Every random
 //! element draws from its own stream, [`element_rng`]`(seed, name)`.
 
+// DESIGN.md principle 1: time is injected; clippy.toml bans the clock reads, and this makes
+// the ban an error even without `-D warnings`.
+#![deny(clippy::disallowed_methods)]
+
 mod datagram;
 mod delay;
 mod error;

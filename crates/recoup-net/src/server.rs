@@ -251,7 +251,7 @@ impl ServerConn {
             }
             Err(e) => {
                 tracing::info!(%remote, stream = id.0, "request refused: {e}");
-                conn.stream_reset(id, hq::REFUSED_CODE).ok();
+                conn.stream_reset(now, id, hq::REFUSED_CODE).ok();
                 conn.stream_stop(id, hq::REFUSED_CODE).ok();
             }
         }
@@ -277,7 +277,7 @@ impl ServerConn {
                 }
                 Err(e) => {
                     tracing::warn!(%remote, stream = id.0, "response failed: {e}");
-                    conn.stream_reset(id, hq::REFUSED_CODE).ok();
+                    conn.stream_reset(now, id, hq::REFUSED_CODE).ok();
                     false
                 }
             });

@@ -5,6 +5,10 @@
 //! host must call and when. DESIGN.md "Policies" lists each policy's formulas and defaults.
 //! Policies are named by a [`PolicySpec`] (`"autorec:alpha=30ms"`) and built into a [`Policy`].
 
+// DESIGN.md principle 1: time is injected; clippy.toml bans the clock reads, and this makes
+// the ban an error even without `-D warnings`.
+#![deny(clippy::disallowed_methods)]
+
 pub mod api;
 mod arq;
 mod art;

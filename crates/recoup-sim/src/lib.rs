@@ -8,6 +8,10 @@
 //! (`recoup-apps`), runs every policy on them, and measures it ([`metrics`]);
 //! [`qlog_analyze`] measures a real connection from its qlog with the same formulas.
 
+// DESIGN.md principle 1: time is injected; clippy.toml bans the clock reads, and this makes
+// the ban an error even without `-D warnings`.
+#![deny(clippy::disallowed_methods)]
+
 pub mod app;
 pub mod metrics;
 pub mod population;

@@ -382,7 +382,7 @@ impl DirectionSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TransportSpec {
-    /// Congestion controller (`newreno`, `cubic`, `bbr`).
+    /// Congestion controller (`newreno`, `cubic`, `bbr`, `copa`).
     #[serde(deserialize_with = "from_str")]
     pub cc: CcAlgorithm,
     /// Initial congestion window in packets; `None` keeps the transport's default.

@@ -738,3 +738,61 @@ fn the_server_respects_the_amplification_limit() {
     }
     assert!(datagrams >= 1, "the server answered");
 }
+
+/// RFC 9000 §3.5: a peer's STOP_SENDING makes the sender reset the stream; data of it that was
+/// lost is abandoned, so its lineages close (and the policy forgets them) when the STOP_SENDING
+/// arrives, as after a local `stream_reset`: one one-way delay (20 ms) after the receiver sent
+/// it. Before, they closed only when the acknowledgement of an empty retransmission came back,
+/// a round trip later (40 ms on this seed). The bound assumes the STOP_SENDING's packet is not
+/// lost, which holds for the default seed.
+#[test]
+fn stop_sending_closes_the_lineages_of_lost_data() {
+    let s = seed(11);
+    let _g = SeedGuard(s);
+    let net = NetConfig {
+        loss: 0.1,
+        ..NetConfig::default()
+    };
+    let mut p = Pair::new(s, net, TransportConfig::default());
+    p.handshake();
+    let payload = data(4 * 1024 * 1024, s);
+    let id = p.client_conn().open_stream(false).expect("open");
+    let (mut written, mut finished) = (0, false);
+    let mut server_stream = None;
+    let mut stopped = false;
+    let mut stopped_at = None;
+    let ok = p.run_until(Duration::from_secs(30), |p| {
+        if !stopped {
+            pump(p.client_conn(), id, &payload, &mut written, &mut finished);
+        }
+        let open = p.client_conn().open_lineages();
+        let Some(srv) = p.server_conn() else {
+            return false;
+        };
+        if server_stream.is_none() {
+            server_stream = srv.accept_stream(false);
+        }
+        if let (Some(sid), false) = (server_stream, stopped) {
+            if open >= 3 {
+                srv.stream_stop(sid, 7).expect("stop sending");
+                stopped = true;
+                stopped_at = Some(p.now);
+            }
+        }
+        stopped && open == 0
+    });
+    assert!(
+        stopped,
+        "no loss opened a lineage before the deadline (seed {s})"
+    );
+    assert!(
+        ok,
+        "lineages still open after STOP_SENDING: {} (seed {s})",
+        p.client_conn().open_lineages()
+    );
+    let took = p.now - stopped_at.expect("stopped");
+    assert!(
+        took <= Duration::from_millis(25),
+        "lineages closed {took:?} after STOP_SENDING, not when it arrived (seed {s})"
+    );
+}

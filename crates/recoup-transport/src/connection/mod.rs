@@ -430,13 +430,20 @@ impl Connection {
     }
 
     /// Abandons sending on a stream (RESET_STREAM); lost data of it is no longer recovered.
-    pub fn stream_reset(&mut self, id: StreamId, code: u64) -> Result<(), Error> {
+    pub fn stream_reset(&mut self, now: Instant, id: StreamId, code: u64) -> Result<(), Error> {
         self.check_open()?;
         self.streams.reset(id, code)?;
-        for loss in self.recovery.lineage.remove_stream(id.0) {
-            self.recovery.policy.on_data_acked(Instant::ZERO, loss);
-        }
+        self.forget_stream_losses(now, id);
         Ok(())
+    }
+
+    /// The stream's sending half was reset (by us or, through STOP_SENDING, by the peer): its
+    /// lost data will never be recovered, so its lineages close and the policy forgets them
+    /// (the recovery contract: `on_data_acked` once per lineage, when acknowledged or reset).
+    fn forget_stream_losses(&mut self, now: Instant, id: StreamId) {
+        for loss in self.recovery.lineage.remove_stream(id.0) {
+            self.recovery.policy.on_data_acked(now, loss);
+        }
     }
 
     /// Asks the peer to stop sending on a stream (STOP_SENDING).

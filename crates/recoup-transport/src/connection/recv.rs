@@ -191,6 +191,9 @@ impl Connection {
                     self.streams
                         .on_stop_sending(StreamId(stream_id), error_code)
                         .map_err(with_ty)?;
+                    // RFC 9000 §3.5: STOP_SENDING makes us reset the stream, so its lost data
+                    // is abandoned as after `stream_reset`.
+                    self.forget_stream_losses(now, StreamId(stream_id));
                 }
                 Frame::MaxData(max) => self.streams.on_max_data(max),
                 Frame::MaxStreamData { stream_id, max } => self

@@ -33,7 +33,8 @@ scripts=(
   experiments/burst/ge_burst.py
   experiments/fleet/deployment.py
 )
-# Scripts other branches add (e.g. TOO, ART Figs. 22 and 24) join the list when present.
+# Every other script in experiments/<group>/ (ART Figs. 22 and 24, why_art, the Fig. 18 latency
+# breakdown) runs after these; compare.py and sensitivity.py are shared modules, not figures.
 for extra in experiments/*/*.py; do
   case " ${scripts[*]} " in *" $extra "*) continue ;; esac
   case "$extra" in */compare.py | */sensitivity.py) continue ;; esac

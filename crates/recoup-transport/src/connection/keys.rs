@@ -119,6 +119,16 @@ impl KeyState {
         self.one_rtt.as_mut()
     }
 
+    /// The Initial or Handshake keys, if installed; `None` for the 1-RTT space, whose keys
+    /// (with their key phases) are `one_rtt`.
+    fn long_header(&self, space: SpaceId) -> Option<&Keys> {
+        match space {
+            SpaceId::Initial => self.initial.as_ref(),
+            SpaceId::Handshake => self.handshake.as_ref(),
+            SpaceId::Data => None,
+        }
+    }
+
     /// Protects a packet of `space` in place (see [`crate::crypto::PacketProtection::seal`]);
     /// `None` if the space has no keys.
     pub fn seal(
@@ -130,18 +140,13 @@ impl KeyState {
         pn_len: usize,
     ) -> Option<Result<(), Error>> {
         match space {
-            SpaceId::Initial => self
-                .initial
-                .as_ref()
-                .map(|k| k.local.seal(pn, packet, pn_offset, pn_len)),
-            SpaceId::Handshake => self
-                .handshake
-                .as_ref()
-                .map(|k| k.local.seal(pn, packet, pn_offset, pn_len)),
             SpaceId::Data => self
                 .one_rtt
                 .as_ref()
                 .map(|k| k.seal(pn, packet, pn_offset, pn_len)),
+            _ => self
+                .long_header(space)
+                .map(|k| k.local.seal(pn, packet, pn_offset, pn_len)),
         }
     }
 
@@ -154,22 +159,15 @@ impl KeyState {
         pn_offset: usize,
     ) -> Result<(usize, u64), Error> {
         match space {
-            SpaceId::Initial => self
-                .initial
-                .as_ref()
-                .ok_or(Error::Decrypt)?
-                .remote
-                .unprotect_header(packet, pn_offset),
-            SpaceId::Handshake => self
-                .handshake
-                .as_ref()
-                .ok_or(Error::Decrypt)?
-                .remote
-                .unprotect_header(packet, pn_offset),
             SpaceId::Data => self
                 .one_rtt
                 .as_ref()
                 .ok_or(Error::Decrypt)?
+                .unprotect_header(packet, pn_offset),
+            _ => self
+                .long_header(space)
+                .ok_or(Error::Decrypt)?
+                .remote
                 .unprotect_header(packet, pn_offset),
         }
     }
@@ -183,33 +181,15 @@ impl KeyState {
         packet: &mut [u8],
         header_len: usize,
     ) -> Result<(Vec<u8>, bool), Error> {
-        Ok(match space {
-            SpaceId::Initial => (
-                self.initial
-                    .as_ref()
-                    .ok_or(Error::Decrypt)?
-                    .remote
-                    .open(pn, packet, header_len)?
-                    .to_vec(),
-                false,
-            ),
-            SpaceId::Handshake => (
-                self.handshake
-                    .as_ref()
-                    .ok_or(Error::Decrypt)?
-                    .remote
-                    .open(pn, packet, header_len)?
-                    .to_vec(),
-                false,
-            ),
-            SpaceId::Data => {
-                let opened = self
-                    .one_rtt
-                    .as_mut()
-                    .ok_or(Error::Decrypt)?
-                    .open(pn, packet, header_len)?;
-                (opened.payload.to_vec(), opened.peer_updated)
-            }
-        })
+        if space != SpaceId::Data {
+            let keys = self.long_header(space).ok_or(Error::Decrypt)?;
+            return Ok((keys.remote.open(pn, packet, header_len)?.to_vec(), false));
+        }
+        let opened = self
+            .one_rtt
+            .as_mut()
+            .ok_or(Error::Decrypt)?
+            .open(pn, packet, header_len)?;
+        Ok((opened.payload.to_vec(), opened.peer_updated))
     }
 }

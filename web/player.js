@@ -4,7 +4,7 @@
 // <pre id="result"> (for the DevTools protocol or --dump-dom).
 //
 // Page query: `stream` (the stream's path and query, default /live/browser?duration=20s),
-// `fps` (default: the stream query's, else measured from the first two frames' capture times),
+// `fps` (default: the stream query's, else measured from the first frames' capture times),
 // `startup` and `rebuffer` (ms, default 1000 and 500, as recoup's player).
 "use strict";
 
@@ -15,6 +15,8 @@
   const startupMs = Number(page.get("startup") || 1000);
   const rebufferMs = Number(page.get("rebuffer") || 500);
   const $ = (id) => document.getElementById(id);
+  // Frames whose capture times give the frame rate when neither query names it.
+  const FPS_FRAMES = 10;
 
   // recoup's duration syntax (`20s`, `500ms`) in ms; null if not understood.
   function parseDurationMs(text) {
@@ -46,9 +48,10 @@
   function onBytes(now, data, end) {
     const frames = data ? checker.push(data) : 0;
     arrivals.push([now, frames, end]);
-    if (!fps && checker.captures.length >= 2) {
-      const [a, b] = checker.captures;
-      fps = b > a ? Math.max(1, Math.round(1e6 / (b - a))) : 30;
+    if (!fps && (checker.captures.length >= FPS_FRAMES || (end && checker.captures.length))) {
+      const c = checker.captures;
+      const span = c[c.length - 1] - c[0];
+      fps = span > 0 ? Math.max(1, Math.round(((c.length - 1) * 1e6) / span)) : 30;
     }
     if (player) player.arrive(now, frames, end);
     else ensurePlayer();

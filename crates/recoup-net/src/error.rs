@@ -23,6 +23,8 @@ pub enum Error {
     NotFound(String),
     #[error("connection failed: {0}")]
     Connection(String),
+    #[error("origin: {0}")]
+    Origin(String),
     #[error("client too slow: {0}")]
     TooSlow(String),
     #[error("path: {0}")]

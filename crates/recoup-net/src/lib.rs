@@ -12,6 +12,7 @@ pub mod error;
 pub mod hq;
 pub mod link;
 pub mod live;
+pub mod origin;
 pub mod qlog_dir;
 pub mod server;
 mod stream_io;
@@ -19,10 +20,11 @@ pub mod tls;
 pub mod url;
 
 pub use client::{Client, Download, GetOptions};
-pub use driver::{Application, Driver, Stopper};
+pub use driver::{Application, Driver, Stopper, Wakeup};
 pub use error::Error;
 pub use link::{LinkOptions, LinkReport, Relay};
 pub use live::LiveParams;
+pub use origin::Origin;
 pub use server::{ServeOptions, Server};
 
 /// A seed for connection IDs and policies from the OS's randomness (std seeds its hash maps

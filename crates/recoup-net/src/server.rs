@@ -1,4 +1,5 @@
-//! `recoup serve`: hq-interop file serving and live streams ([`crate::live`]) on the UDP driver.
+//! `recoup serve`: hq-interop file serving, live streams ([`crate::live`]) and relaying an
+//! origin ([`crate::origin`]) on the UDP driver.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -13,10 +14,11 @@ use recoup_transport::{
     CloseReason, Connection, ConnectionHandle, Endpoint, Event, ServerConfig, TransportConfig,
 };
 
-use crate::driver::{Application, Driver, Stopper};
+use crate::driver::{Application, Driver, Stopper, Wakeup};
 use crate::error::Error;
 use crate::hq::{self, RequestBuffer, Root};
 use crate::live::{self, LiveParams, LiveStream};
+use crate::origin::{Origin, OriginRelay};
 use crate::qlog_dir::{hex_id, QlogDir};
 use crate::stream_io;
 use crate::tls::{self, Identity};
@@ -32,6 +34,9 @@ pub struct ServeOptions {
     pub listen: SocketAddr,
     /// Directory whose files are served; `None` serves live streams only.
     pub root: Option<PathBuf>,
+    /// An HTTP/1.1 origin (`http://host:port[/prefix]`) every request is relayed from, instead
+    /// of `root` and the synthetic live streams.
+    pub origin: Option<String>,
     /// Live stream parameters a request's query does not set.
     pub live: LiveParams,
     pub identity: Identity,
@@ -51,6 +56,12 @@ pub struct Server {
 impl Server {
     pub fn bind(options: ServeOptions) -> Result<Self, Error> {
         let root = options.root.as_deref().map(Root::new).transpose()?;
+        let origin = options.origin.as_deref().map(Origin::new).transpose()?;
+        if root.is_some() && origin.is_some() {
+            return Err(Error::Config(
+                "a root directory and an origin exclude each other".into(),
+            ));
+        }
         options
             .live
             .validate()
@@ -61,11 +72,16 @@ impl Server {
         };
         let endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
         let driver = Driver::bind(options.listen, endpoint, options.gso)?;
+        let wakeup = driver.wakeup();
         Ok(Self {
             driver,
             app: HqServer {
-                root,
-                live: options.live,
+                content: Content {
+                    root,
+                    origin,
+                    live: options.live,
+                    wakeup,
+                },
                 qlog: options.qlog,
                 conns: HashMap::new(),
             },
@@ -90,10 +106,19 @@ impl Server {
 
 #[derive(Debug)]
 struct HqServer {
-    root: Option<Root>,
-    live: LiveParams,
+    content: Content,
     qlog: Option<QlogDir>,
     conns: HashMap<ConnectionHandle, ServerConn>,
+}
+
+/// Where responses come from.
+#[derive(Debug)]
+struct Content {
+    root: Option<Root>,
+    origin: Option<Origin>,
+    live: LiveParams,
+    /// Wakes the driver when an origin delivers bytes.
+    wakeup: Wakeup,
 }
 
 #[derive(Debug, Default)]
@@ -107,6 +132,7 @@ struct ServerConn {
 enum Response {
     File(FileResponse),
     Live(Box<LiveStream>),
+    Origin(OriginRelay),
     /// An explanation for a refused live request, then FIN: a player shows it instead of
     /// merely seeing the stream fail.
     Text {
@@ -172,7 +198,7 @@ impl Application for HqServer {
             conn.stream_stop(id, hq::REFUSED_CODE).ok();
         }
         for id in conn.readable_streams() {
-            state.read_request(conn, now, self.root.as_ref(), &self.live, id);
+            state.read_request(conn, now, &self.content, id);
         }
         state.write_responses(conn, now);
     }
@@ -202,8 +228,7 @@ impl ServerConn {
         &mut self,
         conn: &mut Connection,
         now: Instant,
-        root: Option<&Root>,
-        live: &LiveParams,
+        content: &Content,
         id: StreamId,
     ) {
         let mut buf = [0u8; 4096];
@@ -232,9 +257,15 @@ impl ServerConn {
         };
         self.requests.remove(&id);
         let remote = conn.remote_address();
-        let response = match outcome {
-            Ok(path) if live::is_live(&path) => Ok(live_response(&path, live, now, remote, id)),
-            Ok(path) => open_file(root, &path).map(|file| {
+        let response = match (outcome, &content.origin) {
+            (Ok(path), Some(origin)) => origin.fetch(&path, content.wakeup.clone()).map(|fetch| {
+                tracing::info!(%remote, stream = id.0, %path, origin = fetch.url(), "GET relayed");
+                Response::Origin(OriginRelay::new(fetch))
+            }),
+            (Ok(path), None) if live::is_live(&path) => {
+                Ok(live_response(&path, &content.live, now, remote, id))
+            }
+            (Ok(path), None) => open_file(content.root.as_ref(), &path).map(|file| {
                 tracing::info!(%remote, stream = id.0, %path, "GET");
                 Response::File(FileResponse {
                     file,
@@ -243,7 +274,7 @@ impl ServerConn {
                     eof: false,
                 })
             }),
-            Err(e) => Err(e),
+            (Err(e), _) => Err(e),
         };
         match response {
             Ok(response) => {
@@ -263,15 +294,23 @@ impl ServerConn {
             .retain(|&id, response| match response.pump(conn, id, now) {
                 Ok(false) => true,
                 Ok(true) => {
-                    if let Response::Live(live) = response {
-                        tracing::info!(
+                    match response {
+                        Response::Live(live) => tracing::info!(
                             %remote,
                             stream = id.0,
                             frames = live.frames(),
                             bytes = live.written(),
                             max_waiting = live.max_waiting(),
                             "live stream finished"
-                        );
+                        ),
+                        Response::Origin(relay) => tracing::info!(
+                            %remote,
+                            stream = id.0,
+                            origin = relay.url(),
+                            bytes = relay.written(),
+                            "relayed response finished"
+                        ),
+                        Response::File(_) | Response::Text { .. } => {}
                     }
                     false
                 }
@@ -329,6 +368,7 @@ impl Response {
         match self {
             Self::File(f) => f.pump(conn, id),
             Self::Live(live) => live.pump(conn, id, now),
+            Self::Origin(relay) => relay.pump(conn, id),
             Self::Text { text, sent } => {
                 while *sent < text.len() {
                     let n = stream_io::write(conn, id, &text[*sent..])?;

@@ -20,11 +20,18 @@ use super::transport::TransportArgs;
 /// `seed`) streams video frames as the simulator's live application does, on the real clock,
 /// and ends the stream after the duration; the --live-* flags set what the query leaves out. A
 /// bad query is answered with a line `error: ...` and FIN.
+///
+/// With --origin it is a CDN edge instead: every request (files and live streams alike) is
+/// fetched from the HTTP/1.1 origin at the same path under the URL's path, and the body is
+/// relayed as it arrives, with this server's loss recovery policy towards the client. An
+/// origin that cannot be reached or answers other than 2xx resets the stream, with a log line
+/// naming the origin URL and the status or error.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   recoup serve --listen 127.0.0.1:4433 --root ./www
   recoup serve --listen 127.0.0.1:0 --root ./www --policy fixed:2 --cc bbr
   recoup serve --policy autorec --cc bbr --live-bitrate 4Mbps --live-duration 20s
+  recoup serve --policy autorec --origin http://127.0.0.1:8080/streams
   SSLKEYLOGFILE=keys.log QLOGDIR=qlog recoup serve --root ./www --cert cert.pem --key key.pem")]
 pub struct Args {
     /// UDP address to listen on (port 0 picks a free port; the real one is printed).
@@ -33,6 +40,10 @@ pub struct Args {
     /// Directory whose files are served (without it, only live streams are).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// Relay every request from this HTTP/1.1 origin (http://HOST:PORT[/PREFIX]) instead of
+    /// serving DIR and synthetic live streams.
+    #[arg(long, value_name = "URL", conflicts_with = "root")]
+    pub origin: Option<String>,
     /// PEM certificate chain (with --key).
     #[arg(long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,
@@ -79,6 +90,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let server = Server::bind(ServeOptions {
         listen: args.listen,
         root: args.root,
+        origin: args.origin,
         live: args.live.params(),
         identity,
         transport: args.transport.config(),

@@ -57,6 +57,12 @@ pub trait Application {
 pub struct Wakeup(Arc<Waker>);
 
 impl Wakeup {
+    /// A wakeup for `registry`'s poll, reported as `token`.
+    pub(crate) fn new(registry: &mio::Registry, token: Token) -> Result<Self, Error> {
+        let waker = Waker::new(registry, token).map_err(|e| Error::io("waker", e))?;
+        Ok(Self(Arc::new(waker)))
+    }
+
     pub fn wake(&self) {
         if let Err(e) = self.0.wake() {
             tracing::warn!("waking the driver: {e}");
@@ -74,10 +80,9 @@ pub struct Stopper {
 impl Stopper {
     /// A stopper that wakes `registry`'s poll with `token`.
     pub(crate) fn new(registry: &mio::Registry, token: Token) -> Result<Self, Error> {
-        let waker = Waker::new(registry, token).map_err(|e| Error::io("waker", e))?;
         Ok(Self {
             flag: Arc::new(AtomicBool::new(false)),
-            waker: Wakeup(Arc::new(waker)),
+            waker: Wakeup::new(registry, token)?,
         })
     }
 

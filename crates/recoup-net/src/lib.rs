@@ -1,5 +1,6 @@
-//! Real time for recoup: a UDP driver for the sans-IO transport, the `hq-interop` (HTTP/0.9)
-//! application that `recoup serve` and `recoup get` run on it (files and live streams), and the
+//! Real time for recoup: a UDP driver for the sans-IO transport, the HTTP/3 and `hq-interop`
+//! (HTTP/0.9) applications that `recoup serve` and `recoup get` run on it (files and live
+//! streams), and the
 //! link emulator that `recoup link` runs (the simulator's path elements, `recoup-elements`, in
 //! real time).
 //!
@@ -7,13 +8,16 @@
 
 pub mod client;
 pub mod clock;
+pub mod content;
 pub mod driver;
 pub mod error;
 pub mod hq;
+pub mod http3;
 pub mod link;
 pub mod live;
 pub mod origin;
 pub mod qlog_dir;
+pub mod range;
 pub mod server;
 mod stream_io;
 pub mod tls;

@@ -11,11 +11,14 @@
 //! and TCP pushes back on the origin. Each chunk wakes the server's event loop ([`Wakeup`]).
 //!
 //! [`OriginResponse::poll`] is transport-neutral (status, then body chunks, then the end or a
-//! failure); [`OriginRelay`] writes it to an hq-interop stream. An HTTP/3 server maps the
-//! same events to a response: the origin's status and headers, then DATA.
+//! failure); [`OriginRelay`] writes it to an hq-interop stream, and HTTP/3 maps the same
+//! events, awaited through [`OriginResponse::poll_event`], to the origin's status and headers,
+//! then DATA.
 
 use std::io::Read;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use recoup_transport::streams::StreamId;
@@ -42,6 +45,8 @@ pub struct Origin {
     /// `http://host:port` and the path prefix, without a trailing `/`.
     base: String,
     agent: ureq::Agent,
+    /// Wakes the server's driver whenever a fetch delivers an event.
+    wakeup: Wakeup,
 }
 
 /// What the origin answered, before its body.
@@ -73,8 +78,9 @@ pub enum OriginEvent {
 }
 
 impl Origin {
-    /// Parses `http://host[:port][/prefix]`; the error names what is wrong with it.
-    pub fn new(url: &str) -> Result<Self, Error> {
+    /// Parses `http://host[:port][/prefix]`; the error names what is wrong with it. Fetches
+    /// call `wakeup` after every event they deliver.
+    pub fn new(url: &str, wakeup: Wakeup) -> Result<Self, Error> {
         let bad = |why| Error::Url {
             url: url.to_owned(),
             why,
@@ -109,6 +115,7 @@ impl Origin {
         Ok(Self {
             base: format!("http://{authority}{prefix}"),
             agent: config.into(),
+            wakeup,
         })
     }
 
@@ -139,26 +146,50 @@ impl Origin {
         Ok(format!("{}{path}", self.base))
     }
 
-    /// Starts fetching `request_path` from the origin on a new thread; `wakeup` is called after
-    /// every event it delivers.
-    pub fn fetch(&self, request_path: &str, wakeup: Wakeup) -> Result<OriginResponse, Error> {
+    /// Starts fetching `request_path` from the origin on a new thread.
+    pub fn fetch(&self, request_path: &str) -> Result<OriginResponse, Error> {
         let url = self.url_for(request_path)?;
         let (tx, rx) = mpsc::sync_channel(QUEUED_CHUNKS);
+        let task = TaskWaker::default();
+        let notify = Notify {
+            task: task.clone(),
+            driver: self.wakeup.clone(),
+        };
         let agent = self.agent.clone();
         let thread_url = url.clone();
         std::thread::Builder::new()
             .name("origin fetch".into())
-            .spawn(move || fetch(&agent, &thread_url, &tx, &wakeup))
+            .spawn(move || fetch(&agent, &thread_url, &tx, &notify))
             .map_err(|e| Error::io("starting an origin fetch", e))?;
-        Ok(OriginResponse { url, rx })
+        Ok(OriginResponse { url, rx, task })
+    }
+}
+
+/// The waker of the task (an HTTP/3 response) waiting for a fetch's next event, if any.
+type TaskWaker = Arc<Mutex<Option<Waker>>>;
+
+/// Who is told when a fetch delivers an event: the waiting task, then the driver, which runs
+/// the connections (and their woken tasks).
+struct Notify {
+    task: TaskWaker,
+    driver: Wakeup,
+}
+
+impl Notify {
+    fn notify(&self) {
+        let waker = self.task.lock().map(|mut w| w.take()).unwrap_or_default();
+        if let Some(w) = waker {
+            w.wake();
+        }
+        self.driver.wake();
     }
 }
 
 /// Runs one GET; stops early when the receiving side is gone (the client left).
-fn fetch(agent: &ureq::Agent, url: &str, tx: &SyncSender<OriginEvent>, wakeup: &Wakeup) {
+fn fetch(agent: &ureq::Agent, url: &str, tx: &SyncSender<OriginEvent>, notify: &Notify) {
     let send = |event| {
         let delivered = tx.send(event).is_ok();
-        wakeup.wake();
+        notify.notify();
         delivered
     };
     let response = match agent.get(url).call() {
@@ -211,6 +242,7 @@ fn fetch(agent: &ureq::Agent, url: &str, tx: &SyncSender<OriginEvent>, wakeup: &
 pub struct OriginResponse {
     url: String,
     rx: Receiver<OriginEvent>,
+    task: TaskWaker,
 }
 
 impl OriginResponse {
@@ -231,6 +263,19 @@ impl OriginResponse {
                 self.url
             ))),
         }
+    }
+
+    /// [`OriginResponse::poll`] for a future: while nothing has arrived, the task is woken
+    /// when the fetch delivers its next event.
+    pub fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<OriginEvent> {
+        if let Some(event) = self.poll() {
+            return Poll::Ready(event);
+        }
+        if let Ok(mut task) = self.task.lock() {
+            *task = Some(cx.waker().clone());
+        }
+        // An event sent between the first look and the registration found no waker to wake.
+        self.poll().map_or(Poll::Pending, Poll::Ready)
     }
 }
 
@@ -323,8 +368,13 @@ impl OriginRelay {
 mod tests {
     use super::*;
 
+    fn wakeup() -> Wakeup {
+        let poll = mio::Poll::new().expect("poll");
+        Wakeup::new(poll.registry(), mio::Token(0)).expect("wakeup")
+    }
+
     fn bad(url: &str) -> String {
-        match Origin::new(url) {
+        match Origin::new(url, wakeup()) {
             Err(Error::Url { why, .. }) => why.to_owned(),
             other => panic!("{url}: expected a bad URL, got {other:?}"),
         }
@@ -342,7 +392,7 @@ mod tests {
 
     #[test]
     fn request_paths_map_under_the_prefix() {
-        let o = Origin::new("http://127.0.0.1:8080").expect("origin");
+        let o = Origin::new("http://127.0.0.1:8080", wakeup()).expect("origin");
         assert_eq!(
             o.url_for("/video.bin").expect("file"),
             "http://127.0.0.1:8080/video.bin"
@@ -351,7 +401,7 @@ mod tests {
             o.url_for("/live/cam?fps=30#x").expect("live"),
             "http://127.0.0.1:8080/live/cam?fps=30"
         );
-        let o = Origin::new("http://origin.example:81/cdn/").expect("origin");
+        let o = Origin::new("http://origin.example:81/cdn/", wakeup()).expect("origin");
         assert_eq!(
             o.url_for("/a/b%20c").expect("nested"),
             "http://origin.example:81/cdn/a/b%20c"

@@ -10,6 +10,7 @@ use rustls::KeyLog;
 
 use crate::error::Error;
 use crate::hq;
+use crate::http3;
 
 /// A certificate chain and its private key.
 #[derive(Debug)]
@@ -65,12 +66,13 @@ pub fn key_log_from_env() -> Option<Arc<dyn KeyLog>> {
         .map(|_| Arc::new(rustls::KeyLogFile::new()) as Arc<dyn KeyLog>)
 }
 
-/// The server's rustls configuration for hq-interop.
+/// The server's rustls configuration: HTTP/3 and hq-interop, whichever the client offers
+/// (HTTP/3 when it offers both).
 pub fn server_tls(identity: Identity) -> Result<Arc<rustls::ServerConfig>, Error> {
     let config = recoup_transport::server_config(
         identity.chain,
         identity.key,
-        &[hq::ALPN],
+        &[http3::ALPN, hq::ALPN],
         key_log_from_env(),
     )?;
     Ok(Arc::new(config))
@@ -109,7 +111,10 @@ mod tests {
         assert_eq!(loaded.chain, vec![generated.cert.der().clone()]);
         assert_eq!(loaded.key.secret_der(), generated.key_pair.serialize_der());
         let server = server_tls(loaded).expect("server tls");
-        assert_eq!(server.alpn_protocols, vec![hq::ALPN.to_vec()]);
+        assert_eq!(
+            server.alpn_protocols,
+            vec![http3::ALPN.to_vec(), hq::ALPN.to_vec()]
+        );
         let client = client_tls(Some(&cert_path), false).expect("client tls");
         assert_eq!(client.alpn_protocols, vec![hq::ALPN.to_vec()]);
     }

@@ -5,7 +5,8 @@
 //
 // Page query: `stream` (the stream's path and query, default /live/browser?duration=20s),
 // `fps` (default: the stream query's, else measured from the first frames' capture times),
-// `startup` and `rebuffer` (ms, default 1000 and 500, as recoup's player).
+// `startup` and `rebuffer` (ms, default 1000 and 500, as recoup's player), `note` (a line of
+// text shown under the title, e.g. the server's policy and the path).
 "use strict";
 
 (() => {
@@ -140,7 +141,9 @@
 
   function show(now) {
     const p = ensurePlayer();
-    if (p && !done) p.advance(now - 1e-3);
+    // Up to just before now (an arrival at now plays first); after the FIN, `publish` finishes
+    // the session at the FIN's arrival, so the display must not play past it.
+    if (p && !done && !fin) p.advance(now - 1e-3);
     // The model keeps playing what is buffered after the FIN; the page stops measuring there.
     const state = done ? (fin && !failure ? "ended" : "failed") : p ? p.state : "starting";
     const buffered = p ? p.buffered() / fps : 0;
@@ -214,6 +217,7 @@
   }
 
   $("source").textContent = streamUrl.href;
+  $("note").textContent = page.get("note") || "";
   const timer = setInterval(() => start !== null && show(elapsed()), 100);
   read()
     .catch((e) => {

@@ -109,14 +109,18 @@ class DevTools:
         return lines
 
 
-def launch(args, origin, profile, netlog):
-    """Chromium, headless, with the debugging pipe on its fds 3 (in) and 4 (out)."""
+def find_browser(args):
     browser = args.chromium or shutil.which("chromium") or shutil.which("chromium-browser")
     if not browser:
         raise SystemExit(
             "chromium-player: no chromium found (install Debian's `chromium`; scripts/test.sh "
             "does as root, or set --chromium)"
         )
+    return browser
+
+
+def launch(args, browser, origin, profile, netlog):
+    """Chromium, headless, with the debugging pipe on its fds 3 (in) and 4 (out)."""
     command = [
         browser,
         "--headless=new",
@@ -150,14 +154,17 @@ def launch(args, origin, profile, netlog):
         os.dup2(b, 4)
 
     log = open(os.path.join(profile, "chromium.log"), "wb")
-    proc = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=log,
-        preexec_fn=pipe_fds,
-        close_fds=False,
-    )
+    try:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            preexec_fn=pipe_fds,
+            close_fds=False,
+        )
+    except OSError as e:
+        raise SystemExit(f"chromium-player: cannot start {browser}: {e}") from e
     os.close(to_child)
     os.close(from_child)
     return proc, DevTools(browser_in, browser_out)
@@ -238,6 +245,7 @@ def model_check(result):
         "frozen_ms": player.frozen / 1e6,
         "frames_played": player.played,
         "agrees": player.freezes == result["freezes"]
+        and player.played == result["frames_played"]
         and abs(player.frozen / 1e6 - result["frozen_ms"]) < 1.0,
     }
 
@@ -247,9 +255,14 @@ def play(args):
     if url.scheme != "https" or not url.hostname or not url.port:
         raise SystemExit(f"expected --url https://HOST:PORT/player.html?..., got {args.url}")
     origin = f"{url.hostname}:{url.port}"
+    browser = find_browser(args)
     profile = tempfile.mkdtemp(prefix="recoup-chromium-")
     netlog = os.path.join(profile, "netlog.json")
-    proc, devtools = launch(args, origin, profile, netlog)
+    try:
+        proc, devtools = launch(args, browser, origin, profile, netlog)
+    except SystemExit:
+        shutil.rmtree(profile, ignore_errors=True)
+        raise
     result, failure = None, None
     try:
         target = devtools.send("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -263,9 +276,10 @@ def play(args):
             failure = f"navigation failed: {nav['errorText']}"
         deadline = time.monotonic() + args.timeout
         while failure is None and time.monotonic() < deadline:
+            expression = "JSON.stringify(window.recoupResult || null)"
             value = devtools.send(
                 "Runtime.evaluate",
-                {"expression": "JSON.stringify(window.recoupResult || null)", "returnByValue": True},
+                {"expression": expression, "returnByValue": True},
                 session=session,
             )["result"].get("value")
             if value and value != "null":
@@ -276,9 +290,7 @@ def play(args):
             if failure is None:
                 failure = f"the page did not report within {args.timeout} s"
         if args.screenshot:
-            shot = devtools.send(
-                "Page.captureScreenshot", {"format": "png"}, session=session
-            )
+            shot = devtools.send("Page.captureScreenshot", {"format": "png"}, session=session)
             with open(args.screenshot, "wb") as f:
                 f.write(base64.b64decode(shot["data"]))
         console = devtools.console()

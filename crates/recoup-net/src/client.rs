@@ -1,4 +1,4 @@
-//! `recoup get`: one hq-interop download on the UDP driver.
+//! `recoup get`: one download on the UDP driver, over HTTP/3 ([`crate::http3`]) or hq-interop.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -14,6 +14,7 @@ use recoup_transport::{
 use crate::driver::{Application, Driver, Stopper};
 use crate::error::Error;
 use crate::hq;
+use crate::http3;
 use crate::qlog_dir::{hex_id, QlogDir};
 use crate::stream_io;
 use crate::url::Url;
@@ -21,11 +22,50 @@ use crate::url::Url;
 /// Application close code after a complete download: no error.
 const DONE_CODE: u64 = 0;
 
+/// The application protocol of a download.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/3 (RFC 9114).
+    #[default]
+    H3,
+    /// HTTP/0.9 over QUIC, the interop runner's `hq-interop`.
+    Hq,
+}
+
+impl Protocol {
+    /// The ALPN token the client offers.
+    #[must_use]
+    pub fn alpn(self) -> &'static [u8] {
+        match self {
+            Self::H3 => http3::ALPN,
+            Self::Hq => hq::ALPN,
+        }
+    }
+}
+
+impl std::str::FromStr for Protocol {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "h3" => Ok(Self::H3),
+            "hq-interop" => Ok(Self::Hq),
+            other => Err(Error::Config(format!(
+                "unknown ALPN {other:?} (h3, hq-interop)"
+            ))),
+        }
+    }
+}
+
 /// What `recoup get` needs.
 #[derive(Debug)]
 pub struct GetOptions {
     pub url: Url,
+    /// Must offer `protocol`'s ALPN token ([`crate::tls::client_tls`]).
     pub tls: std::sync::Arc<rustls::ClientConfig>,
+    pub protocol: Protocol,
+    /// Bytes to ask for (`a-b`, `a-` or `-n`; HTTP/3 only): the body is that part.
+    pub range: Option<String>,
     pub transport: TransportConfig,
     pub qlog: Option<QlogDir>,
     /// Batch datagrams with UDP GSO where the OS supports it.
@@ -45,13 +85,22 @@ pub struct Download {
 pub struct Client {
     driver: Driver,
     handle: ConnectionHandle,
+    /// `host:port` as in the URL, for HTTP/3's `:authority`.
+    authority: String,
     path: String,
+    protocol: Protocol,
+    range: Option<String>,
     start: Instant,
 }
 
 impl Client {
     /// Binds a local socket and starts the handshake with the URL's host.
     pub fn connect(options: GetOptions) -> Result<Self, Error> {
+        if options.range.is_some() && options.protocol != Protocol::H3 {
+            return Err(Error::Config(
+                "a byte range needs HTTP/3 (hq-interop has no headers)".into(),
+            ));
+        }
         let remote = options.url.resolve()?;
         let bind: SocketAddr = if remote.is_ipv4() {
             SocketAddr::from(([0, 0, 0, 0], 0))
@@ -80,10 +129,18 @@ impl Client {
                 }
             }
         }
+        let authority = if options.url.host.contains(':') {
+            format!("[{}]:{}", options.url.host, options.url.port)
+        } else {
+            format!("{}:{}", options.url.host, options.url.port)
+        };
         Ok(Self {
             driver,
             handle,
+            authority,
             path: options.url.path,
+            protocol: options.protocol,
+            range: options.range,
             start,
         })
     }
@@ -99,27 +156,45 @@ impl Client {
         out: &mut dyn Write,
         progress: &mut dyn FnMut(u64),
     ) -> Result<Download, Error> {
-        let mut app = HqGet {
-            handle: self.handle,
-            path: self.path,
-            out,
-            progress,
-            stream: None,
-            received: 0,
-            done_at: None,
-            error: None,
-            closed: false,
+        let (stopped, received, done_at, error) = match self.protocol {
+            Protocol::Hq => {
+                let mut app = HqGet {
+                    handle: self.handle,
+                    path: self.path,
+                    out,
+                    progress,
+                    stream: None,
+                    received: 0,
+                    done_at: None,
+                    error: None,
+                    closed: false,
+                };
+                let stopped = self.driver.run(&mut app, DONE_CODE)?;
+                (stopped, app.received, app.done_at, app.error)
+            }
+            Protocol::H3 => {
+                let mut app = http3::get::H3Get::new(
+                    self.start,
+                    self.handle,
+                    &self.authority,
+                    &self.path,
+                    self.range.as_deref(),
+                    out,
+                    progress,
+                )?;
+                let stopped = self.driver.run(&mut app, http3::NO_ERROR)?;
+                (stopped, app.received, app.done_at, app.error)
+            }
         };
-        let stopped = self.driver.run(&mut app, DONE_CODE)?;
         if stopped {
             return Err(Error::Interrupted);
         }
-        if let Some(e) = app.error {
+        if let Some(e) = error {
             return Err(e);
         }
-        let end = app.done_at.unwrap_or(self.start);
+        let end = done_at.unwrap_or(self.start);
         Ok(Download {
-            bytes: app.received,
+            bytes: received,
             elapsed: end.saturating_duration_since(self.start),
         })
     }
@@ -254,7 +329,7 @@ impl Application for HqGet<'_> {
     }
 }
 
-fn describe_close(reason: &CloseReason) -> String {
+pub(crate) fn describe_close(reason: &CloseReason) -> String {
     match reason {
         CloseReason::IdleTimeout => "timed out (no answer from the server)".into(),
         CloseReason::Local(e) => format!("closed locally: code {:#x} {}", e.code, e.reason),

@@ -33,12 +33,23 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    /// The ALPN token the client offers.
+    /// The ALPN token of the protocol.
     #[must_use]
     pub fn alpn(self) -> &'static [u8] {
         match self {
             Self::H3 => http3::ALPN,
             Self::Hq => hq::ALPN,
+        }
+    }
+
+    /// The ALPN tokens a client offers for `protocol`; `None` offers both, HTTP/3 first, and
+    /// lets the server choose.
+    #[must_use]
+    pub fn offer(protocol: Option<Self>) -> &'static [&'static [u8]] {
+        match protocol {
+            Some(Self::H3) => &[http3::ALPN],
+            Some(Self::Hq) => &[hq::ALPN],
+            None => &[http3::ALPN, hq::ALPN],
         }
     }
 }
@@ -61,9 +72,10 @@ impl std::str::FromStr for Protocol {
 #[derive(Debug)]
 pub struct GetOptions {
     pub url: Url,
-    /// Must offer `protocol`'s ALPN token ([`crate::tls::client_tls`]).
+    /// Must offer [`Protocol::offer`]`(protocol)` ([`crate::tls::client_tls`]).
     pub tls: std::sync::Arc<rustls::ClientConfig>,
-    pub protocol: Protocol,
+    /// The protocol to speak; `None` speaks whichever the server chose of those offered.
+    pub protocol: Option<Protocol>,
     /// Bytes to ask for (`a-b`, `a-` or `-n`; HTTP/3 only): the body is that part.
     pub range: Option<String>,
     pub transport: TransportConfig,
@@ -88,7 +100,6 @@ pub struct Client {
     /// `host:port` as in the URL, for HTTP/3's `:authority`.
     authority: String,
     path: String,
-    protocol: Protocol,
     range: Option<String>,
     start: Instant,
 }
@@ -96,7 +107,7 @@ pub struct Client {
 impl Client {
     /// Binds a local socket and starts the handshake with the URL's host.
     pub fn connect(options: GetOptions) -> Result<Self, Error> {
-        if options.range.is_some() && options.protocol != Protocol::H3 {
+        if options.range.is_some() && options.protocol == Some(Protocol::Hq) {
             return Err(Error::Config(
                 "a byte range needs HTTP/3 (hq-interop has no headers)".into(),
             ));
@@ -139,7 +150,6 @@ impl Client {
             handle,
             authority,
             path: options.url.path,
-            protocol: options.protocol,
             range: options.range,
             start,
         })
@@ -156,35 +166,21 @@ impl Client {
         out: &mut dyn Write,
         progress: &mut dyn FnMut(u64),
     ) -> Result<Download, Error> {
-        let (stopped, received, done_at, error) = match self.protocol {
-            Protocol::Hq => {
-                let mut app = HqGet {
-                    handle: self.handle,
-                    path: self.path,
-                    out,
-                    progress,
-                    stream: None,
-                    received: 0,
-                    done_at: None,
-                    error: None,
-                    closed: false,
-                };
-                let stopped = self.driver.run(&mut app, DONE_CODE)?;
-                (stopped, app.received, app.done_at, app.error)
-            }
-            Protocol::H3 => {
-                let mut app = http3::get::H3Get::new(
-                    self.start,
-                    self.handle,
-                    &self.authority,
-                    &self.path,
-                    self.range.as_deref(),
-                    out,
-                    progress,
-                )?;
-                let stopped = self.driver.run(&mut app, http3::NO_ERROR)?;
-                (stopped, app.received, app.done_at, app.error)
-            }
+        let mut app = Negotiated {
+            handle: self.handle,
+            start: self.start,
+            authority: self.authority,
+            path: self.path,
+            range: self.range,
+            sink: Some((out, progress)),
+            chosen: None,
+            error: None,
+        };
+        let stopped = self.driver.run(&mut app, http3::NO_ERROR)?;
+        let (received, done_at, error) = match app.chosen {
+            Some(Chosen::Hq(get)) => (get.received, get.done_at, get.error),
+            Some(Chosen::H3(get)) => (get.received, get.done_at, get.error),
+            None => (0, None, app.error),
         };
         if stopped {
             return Err(Error::Interrupted);
@@ -197,6 +193,137 @@ impl Client {
             bytes: received,
             elapsed: end.saturating_duration_since(self.start),
         })
+    }
+}
+
+/// The download on whichever protocol the handshake agreed on: the application is chosen
+/// once the ALPN is known, before the application sees the handshake complete.
+struct Negotiated<'a> {
+    handle: ConnectionHandle,
+    start: Instant,
+    authority: String,
+    path: String,
+    range: Option<String>,
+    /// Where the body goes, until the application that writes it is chosen.
+    #[expect(clippy::type_complexity, reason = "the two borrows Client::run lends")]
+    sink: Option<(&'a mut dyn Write, &'a mut dyn FnMut(u64))>,
+    chosen: Option<Chosen<'a>>,
+    /// Why no application was chosen.
+    error: Option<Error>,
+}
+
+enum Chosen<'a> {
+    Hq(HqGet<'a>),
+    H3(Box<http3::get::H3Get<'a>>),
+}
+
+impl Negotiated<'_> {
+    fn choose(&mut self, conn: &mut Connection) -> Result<(), Error> {
+        let Some(alpn) = conn.alpn() else {
+            return Ok(());
+        };
+        let Some((out, progress)) = self.sink.take() else {
+            return Ok(());
+        };
+        if alpn == http3::ALPN {
+            self.chosen = Some(Chosen::H3(Box::new(http3::get::H3Get::new(
+                self.start,
+                self.handle,
+                &self.authority,
+                &self.path,
+                self.range.as_deref(),
+                out,
+                progress,
+            )?)));
+            return Ok(());
+        }
+        if self.range.is_some() {
+            return Err(Error::Config(
+                "the server chose hq-interop, which has no byte ranges".into(),
+            ));
+        }
+        tracing::debug!("the server chose hq-interop");
+        self.chosen = Some(Chosen::Hq(HqGet {
+            handle: self.handle,
+            path: std::mem::take(&mut self.path),
+            out,
+            progress,
+            stream: None,
+            received: 0,
+            done_at: None,
+            error: None,
+            closed: false,
+        }));
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Negotiated<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Negotiated")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Application for Negotiated<'_> {
+    fn accepted(&mut self, now: Instant, _handle: ConnectionHandle, conn: &mut Connection) {
+        // A client endpoint accepts nothing; close anything that appears anyway.
+        conn.close(now, hq::REFUSED_CODE, "not a server");
+    }
+
+    fn drive(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
+        if handle != self.handle {
+            return;
+        }
+        if self.chosen.is_none() && self.error.is_none() {
+            if let Err(e) = self.choose(conn) {
+                conn.close(now, hq::REFUSED_CODE, "download failed");
+                self.error = Some(e);
+            }
+        }
+        match &mut self.chosen {
+            Some(Chosen::Hq(get)) => get.drive(now, handle, conn),
+            Some(Chosen::H3(get)) => get.drive(now, handle, conn),
+            // Still handshaking: only a failure matters.
+            None => {
+                while let Some(event) = conn.poll_event() {
+                    if let Event::Closed(reason) = event {
+                        self.error
+                            .get_or_insert(Error::Connection(describe_close(&reason)));
+                    }
+                }
+            }
+        }
+    }
+
+    fn removed(&mut self, handle: ConnectionHandle) {
+        match &mut self.chosen {
+            Some(Chosen::Hq(get)) => get.removed(handle),
+            Some(Chosen::H3(get)) => get.removed(handle),
+            None => {
+                if handle == self.handle {
+                    self.error.get_or_insert(Error::Connection(
+                        "the connection ended during the handshake".into(),
+                    ));
+                }
+            }
+        }
+    }
+
+    fn finished(&self) -> bool {
+        match &self.chosen {
+            Some(Chosen::Hq(get)) => get.finished(),
+            Some(Chosen::H3(get)) => get.finished(),
+            None => self.error.is_some(),
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        match &self.chosen {
+            Some(Chosen::H3(get)) => get.next_wakeup(),
+            _ => None,
+        }
     }
 }
 

@@ -56,11 +56,16 @@ impl Running {
         }
     }
 
-    fn get(&self, path: &str, protocol: Protocol, range: Option<&str>) -> Result<Vec<u8>, Error> {
+    fn get(
+        &self,
+        path: &str,
+        protocol: Option<Protocol>,
+        range: Option<&str>,
+    ) -> Result<Vec<u8>, Error> {
         let url = Url::parse(&format!("https://{}{path}", self.addr)).expect("url");
         let client = Client::connect(GetOptions {
             url,
-            tls: client_tls(None, true, protocol.alpn()).expect("tls"),
+            tls: client_tls(None, true, Protocol::offer(protocol)).expect("tls"),
             protocol,
             range: range.map(str::to_owned),
             transport: transport(),
@@ -109,12 +114,17 @@ fn files_over_h3_and_hq_from_one_server() {
     let big = pattern(3_000_000);
     let dir = root_with(&[("big.bin", &big), ("index.html", b"<p>hi</p>\n")]);
     let server = Running::serve(dir.path());
-    let got = server.get("/big.bin", Protocol::H3, None).expect("h3 get");
+    let got = server
+        .get("/big.bin", Some(Protocol::H3), None)
+        .expect("h3 get");
     assert!(got == big, "HTTP/3 body differs: {} bytes", got.len());
-    let got = server.get("/big.bin", Protocol::Hq, None).expect("hq get");
+    let got = server
+        .get("/big.bin", Some(Protocol::Hq), None)
+        .expect("hq get");
     assert!(got == big, "hq-interop body differs: {} bytes", got.len());
+    // Offered both, the server picks HTTP/3.
     assert_eq!(
-        server.get("/index.html", Protocol::H3, None).expect("small"),
+        server.get("/index.html", None, None).expect("small"),
         b"<p>hi</p>\n"
     );
 }
@@ -128,7 +138,7 @@ fn byte_ranges_and_error_statuses() {
     std::os::unix::fs::symlink(secret.path().join("secret"), dir.path().join("leak"))
         .expect("symlink");
     let server = Running::serve(dir.path());
-    let get = |range| server.get("/f.bin", Protocol::H3, Some(range));
+    let get = |range| server.get("/f.bin", Some(Protocol::H3), Some(range));
     assert_eq!(get("10-19").expect("a-b"), &data[10..20]);
     assert_eq!(get("90-").expect("a-"), &data[90..]);
     assert_eq!(get("-5").expect("-n"), &data[95..]);
@@ -138,15 +148,15 @@ fn byte_ranges_and_error_statuses() {
         ("416 Range Not Satisfiable".into(), "/f.bin".into())
     );
     assert_eq!(
-        status_of(server.get("/missing", Protocol::H3, None)),
+        status_of(server.get("/missing", Some(Protocol::H3), None)),
         ("404 Not Found".into(), "/missing".into())
     );
     for path in ["/../etc/passwd", "/%2e%2e/etc/passwd", "/leak"] {
-        let (status, _) = status_of(server.get(path, Protocol::H3, None));
+        let (status, _) = status_of(server.get(path, Some(Protocol::H3), None));
         assert_eq!(status, "403 Forbidden", "{path}");
     }
     assert!(matches!(
-        server.get("/f.bin", Protocol::Hq, Some("0-1")),
+        server.get("/f.bin", Some(Protocol::Hq), Some("0-1")),
         Err(Error::Config(_))
     ));
 }
@@ -169,7 +179,7 @@ fn live_stream_over_h3_is_frame_exact() {
     let dir = root_with(&[]);
     let server = Running::serve(dir.path());
     let path = "/live/cam?bitrate=2Mbps&fps=30&gop=15&duration=1s&seed=7";
-    let got = server.get(path, Protocol::H3, None).expect("live");
+    let got = server.get(path, Some(Protocol::H3), None).expect("live");
     let mut parser = FrameParser::new(Some(0));
     let mut frames = Vec::new();
     parser
@@ -235,7 +245,7 @@ fn close_code_for(control: &[u8], request: Option<&[u8]>) -> u64 {
     let server = Running::serve(dir.path());
     let config = ClientConfig {
         transport: transport(),
-        tls: client_tls(None, true, b"h3").expect("tls"),
+        tls: client_tls(None, true, &[b"h3"]).expect("tls"),
         server_name: "localhost".into(),
     };
     let endpoint = Endpoint::new(None, config.transport.local_cid_len);

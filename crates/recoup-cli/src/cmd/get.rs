@@ -11,8 +11,8 @@ use recoup_net::{Client, Error, GetOptions, Protocol};
 
 use super::transport::TransportArgs;
 
-/// Download a file over QUIC: HTTP/3 (ALPN h3, the default) or hq-interop (HTTP/0.9), from
-/// `recoup serve` or any server speaking them.
+/// Download a file over QUIC: HTTP/3 (ALPN h3, preferred) or hq-interop (HTTP/0.9), from
+/// `recoup serve` or any server speaking either.
 ///
 /// The body goes to FILE (-o) or stdout; an HTTP error status is reported ("404 Not Found:
 /// /x") and fails the command. A progress bar shows on a terminal. Honours
@@ -36,9 +36,10 @@ pub struct Args {
     /// PEM trust anchors for the server's certificate.
     #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
     pub ca: Option<PathBuf>,
-    /// Application protocol: h3 (HTTP/3) or hq-interop (HTTP/0.9).
-    #[arg(long, value_name = "ALPN", default_value = "h3")]
-    pub alpn: Protocol,
+    /// Application protocol: h3 (HTTP/3) or hq-interop (HTTP/0.9). Without it both are
+    /// offered, HTTP/3 first, and the server chooses.
+    #[arg(long, value_name = "ALPN")]
+    pub alpn: Option<Protocol>,
     /// Ask for these bytes only: A-B, A- or -N (HTTP/3; the server answers 206).
     #[arg(long, value_name = "RANGE")]
     pub range: Option<String>,
@@ -48,7 +49,11 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Error> {
     let url = Url::parse(&args.url)?;
-    let tls = recoup_net::tls::client_tls(args.ca.as_deref(), args.insecure, args.alpn.alpn())?;
+    let tls = recoup_net::tls::client_tls(
+        args.ca.as_deref(),
+        args.insecure,
+        Protocol::offer(args.alpn),
+    )?;
     let client = Client::connect(GetOptions {
         url,
         tls,

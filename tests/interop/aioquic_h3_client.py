@@ -55,8 +55,7 @@ class H3Client(QuicConnectionProtocol):
                 if not state["done"].done():
                     state["done"].set_exception(
                         RuntimeError(
-                            f"connection closed: code {event.error_code:#x} "
-                            f"{event.reason_phrase!r}"
+                            f"connection closed: code {event.error_code:#x} {event.reason_phrase!r}"
                         )
                     )
             self._pending.clear()

@@ -142,6 +142,8 @@ async fn answer(
     };
     if let Err(e) = result {
         tracing::info!(%remote, stream = id, %path, "response ended early: {e}");
+        // The client must not wait for the rest of a body that will not come.
+        stream.stop_stream(h3::error::Code::H3_INTERNAL_ERROR);
     }
 }
 

@@ -191,7 +191,10 @@ fn live_stream_over_h3_is_frame_exact() {
     let (_, params) = LiveParams::default().from_request(path).expect("params");
     let mut local = recoup_net::live::LiveStream::new(&params, Instant::ZERO, 0);
     let (want, fin) = local
-        .take_due(Instant::ZERO + Duration::from_secs(2))
+        .take_due(
+            Instant::ZERO + Duration::from_secs(2),
+            recoup_transport::streams::StreamId(0),
+        )
         .expect("local stream");
     assert!(fin);
     assert!(

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use h3::server::{Connection as H3Connection, RequestResolver, RequestStream};
 use http::{header, Method, Response, StatusCode};
 use recoup_time::Instant;
+use recoup_transport::streams::StreamId;
 
 use super::adapter::{BidiStream, QuicConn};
 use super::session::Session;
@@ -284,7 +285,7 @@ async fn send_live(
     stream.send_response(response).await.map_err(h3_error)?;
     let mut live = LiveStream::new(params, timers.now(), crate::os_seed());
     loop {
-        let (data, fin) = live.take_due(timers.now())?;
+        let (data, fin) = live.take_due(timers.now(), StreamId(stream.id().into_inner()))?;
         if !data.is_empty() {
             stream
                 .send_data(Bytes::from(data))

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """HTTP/3 download with the unmodified aioquic library (its `aioquic.h3` API).
 
-`python3 aioquic_h3_client.py https://127.0.0.1:PORT/path -o FILE [--range bytes=0-9]`.
+`python3 aioquic_h3_client.py https://127.0.0.1:PORT/path -o FILE [--range bytes=0-9]
+[--method POST]`.
 Certificates are not checked (test servers are self-signed). Prints the status and headers on
 stderr, writes the body to FILE, exits non-zero on a transport failure or, unless
 `--any-status`, on a status other than 200/206. Honours SSLKEYLOGFILE.
@@ -29,10 +30,10 @@ class H3Client(QuicConnectionProtocol):
         self._http = H3Connection(self._quic)
         self._pending = {}
 
-    async def get(self, authority, path, out, extra_headers):
+    async def get(self, method, authority, path, out, extra_headers):
         stream_id = self._quic.get_next_available_stream_id()
         headers = [
-            (b":method", b"GET"),
+            (b":method", method.encode()),
             (b":scheme", b"https"),
             (b":authority", authority.encode()),
             (b":path", path.encode()),
@@ -54,8 +55,7 @@ class H3Client(QuicConnectionProtocol):
                 if not state["done"].done():
                     state["done"].set_exception(
                         RuntimeError(
-                            f"connection closed: code {event.error_code:#x} "
-                            f"{event.reason_phrase!r}"
+                            f"connection closed: code {event.error_code:#x} {event.reason_phrase!r}"
                         )
                     )
             self._pending.clear()
@@ -93,7 +93,7 @@ async def main(args):
     ) as client:
         with open(args.output, "wb") as out:
             headers, n = await asyncio.wait_for(
-                client.get(url.netloc, path, out, extra), args.timeout
+                client.get(args.method, url.netloc, path, out, extra), args.timeout
             )
         client.close()
     elapsed = time.monotonic() - start
@@ -113,6 +113,7 @@ if __name__ == "__main__":
     parser.add_argument("url")
     parser.add_argument("-o", "--output", required=True)
     parser.add_argument("--range")
+    parser.add_argument("--method", default="GET")
     parser.add_argument("--any-status", action="store_true")
     parser.add_argument("--timeout", type=float, default=60.0)
     try:

@@ -82,7 +82,7 @@ fn h3_get(server: &mut Proc, addr: SocketAddr, path: &str) -> (String, Vec<u8>) 
 /// `recoup get` (hq-interop) fetching `path`; it must fail, and its stderr is returned.
 fn hq_get_fails(addr: SocketAddr, path: &str) -> String {
     let output = Command::new(recoup())
-        .args(["get", "--insecure"])
+        .args(["get", "--insecure", "--alpn", "hq-interop"])
         .arg(format!("https://{addr}{path}"))
         .output()
         .expect("run recoup get");

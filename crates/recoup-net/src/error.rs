@@ -21,6 +21,9 @@ pub enum Error {
     Refused(String),
     #[error("not found: {0}")]
     NotFound(String),
+    /// An HTTP status other than success: `404 Not Found: /x`.
+    #[error("{status}: {path}")]
+    Status { status: String, path: String },
     #[error("connection failed: {0}")]
     Connection(String),
     #[error("origin: {0}")]

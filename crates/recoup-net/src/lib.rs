@@ -23,7 +23,7 @@ mod stream_io;
 pub mod tls;
 pub mod url;
 
-pub use client::{Client, Download, GetOptions};
+pub use client::{Client, Download, GetOptions, Protocol};
 pub use driver::{Application, Driver, Stopper, Wakeup};
 pub use error::Error;
 pub use link::{LinkOptions, LinkReport, Relay};

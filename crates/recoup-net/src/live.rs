@@ -253,9 +253,10 @@ impl LiveStream {
     }
 
     /// Captures the frames due by `now` for a sink that queues them itself (an HTTP/3 response
-    /// body): their bytes, and whether the stream ends after them. A sink blocked for long gets
-    /// everything captured meanwhile at once; more than [`MAX_BACKLOG`] of it is an error.
-    pub fn take_due(&mut self, now: Instant) -> Result<(Vec<u8>, bool), Error> {
+    /// body on stream `id`): their bytes, and whether the stream ends after them. A sink blocked
+    /// for long gets everything captured meanwhile at once, logged as bytes waiting when it
+    /// passes a second of video; more than [`MAX_BACKLOG`] of it is an error.
+    pub fn take_due(&mut self, now: Instant, id: StreamId) -> Result<(Vec<u8>, bool), Error> {
         self.capture(now);
         let due = std::mem::take(&mut self.backlog);
         self.sent = 0;
@@ -266,7 +267,7 @@ impl LiveStream {
             )));
         }
         self.written += due.len() as u64;
-        self.max_waiting = self.max_waiting.max(due.len());
+        self.track_waiting(id, due.len());
         Ok((due, self.fin))
     }
 

@@ -78,9 +78,14 @@ pub fn server_tls(identity: Identity) -> Result<Arc<rustls::ServerConfig>, Error
     Ok(Arc::new(config))
 }
 
-/// The client's rustls configuration for hq-interop: certificates checked against `ca` (PEM
-/// trust anchors), or not at all with `insecure`.
-pub fn client_tls(ca: Option<&Path>, insecure: bool) -> Result<Arc<rustls::ClientConfig>, Error> {
+/// The client's rustls configuration offering the ALPN tokens `alpn` (see
+/// [`crate::Protocol::offer`]): certificates checked against `ca` (PEM trust anchors), or not
+/// at all with `insecure`.
+pub fn client_tls(
+    ca: Option<&Path>,
+    insecure: bool,
+    alpn: &[&[u8]],
+) -> Result<Arc<rustls::ClientConfig>, Error> {
     let verify = match (ca, insecure) {
         (_, true) => ServerVerification::Insecure,
         (Some(ca), false) => ServerVerification::Roots(load_certs(ca)?),
@@ -90,7 +95,7 @@ pub fn client_tls(ca: Option<&Path>, insecure: bool) -> Result<Arc<rustls::Clien
             ))
         }
     };
-    let config = recoup_transport::client_config(&[hq::ALPN], verify, key_log_from_env())?;
+    let config = recoup_transport::client_config(alpn, verify, key_log_from_env())?;
     Ok(Arc::new(config))
 }
 
@@ -115,7 +120,7 @@ mod tests {
             server.alpn_protocols,
             vec![http3::ALPN.to_vec(), hq::ALPN.to_vec()]
         );
-        let client = client_tls(Some(&cert_path), false).expect("client tls");
+        let client = client_tls(Some(&cert_path), false, &[hq::ALPN]).expect("client tls");
         assert_eq!(client.alpn_protocols, vec![hq::ALPN.to_vec()]);
     }
 
@@ -128,7 +133,7 @@ mod tests {
         assert!(load_certs(&dir.path().join("missing.pem")).is_err());
         assert!(Identity::from_options(Some(&empty), None).is_err());
         assert!(Identity::from_pem_files(&empty, &empty).is_err());
-        assert!(client_tls(None, false).is_err());
-        assert!(client_tls(None, true).is_ok());
+        assert!(client_tls(None, false, &[http3::ALPN]).is_err());
+        assert!(client_tls(None, true, &[http3::ALPN]).is_ok());
     }
 }

@@ -1,8 +1,9 @@
 //! `recoup serve --origin`: a server relaying a local HTTP/1.1 origin (a small server on std's
-//! TcpListener in this test) to `recoup get`'s client over QUIC. A file arrives byte for byte;
-//! a growing chunked stream is relayed as it grows (the origin holds back its second part
-//! until the client has received the first, so a relay that waited for the whole body would
-//! never finish); a 404, an origin that breaks off and an unreachable origin reset the stream.
+//! TcpListener in this test) to `recoup get`'s client over QUIC, once over hq-interop and once
+//! over HTTP/3. A file arrives byte for byte; a growing chunked stream is relayed as it grows
+//! (the origin holds back its second part until the client has received the first, so a relay
+//! that waited for the whole body would never finish); a 404 reaches the client (hq: a reset,
+//! HTTP/3: the status), and an origin that breaks off or cannot be reached fails the download.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -12,7 +13,7 @@ use std::time::Duration;
 
 use recoup_net::tls::{self, Identity};
 use recoup_net::url::Url;
-use recoup_net::{Client, Error, GetOptions, LiveParams, ServeOptions, Server, Stopper};
+use recoup_net::{Client, Error, GetOptions, LiveParams, Protocol, ServeOptions, Server, Stopper};
 use recoup_transport::TransportConfig;
 
 const FILE_LEN: usize = 3 * 1024 * 1024 + 17;
@@ -141,10 +142,17 @@ impl Running {
 }
 
 /// `GET path` through the relay; `progress` sees the byte count as it grows.
-fn get(server: SocketAddr, path: &str, progress: &mut dyn FnMut(u64)) -> Result<Vec<u8>, Error> {
+fn get(
+    protocol: Protocol,
+    server: SocketAddr,
+    path: &str,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Vec<u8>, Error> {
     let client = Client::connect(GetOptions {
         url: Url::parse(&format!("https://localhost:{}{path}", server.port())).expect("url"),
-        tls: tls::client_tls(None, true).expect("tls"),
+        tls: tls::client_tls(None, true, Protocol::offer(Some(protocol))).expect("tls"),
+        protocol: Some(protocol),
+        range: None,
         transport: TransportConfig::default(),
         qlog: None,
         gso: true,
@@ -154,18 +162,39 @@ fn get(server: SocketAddr, path: &str, progress: &mut dyn FnMut(u64)) -> Result<
     Ok(out)
 }
 
+/// Whether `result` is the failure of a download whose origin failed: a reset over hq-interop,
+/// a status (or a reset midway) over HTTP/3.
+fn origin_failed(protocol: Protocol, result: &Result<Vec<u8>, Error>, status: &str) -> bool {
+    match (protocol, result) {
+        (_, Err(Error::Refused(why))) => why.contains("reset"),
+        (Protocol::H3, Err(Error::Connection(why))) => why.contains("reset: H3_INTERNAL_ERROR"),
+        (Protocol::H3, Err(Error::Status { status: s, .. })) => s.starts_with(status),
+        _ => false,
+    }
+}
+
 #[test]
-fn relays_files_and_growing_streams_byte_for_byte_and_origin_errors_reset() {
+fn relays_over_hq_interop() {
+    relays_files_and_growing_streams_byte_for_byte(Protocol::Hq);
+}
+
+#[test]
+fn relays_over_http3() {
+    relays_files_and_growing_streams_byte_for_byte(Protocol::H3);
+}
+
+fn relays_files_and_growing_streams_byte_for_byte(protocol: Protocol) {
     let (seen_tx, seen_rx) = mpsc::channel();
     let (origin_addr, origin_thread) = origin(seen_rx);
     let server = serve(&format!("http://{origin_addr}/media/"));
 
-    let file = get(server.addr, "/file.bin", &mut |_| {}).expect("file through the relay");
+    let file =
+        get(protocol, server.addr, "/file.bin", &mut |_| {}).expect("file through the relay");
     assert_eq!(file.len(), FILE_LEN);
     assert!(file == body(FILE_LEN, 1), "the relayed file differs");
 
     let mut signalled = false;
-    let grown = get(server.addr, "/grow?fps=30", &mut |n| {
+    let grown = get(protocol, server.addr, "/grow?fps=30", &mut |n| {
         if n >= PART_LEN as u64 && !signalled {
             signalled = true;
             seen_tx.send(()).ok();
@@ -178,11 +207,12 @@ fn relays_files_and_growing_streams_byte_for_byte_and_origin_errors_reset() {
     );
     assert!(grown == body(2 * PART_LEN, 2), "the relayed stream differs");
 
-    for path in ["/missing", "/cut"] {
-        match get(server.addr, path, &mut |_| {}) {
-            Err(Error::Refused(why)) => assert!(why.contains("reset"), "{path}: {why}"),
-            other => panic!("{path}: expected a reset stream, got {other:?}"),
-        }
+    for (path, status) in [("/missing", "404"), ("/cut", "")] {
+        let result = get(protocol, server.addr, path, &mut |_| {});
+        assert!(
+            origin_failed(protocol, &result, status),
+            "{protocol:?} {path}: {result:?}"
+        );
     }
     server.stop();
     assert_eq!(
@@ -197,16 +227,19 @@ fn relays_files_and_growing_streams_byte_for_byte_and_origin_errors_reset() {
 }
 
 #[test]
-fn an_unreachable_origin_resets_the_stream() {
+fn an_unreachable_origin_fails_the_download() {
     // A port that was just free: nothing listens there.
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("free port")
         .port();
     let server = serve(&format!("http://127.0.0.1:{port}"));
-    match get(server.addr, "/anything", &mut |_| {}) {
-        Err(Error::Refused(why)) => assert!(why.contains("reset"), "{why}"),
-        other => panic!("expected a reset stream, got {other:?}"),
+    for protocol in [Protocol::Hq, Protocol::H3] {
+        let result = get(protocol, server.addr, "/anything", &mut |_| {});
+        assert!(
+            origin_failed(protocol, &result, "502"),
+            "{protocol:?}: {result:?}"
+        );
     }
     server.stop();
 }

@@ -123,6 +123,14 @@ pub(crate) fn lock(shared: &Shared) -> MutexGuard<'_, Mailbox> {
     shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Adds `waker` unless the task it wakes is already waiting (a task re-polled while it waits
+/// must not grow the list).
+fn wait(wakers: &mut Vec<Waker>, waker: &Waker) {
+    if !wakers.iter().any(|w| w.will_wake(waker)) {
+        wakers.push(waker.clone());
+    }
+}
+
 fn wake_all(wakers: &mut Vec<Waker>) {
     for w in wakers.drain(..) {
         w.wake();
@@ -368,7 +376,7 @@ impl QuicConn {
         if let Some(e) = &m.closed {
             return Poll::Ready(Err(e.clone()));
         }
-        m.accept_wakers.push(cx.waker().clone());
+        wait(&mut m.accept_wakers, cx.waker());
         Poll::Pending
     }
 
@@ -390,7 +398,7 @@ impl QuicConn {
         } else {
             m.want_uni = true;
         }
-        m.open_wakers.push(cx.waker().clone());
+        wait(&mut m.open_wakers, cx.waker());
         Poll::Pending
     }
 

@@ -17,6 +17,7 @@
 //! content ([`crate::content`]) and responses to bytes.
 
 pub(crate) mod adapter;
+pub(crate) mod get;
 pub(crate) mod serve;
 pub(crate) mod session;
 pub(crate) mod tasks;

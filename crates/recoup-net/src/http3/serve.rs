@@ -15,6 +15,7 @@ use bytes::Bytes;
 use h3::server::{Connection as H3Connection, RequestResolver, RequestStream};
 use http::{header, Method, Response, StatusCode};
 use recoup_time::Instant;
+use recoup_transport::streams::StreamId;
 
 use super::adapter::{BidiStream, QuicConn};
 use super::session::Session;
@@ -147,6 +148,8 @@ async fn answer(
     };
     if let Err(e) = result {
         tracing::info!(%remote, stream = id, %path, "response ended early: {e}");
+        // The client must not wait for the rest of a body that will not come.
+        stream.stop_stream(h3::error::Code::H3_INTERNAL_ERROR);
     }
 }
 
@@ -287,7 +290,7 @@ async fn send_live(
     stream.send_response(response).await.map_err(h3_error)?;
     let mut live = LiveStream::new(params, timers.now(), crate::os_seed());
     loop {
-        let (data, fin) = live.take_due(timers.now())?;
+        let (data, fin) = live.take_due(timers.now(), StreamId(stream.id().into_inner()))?;
         if !data.is_empty() {
             stream
                 .send_data(Bytes::from(data))

@@ -51,16 +51,18 @@ impl Session {
         self.timers.advance(now);
         let mut ended = None;
         self.busy = true;
-        for _ in 0..ROUNDS {
+        for round in 0..ROUNDS {
+            // Pulled again after every round: tasks that consumed received bytes make room for
+            // more, and bytes left in the transport would hold back the peer's flow control.
             if let Some(reason) = adapter::lock(&self.mailbox).pull(conn) {
                 ended = Some(reason);
             }
-            self.tasks.run_woken();
-            adapter::lock(&self.mailbox).push(now, conn);
-            if !self.tasks.any_woken() {
+            if round > 0 && !self.tasks.any_woken() {
                 self.busy = false;
                 break;
             }
+            self.tasks.run_woken();
+            adapter::lock(&self.mailbox).push(now, conn);
         }
         ended
     }

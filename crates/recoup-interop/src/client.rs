@@ -60,7 +60,7 @@ pub async fn get(
     .parse()
     .map_err(|_| Error::Usage("bind address".into()))?;
     let mut endpoint = quinn::Endpoint::client(bind).map_err(Error::io("client socket"))?;
-    endpoint.set_default_client_config(tls::insecure_client()?);
+    endpoint.set_default_client_config(tls::insecure_client(tls::ALPN)?);
     let start = tokio::time::Instant::now();
     let conn = endpoint.connect(addr, server_name)?.await?;
     let (mut send, mut recv) = conn.open_bi().await?;

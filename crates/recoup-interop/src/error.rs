@@ -19,6 +19,10 @@ pub enum Error {
     Write(#[from] quinn::WriteError),
     #[error("read: {0}")]
     Read(#[from] quinn::ReadError),
+    #[error("HTTP/3: {0}")]
+    H3(String),
+    #[error("HTTP status {0}")]
+    Status(u16),
     #[error("bad argument: {0}")]
     Usage(String),
 }

@@ -1,9 +1,30 @@
-//! Test-only peers for recoup's interop tests and benchmark: an hq-interop client and file
-//! server built on the unmodified quinn crate. Nothing here is recoup code; that is the point.
+//! Test-only peers for recoup's interop tests and benchmark: hq-interop and HTTP/3 clients and
+//! file servers built on the unmodified quinn crate (HTTP/3 with h3 and h3-quinn from
+//! crates.io). Nothing here is recoup code; that is the point.
 
 pub mod client;
 pub mod error;
+pub mod h3_client;
+pub mod h3_server;
 pub mod server;
 pub mod tls;
 
 pub use error::Error;
+
+/// Runs a peer binary's `main` future on a current-thread tokio runtime, with tracing to stderr
+/// (RUST_LOG); a failure is printed as `NAME: error` and gives `None`.
+pub fn run_main<T>(
+    name: &str,
+    main: impl std::future::Future<Output = Result<T, Error>>,
+) -> Option<T> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let result = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))
+        .and_then(|rt| rt.block_on(main).map_err(|e| e.to_string()));
+    result.map_err(|e| eprintln!("{name}: {e}")).ok()
+}

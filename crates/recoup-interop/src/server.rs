@@ -20,7 +20,7 @@ pub struct Server {
 
 impl Server {
     pub fn bind(listen: SocketAddr, root: &Path) -> Result<Self, Error> {
-        let endpoint = quinn::Endpoint::server(tls::self_signed_server()?, listen)
+        let endpoint = quinn::Endpoint::server(tls::self_signed_server(tls::ALPN)?, listen)
             .map_err(Error::io("server socket"))?;
         let root = root.canonicalize().map_err(Error::io("root"))?;
         Ok(Self {
@@ -91,7 +91,12 @@ async fn serve_request(
 /// `GET /name` to a regular file directly under `root` (test server: no subdirectories).
 fn resolve(root: &Path, request: &[u8]) -> Option<PathBuf> {
     let line = std::str::from_utf8(request).ok()?;
-    let path = line.trim_end().strip_prefix("GET /")?;
+    file_under(root, line.trim_end().strip_prefix("GET ")?)
+}
+
+/// The regular file `/name` names directly under `root`, if any.
+pub(crate) fn file_under(root: &Path, path: &str) -> Option<PathBuf> {
+    let path = path.strip_prefix('/')?;
     if path.is_empty() || path.contains('/') || path.contains('\\') || path.starts_with('.') {
         return None;
     }

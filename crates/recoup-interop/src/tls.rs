@@ -1,4 +1,4 @@
-//! rustls configurations for the quinn peers: hq-interop ALPN, TLS 1.3, SSLKEYLOGFILE honoured,
+//! rustls configurations for the quinn peers: an ALPN token, TLS 1.3, SSLKEYLOGFILE honoured,
 //! and (client) no certificate checks, since the servers under test use self-signed certificates.
 
 use std::sync::Arc;
@@ -10,7 +10,10 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 
 use crate::error::Error;
 
+/// HTTP/0.9 over QUIC.
 pub const ALPN: &[u8] = b"hq-interop";
+/// HTTP/3 (RFC 9114 §3.1).
+pub const H3_ALPN: &[u8] = b"h3";
 
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
@@ -20,8 +23,8 @@ fn tls_err(e: impl std::fmt::Display) -> Error {
     Error::Tls(e.to_string())
 }
 
-/// A quinn client configuration that accepts any server certificate.
-pub fn insecure_client() -> Result<quinn::ClientConfig, Error> {
+/// A quinn client configuration offering `alpn` that accepts any server certificate.
+pub fn insecure_client(alpn: &[u8]) -> Result<quinn::ClientConfig, Error> {
     let provider = provider();
     let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -29,14 +32,14 @@ pub fn insecure_client() -> Result<quinn::ClientConfig, Error> {
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
         .with_no_client_auth();
-    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.alpn_protocols = vec![alpn.to_vec()];
     tls.key_log = Arc::new(rustls::KeyLogFile::new());
     let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(tls_err)?;
     Ok(quinn::ClientConfig::new(Arc::new(quic)))
 }
 
-/// A quinn server configuration with a fresh self-signed certificate for localhost.
-pub fn self_signed_server() -> Result<quinn::ServerConfig, Error> {
+/// A quinn server configuration for `alpn` with a fresh self-signed certificate for localhost.
+pub fn self_signed_server(alpn: &[u8]) -> Result<quinn::ServerConfig, Error> {
     let certified =
         rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
             .map_err(tls_err)?;
@@ -47,7 +50,7 @@ pub fn self_signed_server() -> Result<quinn::ServerConfig, Error> {
         .with_no_client_auth()
         .with_single_cert(vec![certified.cert.der().clone()], key.into())
         .map_err(tls_err)?;
-    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.alpn_protocols = vec![alpn.to_vec()];
     tls.max_early_data_size = 0;
     tls.key_log = Arc::new(rustls::KeyLogFile::new());
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(tls_err)?;

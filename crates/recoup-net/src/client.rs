@@ -1,4 +1,4 @@
-//! `recoup get`: one hq-interop download on the UDP driver.
+//! `recoup get`: one download on the UDP driver, over HTTP/3 ([`crate::http3`]) or hq-interop.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -14,6 +14,7 @@ use recoup_transport::{
 use crate::driver::{Application, Driver, Stopper};
 use crate::error::Error;
 use crate::hq;
+use crate::http3;
 use crate::qlog_dir::{hex_id, QlogDir};
 use crate::stream_io;
 use crate::url::Url;
@@ -21,11 +22,62 @@ use crate::url::Url;
 /// Application close code after a complete download: no error.
 const DONE_CODE: u64 = 0;
 
+/// The application protocol of a download.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/3 (RFC 9114).
+    #[default]
+    H3,
+    /// HTTP/0.9 over QUIC, the interop runner's `hq-interop`.
+    Hq,
+}
+
+impl Protocol {
+    /// The ALPN token of the protocol.
+    #[must_use]
+    pub fn alpn(self) -> &'static [u8] {
+        match self {
+            Self::H3 => http3::ALPN,
+            Self::Hq => hq::ALPN,
+        }
+    }
+
+    /// The ALPN tokens a client offers for `protocol`; `None` offers both, HTTP/3 first, and
+    /// lets the server choose.
+    #[must_use]
+    pub fn offer(protocol: Option<Self>) -> &'static [&'static [u8]] {
+        match protocol {
+            Some(Self::H3) => &[http3::ALPN],
+            Some(Self::Hq) => &[hq::ALPN],
+            None => &[http3::ALPN, hq::ALPN],
+        }
+    }
+}
+
+impl std::str::FromStr for Protocol {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "h3" => Ok(Self::H3),
+            "hq-interop" => Ok(Self::Hq),
+            other => Err(Error::Config(format!(
+                "unknown ALPN {other:?} (h3, hq-interop)"
+            ))),
+        }
+    }
+}
+
 /// What `recoup get` needs.
 #[derive(Debug)]
 pub struct GetOptions {
     pub url: Url,
+    /// Must offer [`Protocol::offer`]`(protocol)` ([`crate::tls::client_tls`]).
     pub tls: std::sync::Arc<rustls::ClientConfig>,
+    /// The protocol to speak; `None` speaks whichever the server chose of those offered.
+    pub protocol: Option<Protocol>,
+    /// Bytes to ask for (`a-b`, `a-` or `-n`; HTTP/3 only): the body is that part.
+    pub range: Option<String>,
     pub transport: TransportConfig,
     pub qlog: Option<QlogDir>,
     /// Batch datagrams with UDP GSO where the OS supports it.
@@ -45,13 +97,21 @@ pub struct Download {
 pub struct Client {
     driver: Driver,
     handle: ConnectionHandle,
+    /// `host:port` as in the URL, for HTTP/3's `:authority`.
+    authority: String,
     path: String,
+    range: Option<String>,
     start: Instant,
 }
 
 impl Client {
     /// Binds a local socket and starts the handshake with the URL's host.
     pub fn connect(options: GetOptions) -> Result<Self, Error> {
+        if options.range.is_some() && options.protocol == Some(Protocol::Hq) {
+            return Err(Error::Config(
+                "a byte range needs HTTP/3 (hq-interop has no headers)".into(),
+            ));
+        }
         let remote = options.url.resolve()?;
         let bind: SocketAddr = if remote.is_ipv4() {
             SocketAddr::from(([0, 0, 0, 0], 0))
@@ -80,10 +140,17 @@ impl Client {
                 }
             }
         }
+        let authority = if options.url.host.contains(':') {
+            format!("[{}]:{}", options.url.host, options.url.port)
+        } else {
+            format!("{}:{}", options.url.host, options.url.port)
+        };
         Ok(Self {
             driver,
             handle,
+            authority,
             path: options.url.path,
+            range: options.range,
             start,
         })
     }
@@ -99,9 +166,86 @@ impl Client {
         out: &mut dyn Write,
         progress: &mut dyn FnMut(u64),
     ) -> Result<Download, Error> {
-        let mut app = HqGet {
+        let mut app = Negotiated {
             handle: self.handle,
+            start: self.start,
+            authority: self.authority,
             path: self.path,
+            range: self.range,
+            sink: Some((out, progress)),
+            chosen: None,
+            error: None,
+        };
+        let stopped = self.driver.run(&mut app, http3::NO_ERROR)?;
+        let (received, done_at, error) = match app.chosen {
+            Some(Chosen::Hq(get)) => (get.received, get.done_at, get.error),
+            Some(Chosen::H3(get)) => (get.received, get.done_at, get.error),
+            None => (0, None, app.error),
+        };
+        if stopped {
+            return Err(Error::Interrupted);
+        }
+        if let Some(e) = error {
+            return Err(e);
+        }
+        let end = done_at.unwrap_or(self.start);
+        Ok(Download {
+            bytes: received,
+            elapsed: end.saturating_duration_since(self.start),
+        })
+    }
+}
+
+/// The download on whichever protocol the handshake agreed on: the application is chosen
+/// once the ALPN is known, before the application sees the handshake complete.
+struct Negotiated<'a> {
+    handle: ConnectionHandle,
+    start: Instant,
+    authority: String,
+    path: String,
+    range: Option<String>,
+    /// Where the body goes, until the application that writes it is chosen.
+    #[expect(clippy::type_complexity, reason = "the two borrows Client::run lends")]
+    sink: Option<(&'a mut dyn Write, &'a mut dyn FnMut(u64))>,
+    chosen: Option<Chosen<'a>>,
+    /// Why no application was chosen.
+    error: Option<Error>,
+}
+
+enum Chosen<'a> {
+    Hq(HqGet<'a>),
+    H3(Box<http3::get::H3Get<'a>>),
+}
+
+impl Negotiated<'_> {
+    fn choose(&mut self, conn: &mut Connection) -> Result<(), Error> {
+        let Some(alpn) = conn.alpn() else {
+            return Ok(());
+        };
+        let Some((out, progress)) = self.sink.take() else {
+            return Ok(());
+        };
+        if alpn == http3::ALPN {
+            self.chosen = Some(Chosen::H3(Box::new(http3::get::H3Get::new(
+                self.start,
+                self.handle,
+                &self.authority,
+                &self.path,
+                self.range.as_deref(),
+                out,
+                progress,
+            )?)));
+            return Ok(());
+        }
+        if self.range.is_some() {
+            return Err(Error::Config(
+                "the server chose hq-interop, which has no byte ranges".into(),
+            ));
+        }
+        tracing::debug!("the server chose hq-interop");
+        self.chosen = Some(Chosen::Hq(HqGet {
+            handle: self.handle,
+            path: std::mem::take(&mut self.path),
             out,
             progress,
             stream: None,
@@ -109,19 +253,77 @@ impl Client {
             done_at: None,
             error: None,
             closed: false,
-        };
-        let stopped = self.driver.run(&mut app, DONE_CODE)?;
-        if stopped {
-            return Err(Error::Interrupted);
+        }));
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Negotiated<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Negotiated")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Application for Negotiated<'_> {
+    fn accepted(&mut self, now: Instant, _handle: ConnectionHandle, conn: &mut Connection) {
+        // A client endpoint accepts nothing; close anything that appears anyway.
+        conn.close(now, hq::REFUSED_CODE, "not a server");
+    }
+
+    fn drive(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
+        if handle != self.handle {
+            return;
         }
-        if let Some(e) = app.error {
-            return Err(e);
+        if self.chosen.is_none() && self.error.is_none() {
+            if let Err(e) = self.choose(conn) {
+                conn.close(now, hq::REFUSED_CODE, "download failed");
+                self.error = Some(e);
+            }
         }
-        let end = app.done_at.unwrap_or(self.start);
-        Ok(Download {
-            bytes: app.received,
-            elapsed: end.saturating_duration_since(self.start),
-        })
+        match &mut self.chosen {
+            Some(Chosen::Hq(get)) => get.drive(now, handle, conn),
+            Some(Chosen::H3(get)) => get.drive(now, handle, conn),
+            // Still handshaking: only a failure matters.
+            None => {
+                while let Some(event) = conn.poll_event() {
+                    if let Event::Closed(reason) = event {
+                        self.error
+                            .get_or_insert(Error::Connection(describe_close(&reason)));
+                    }
+                }
+            }
+        }
+    }
+
+    fn removed(&mut self, handle: ConnectionHandle) {
+        match &mut self.chosen {
+            Some(Chosen::Hq(get)) => get.removed(handle),
+            Some(Chosen::H3(get)) => get.removed(handle),
+            None => {
+                if handle == self.handle {
+                    self.error.get_or_insert(Error::Connection(
+                        "the connection ended during the handshake".into(),
+                    ));
+                }
+            }
+        }
+    }
+
+    fn finished(&self) -> bool {
+        match &self.chosen {
+            Some(Chosen::Hq(get)) => get.finished(),
+            Some(Chosen::H3(get)) => get.finished(),
+            None => self.error.is_some(),
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        match &self.chosen {
+            Some(Chosen::H3(get)) => get.next_wakeup(),
+            _ => None,
+        }
     }
 }
 
@@ -254,7 +456,7 @@ impl Application for HqGet<'_> {
     }
 }
 
-fn describe_close(reason: &CloseReason) -> String {
+pub(crate) fn describe_close(reason: &CloseReason) -> String {
     match reason {
         CloseReason::IdleTimeout => "timed out (no answer from the server)".into(),
         CloseReason::Local(e) => format!("closed locally: code {:#x} {}", e.code, e.reason),

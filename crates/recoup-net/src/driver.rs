@@ -51,28 +51,44 @@ pub trait Application {
     }
 }
 
+/// Wakes a waiting driver from any thread, so that it drives every connection now: work that
+/// arrives from outside the socket (an origin's bytes for a relayed response).
+#[derive(Clone, Debug)]
+pub struct Wakeup(Arc<Waker>);
+
+impl Wakeup {
+    /// A wakeup for `registry`'s poll, reported as `token`.
+    pub(crate) fn new(registry: &mio::Registry, token: Token) -> Result<Self, Error> {
+        let waker = Waker::new(registry, token).map_err(|e| Error::io("waker", e))?;
+        Ok(Self(Arc::new(waker)))
+    }
+
+    pub fn wake(&self) {
+        if let Err(e) = self.0.wake() {
+            tracing::warn!("waking the driver: {e}");
+        }
+    }
+}
+
 /// Asks a running driver to stop, from any thread (a Ctrl-C handler).
 #[derive(Clone, Debug)]
 pub struct Stopper {
     flag: Arc<AtomicBool>,
-    waker: Arc<Waker>,
+    waker: Wakeup,
 }
 
 impl Stopper {
     /// A stopper that wakes `registry`'s poll with `token`.
     pub(crate) fn new(registry: &mio::Registry, token: Token) -> Result<Self, Error> {
-        let waker = Waker::new(registry, token).map_err(|e| Error::io("waker", e))?;
         Ok(Self {
             flag: Arc::new(AtomicBool::new(false)),
-            waker: Arc::new(waker),
+            waker: Wakeup::new(registry, token)?,
         })
     }
 
     pub fn stop(&self) {
         self.flag.store(true, Ordering::SeqCst);
-        if let Err(e) = self.waker.wake() {
-            tracing::warn!("waking the driver: {e}");
-        }
+        self.waker.wake();
     }
 
     #[must_use]
@@ -247,6 +263,12 @@ impl Driver {
     #[must_use]
     pub fn stopper(&self) -> Stopper {
         self.stopper.clone()
+    }
+
+    /// Wakes this driver from another thread without stopping it.
+    #[must_use]
+    pub fn wakeup(&self) -> Wakeup {
+        self.stopper.waker.clone()
     }
 
     #[must_use]

@@ -21,8 +21,13 @@ pub enum Error {
     Refused(String),
     #[error("not found: {0}")]
     NotFound(String),
+    /// An HTTP status other than success: `404 Not Found: /x`.
+    #[error("{status}: {path}")]
+    Status { status: String, path: String },
     #[error("connection failed: {0}")]
     Connection(String),
+    #[error("origin: {0}")]
+    Origin(String),
     #[error("client too slow: {0}")]
     TooSlow(String),
     #[error("path: {0}")]

@@ -1,5 +1,6 @@
-//! Real time for recoup: a UDP driver for the sans-IO transport, the `hq-interop` (HTTP/0.9)
-//! application that `recoup serve` and `recoup get` run on it (files and live streams), and the
+//! Real time for recoup: a UDP driver for the sans-IO transport, the HTTP/3 and `hq-interop`
+//! (HTTP/0.9) applications that `recoup serve` and `recoup get` run on it (files and live
+//! streams), and the
 //! link emulator that `recoup link` runs (the simulator's path elements, `recoup-elements`, in
 //! real time).
 //!
@@ -7,22 +8,27 @@
 
 pub mod client;
 pub mod clock;
+pub mod content;
 pub mod driver;
 pub mod error;
 pub mod hq;
+pub mod http3;
 pub mod link;
 pub mod live;
+pub mod origin;
 pub mod qlog_dir;
+pub mod range;
 pub mod server;
 mod stream_io;
 pub mod tls;
 pub mod url;
 
-pub use client::{Client, Download, GetOptions};
-pub use driver::{Application, Driver, Stopper};
+pub use client::{Client, Download, GetOptions, Protocol};
+pub use driver::{Application, Driver, Stopper, Wakeup};
 pub use error::Error;
 pub use link::{LinkOptions, LinkReport, Relay};
 pub use live::LiveParams;
+pub use origin::Origin;
 pub use server::{ServeOptions, Server};
 
 /// A seed for connection IDs and policies from the OS's randomness (std seeds its hash maps

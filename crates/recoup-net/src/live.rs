@@ -222,10 +222,7 @@ impl LiveStream {
         id: StreamId,
         now: Instant,
     ) -> Result<bool, Error> {
-        while let Some(w) = self.source.poll_write(now, usize::MAX) {
-            self.backlog.extend_from_slice(&w.data);
-            self.fin |= w.fin;
-        }
+        self.capture(now);
         while self.sent < self.backlog.len() {
             let n = stream_io::write(conn, id, &self.backlog[self.sent..])?;
             if n == 0 {
@@ -253,6 +250,32 @@ impl LiveStream {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// Captures the frames due by `now` for a sink that queues them itself (an HTTP/3 response
+    /// body on stream `id`): their bytes, and whether the stream ends after them. A sink blocked
+    /// for long gets everything captured meanwhile at once, logged as bytes waiting when it
+    /// passes a second of video; more than [`MAX_BACKLOG`] of it is an error.
+    pub fn take_due(&mut self, now: Instant, id: StreamId) -> Result<(Vec<u8>, bool), Error> {
+        self.capture(now);
+        let due = std::mem::take(&mut self.backlog);
+        self.sent = 0;
+        if due.len() > MAX_BACKLOG {
+            return Err(Error::TooSlow(format!(
+                "{} bytes of live video waiting, more than {MAX_BACKLOG}",
+                due.len()
+            )));
+        }
+        self.written += due.len() as u64;
+        self.track_waiting(id, due.len());
+        Ok((due, self.fin))
+    }
+
+    fn capture(&mut self, now: Instant) {
+        while let Some(w) = self.source.poll_write(now, usize::MAX) {
+            self.backlog.extend_from_slice(&w.data);
+            self.fin |= w.fin;
+        }
     }
 
     /// Logs the bytes waiting (not yet acknowledged) each time they double past one second of

@@ -1,10 +1,13 @@
-//! `recoup serve`: hq-interop file serving and live streams ([`crate::live`]) on the UDP driver.
+//! `recoup serve`: files and live streams ([`crate::live`]), or what an origin answers
+//! ([`crate::origin`]), over HTTP/3 ([`crate::http3`]) or hq-interop, whichever ALPN the client
+//! offers, on the UDP driver.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use recoup_time::Instant;
 use recoup_transport::qlog::VantagePoint;
@@ -13,10 +16,13 @@ use recoup_transport::{
     CloseReason, Connection, ConnectionHandle, Endpoint, Event, ServerConfig, TransportConfig,
 };
 
+use crate::content::{Content, Sources};
 use crate::driver::{Application, Driver, Stopper};
 use crate::error::Error;
 use crate::hq::{self, RequestBuffer, Root};
+use crate::http3;
 use crate::live::{self, LiveParams, LiveStream};
+use crate::origin::{Origin, OriginRelay};
 use crate::qlog_dir::{hex_id, QlogDir};
 use crate::stream_io;
 use crate::tls::{self, Identity};
@@ -32,6 +38,9 @@ pub struct ServeOptions {
     pub listen: SocketAddr,
     /// Directory whose files are served; `None` serves live streams only.
     pub root: Option<PathBuf>,
+    /// An HTTP/1.1 origin (`http://host:port[/prefix]`) every request is relayed from, instead
+    /// of `root` and the synthetic live streams.
+    pub origin: Option<String>,
     /// Live stream parameters a request's query does not set.
     pub live: LiveParams,
     pub identity: Identity,
@@ -45,7 +54,7 @@ pub struct ServeOptions {
 #[derive(Debug)]
 pub struct Server {
     driver: Driver,
-    app: HqServer,
+    app: FileServer,
 }
 
 impl Server {
@@ -61,11 +70,23 @@ impl Server {
         };
         let endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
         let driver = Driver::bind(options.listen, endpoint, options.gso)?;
+        let origin = match options.origin {
+            Some(_) if root.is_some() => {
+                return Err(Error::Config(
+                    "a root directory and an origin exclude each other".into(),
+                ))
+            }
+            Some(url) => Some(Origin::new(&url, driver.wakeup())?),
+            None => None,
+        };
         Ok(Self {
             driver,
-            app: HqServer {
-                root,
-                live: options.live,
+            app: FileServer {
+                sources: Arc::new(Sources {
+                    root,
+                    live: options.live,
+                    origin,
+                }),
                 qlog: options.qlog,
                 conns: HashMap::new(),
             },
@@ -89,11 +110,18 @@ impl Server {
 }
 
 #[derive(Debug)]
-struct HqServer {
-    root: Option<Root>,
-    live: LiveParams,
+struct FileServer {
+    sources: Arc<Sources>,
     qlog: Option<QlogDir>,
-    conns: HashMap<ConnectionHandle, ServerConn>,
+    conns: HashMap<ConnectionHandle, Session>,
+}
+
+/// A connection's application protocol, known once TLS agreed on an ALPN token.
+#[derive(Debug)]
+enum Session {
+    Handshaking,
+    Hq(ServerConn),
+    H3(Box<http3::session::Session>),
 }
 
 #[derive(Debug, Default)]
@@ -107,6 +135,7 @@ struct ServerConn {
 enum Response {
     File(FileResponse),
     Live(Box<LiveStream>),
+    Origin(OriginRelay),
     /// An explanation for a refused live request, then FIN: a player shows it instead of
     /// merely seeing the stream fail.
     Text {
@@ -125,7 +154,7 @@ struct FileResponse {
     eof: bool,
 }
 
-impl Application for HqServer {
+impl Application for FileServer {
     fn accepted(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
         tracing::info!(remote = %conn.remote_address(), "connection accepted");
         if let Some(dir) = &self.qlog {
@@ -139,42 +168,42 @@ impl Application for HqServer {
                 Err(e) => tracing::warn!("qlog: {e}"),
             }
         }
-        self.conns.insert(handle, ServerConn::default());
+        self.conns.insert(handle, Session::Handshaking);
     }
 
     fn drive(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
-        let Some(state) = self.conns.get_mut(&handle) else {
+        let Some(session) = self.conns.get_mut(&handle) else {
             return;
         };
-        while let Some(event) = conn.poll_event() {
-            match event {
-                Event::Connected => {
-                    tracing::debug!(remote = %conn.remote_address(), "handshake done")
+        if matches!(session, Session::Handshaking) {
+            match conn.alpn() {
+                Some(http3::ALPN) => {
+                    let remote = conn.remote_address();
+                    *session = Session::H3(Box::new(http3::serve::session(
+                        now,
+                        Arc::clone(&self.sources),
+                        remote,
+                    )));
                 }
-                Event::Closed(reason) => {
-                    log_close(conn.remote_address(), &reason);
-                    tracing::debug!(remote = %conn.remote_address(), stats = ?conn.stats(), "connection stats");
-                }
-                Event::Stream(StreamEvent::Reset { id, code })
-                | Event::Stream(StreamEvent::Stopped { id, code }) => {
-                    tracing::debug!(stream = id.0, code, "stream abandoned by the peer");
-                    state.requests.remove(&id);
-                    state.responses.remove(&id);
-                }
-                Event::Stream(StreamEvent::Finished(_)) => {}
+                Some(_) => *session = Session::Hq(ServerConn::default()),
+                None => {}
             }
         }
-        while let Some(id) = conn.accept_stream(true) {
-            state.requests.insert(id, RequestBuffer::default());
+        match session {
+            Session::H3(h3) => {
+                if let Some(reason) = h3.drive(now, conn) {
+                    log_close(conn.remote_address(), &reason);
+                }
+            }
+            Session::Hq(state) => drive_hq(state, now, conn, &self.sources),
+            Session::Handshaking => {
+                while let Some(event) = conn.poll_event() {
+                    if let Event::Closed(reason) = event {
+                        log_close(conn.remote_address(), &reason);
+                    }
+                }
+            }
         }
-        // hq-interop has no unidirectional streams; refuse any the peer opens.
-        while let Some(id) = conn.accept_stream(false) {
-            conn.stream_stop(id, hq::REFUSED_CODE).ok();
-        }
-        for id in conn.readable_streams() {
-            state.read_request(conn, now, self.root.as_ref(), &self.live, id);
-        }
-        state.write_responses(conn, now);
     }
 
     fn removed(&mut self, handle: ConnectionHandle) {
@@ -188,13 +217,53 @@ impl Application for HqServer {
     fn next_wakeup(&self) -> Option<Instant> {
         self.conns
             .values()
-            .flat_map(|c| c.responses.values())
-            .filter_map(|r| match r {
-                Response::Live(live) => live.next_wakeup(),
-                _ => None,
+            .filter_map(|session| match session {
+                Session::Hq(c) => c
+                    .responses
+                    .values()
+                    .filter_map(|r| match r {
+                        Response::Live(live) => live.next_wakeup(),
+                        _ => None,
+                    })
+                    .min(),
+                Session::H3(h3) => h3.next_wakeup(),
+                Session::Handshaking => None,
             })
             .min()
     }
+}
+
+/// One turn of an hq-interop connection.
+fn drive_hq(state: &mut ServerConn, now: Instant, conn: &mut Connection, sources: &Sources) {
+    while let Some(event) = conn.poll_event() {
+        match event {
+            Event::Connected => {
+                tracing::debug!(remote = %conn.remote_address(), "handshake done")
+            }
+            Event::Closed(reason) => {
+                log_close(conn.remote_address(), &reason);
+                tracing::debug!(remote = %conn.remote_address(), stats = ?conn.stats(), "connection stats");
+            }
+            Event::Stream(StreamEvent::Reset { id, code })
+            | Event::Stream(StreamEvent::Stopped { id, code }) => {
+                tracing::debug!(stream = id.0, code, "stream abandoned by the peer");
+                state.requests.remove(&id);
+                state.responses.remove(&id);
+            }
+            Event::Stream(StreamEvent::Finished(_)) => {}
+        }
+    }
+    while let Some(id) = conn.accept_stream(true) {
+        state.requests.insert(id, RequestBuffer::default());
+    }
+    // hq-interop has no unidirectional streams; refuse any the peer opens.
+    while let Some(id) = conn.accept_stream(false) {
+        conn.stream_stop(id, hq::REFUSED_CODE).ok();
+    }
+    for id in conn.readable_streams() {
+        state.read_request(conn, now, sources, id);
+    }
+    state.write_responses(conn, now);
 }
 
 impl ServerConn {
@@ -202,8 +271,7 @@ impl ServerConn {
         &mut self,
         conn: &mut Connection,
         now: Instant,
-        root: Option<&Root>,
-        live: &LiveParams,
+        sources: &Sources,
         id: StreamId,
     ) {
         let mut buf = [0u8; 4096];
@@ -232,19 +300,33 @@ impl ServerConn {
         };
         self.requests.remove(&id);
         let remote = conn.remote_address();
-        let response = match outcome {
-            Ok(path) if live::is_live(&path) => Ok(live_response(&path, live, now, remote, id)),
-            Ok(path) => open_file(root, &path).map(|file| {
+        let response = outcome.and_then(|path| match sources.resolve(&path) {
+            Ok(Content::File { file, .. }) => {
                 tracing::info!(%remote, stream = id.0, %path, "GET");
-                Response::File(FileResponse {
+                Ok(Response::File(FileResponse {
                     file,
                     buf: Vec::with_capacity(CHUNK),
                     sent: 0,
                     eof: false,
+                }))
+            }
+            Ok(Content::Live { name, params }) => {
+                Ok(live_response(&name, &params, now, remote, id))
+            }
+            Ok(Content::Origin(fetch)) => {
+                tracing::info!(%remote, stream = id.0, %path, origin = fetch.url(), "GET relayed");
+                Ok(Response::Origin(OriginRelay::new(fetch)))
+            }
+            // A refused live request is explained in the stream, for a player to show.
+            Err(e) if live::is_live(&path) => {
+                tracing::info!(%remote, stream = id.0, %path, "live request refused: {e}");
+                Ok(Response::Text {
+                    text: format!("error: {e}\n").into_bytes(),
+                    sent: 0,
                 })
-            }),
+            }
             Err(e) => Err(e),
-        };
+        });
         match response {
             Ok(response) => {
                 self.responses.insert(id, response);
@@ -263,15 +345,23 @@ impl ServerConn {
             .retain(|&id, response| match response.pump(conn, id, now) {
                 Ok(false) => true,
                 Ok(true) => {
-                    if let Response::Live(live) = response {
-                        tracing::info!(
+                    match response {
+                        Response::Live(live) => tracing::info!(
                             %remote,
                             stream = id.0,
                             frames = live.frames(),
                             bytes = live.written(),
                             max_waiting = live.max_waiting(),
                             "live stream finished"
-                        );
+                        ),
+                        Response::Origin(relay) => tracing::info!(
+                            %remote,
+                            stream = id.0,
+                            origin = relay.url(),
+                            bytes = relay.written(),
+                            "relayed response finished"
+                        ),
+                        Response::File(_) | Response::Text { .. } => {}
                     }
                     false
                 }
@@ -284,43 +374,25 @@ impl ServerConn {
     }
 }
 
-/// A live stream for `path`, or the text explaining why its query is refused.
+/// The live stream a request resolved to.
 fn live_response(
-    path: &str,
-    defaults: &LiveParams,
+    name: &str,
+    p: &LiveParams,
     now: Instant,
     remote: SocketAddr,
     id: StreamId,
 ) -> Response {
-    match defaults.from_request(path) {
-        Ok((name, p)) => {
-            tracing::info!(
-                %remote,
-                stream = id.0,
-                %name,
-                bitrate = p.encoder.bitrate,
-                fps = p.encoder.fps,
-                gop = p.encoder.gop,
-                duration_ms = p.duration.as_millis(),
-                "GET live stream"
-            );
-            Response::Live(Box::new(LiveStream::new(&p, now, crate::os_seed())))
-        }
-        Err(e) => {
-            tracing::info!(%remote, stream = id.0, %path, "live request refused: {e}");
-            Response::Text {
-                text: format!("error: {e}\n").into_bytes(),
-                sent: 0,
-            }
-        }
-    }
-}
-
-fn open_file(root: Option<&Root>, path: &str) -> Result<File, Error> {
-    let root =
-        root.ok_or_else(|| Error::NotFound(format!("{path} (no --root: live streams only)")))?;
-    let file = root.resolve(path)?;
-    File::open(&file).map_err(|e| Error::io(format!("opening {}", file.display()), e))
+    tracing::info!(
+        %remote,
+        stream = id.0,
+        %name,
+        bitrate = p.encoder.bitrate,
+        fps = p.encoder.fps,
+        gop = p.encoder.gop,
+        duration_ms = p.duration.as_millis(),
+        "GET live stream"
+    );
+    Response::Live(Box::new(LiveStream::new(p, now, crate::os_seed())))
 }
 
 impl Response {
@@ -329,6 +401,7 @@ impl Response {
         match self {
             Self::File(f) => f.pump(conn, id),
             Self::Live(live) => live.pump(conn, id, now),
+            Self::Origin(relay) => relay.pump(conn, id),
             Self::Text { text, sent } => {
                 while *sent < text.len() {
                     let n = stream_io::write(conn, id, &text[*sent..])?;

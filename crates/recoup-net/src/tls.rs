@@ -10,6 +10,7 @@ use rustls::KeyLog;
 
 use crate::error::Error;
 use crate::hq;
+use crate::http3;
 
 /// A certificate chain and its private key.
 #[derive(Debug)]
@@ -65,20 +66,26 @@ pub fn key_log_from_env() -> Option<Arc<dyn KeyLog>> {
         .map(|_| Arc::new(rustls::KeyLogFile::new()) as Arc<dyn KeyLog>)
 }
 
-/// The server's rustls configuration for hq-interop.
+/// The server's rustls configuration: HTTP/3 and hq-interop, whichever the client offers
+/// (HTTP/3 when it offers both).
 pub fn server_tls(identity: Identity) -> Result<Arc<rustls::ServerConfig>, Error> {
     let config = recoup_transport::server_config(
         identity.chain,
         identity.key,
-        &[hq::ALPN],
+        &[http3::ALPN, hq::ALPN],
         key_log_from_env(),
     )?;
     Ok(Arc::new(config))
 }
 
-/// The client's rustls configuration for hq-interop: certificates checked against `ca` (PEM
-/// trust anchors), or not at all with `insecure`.
-pub fn client_tls(ca: Option<&Path>, insecure: bool) -> Result<Arc<rustls::ClientConfig>, Error> {
+/// The client's rustls configuration offering the ALPN tokens `alpn` (see
+/// [`crate::Protocol::offer`]): certificates checked against `ca` (PEM trust anchors), or not
+/// at all with `insecure`.
+pub fn client_tls(
+    ca: Option<&Path>,
+    insecure: bool,
+    alpn: &[&[u8]],
+) -> Result<Arc<rustls::ClientConfig>, Error> {
     let verify = match (ca, insecure) {
         (_, true) => ServerVerification::Insecure,
         (Some(ca), false) => ServerVerification::Roots(load_certs(ca)?),
@@ -88,7 +95,7 @@ pub fn client_tls(ca: Option<&Path>, insecure: bool) -> Result<Arc<rustls::Clien
             ))
         }
     };
-    let config = recoup_transport::client_config(&[hq::ALPN], verify, key_log_from_env())?;
+    let config = recoup_transport::client_config(alpn, verify, key_log_from_env())?;
     Ok(Arc::new(config))
 }
 
@@ -109,8 +116,11 @@ mod tests {
         assert_eq!(loaded.chain, vec![generated.cert.der().clone()]);
         assert_eq!(loaded.key.secret_der(), generated.key_pair.serialize_der());
         let server = server_tls(loaded).expect("server tls");
-        assert_eq!(server.alpn_protocols, vec![hq::ALPN.to_vec()]);
-        let client = client_tls(Some(&cert_path), false).expect("client tls");
+        assert_eq!(
+            server.alpn_protocols,
+            vec![http3::ALPN.to_vec(), hq::ALPN.to_vec()]
+        );
+        let client = client_tls(Some(&cert_path), false, &[hq::ALPN]).expect("client tls");
         assert_eq!(client.alpn_protocols, vec![hq::ALPN.to_vec()]);
     }
 
@@ -123,7 +133,7 @@ mod tests {
         assert!(load_certs(&dir.path().join("missing.pem")).is_err());
         assert!(Identity::from_options(Some(&empty), None).is_err());
         assert!(Identity::from_pem_files(&empty, &empty).is_err());
-        assert!(client_tls(None, false).is_err());
-        assert!(client_tls(None, true).is_ok());
+        assert!(client_tls(None, false, &[http3::ALPN]).is_err());
+        assert!(client_tls(None, true, &[http3::ALPN]).is_ok());
     }
 }

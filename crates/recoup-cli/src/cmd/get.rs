@@ -1,4 +1,4 @@
-//! `recoup get`: download one URL over QUIC (hq-interop).
+//! `recoup get`: download one URL over QUIC (HTTP/3 or hq-interop).
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
@@ -7,20 +7,23 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use recoup_net::url::Url;
-use recoup_net::{Client, Error, GetOptions};
+use recoup_net::{Client, Error, GetOptions, Protocol};
 
 use super::transport::TransportArgs;
 
-/// Download a file over QUIC with ALPN hq-interop (HTTP/0.9) from `recoup serve` or any
-/// hq-interop server.
+/// Download a file over QUIC: HTTP/3 (ALPN h3, preferred) or hq-interop (HTTP/0.9), from
+/// `recoup serve` or any server speaking either.
 ///
-/// The body goes to FILE (-o) or stdout. A progress bar shows on a terminal. Honours
+/// The body goes to FILE (-o) or stdout; an HTTP error status is reported ("404 Not Found:
+/// /x") and fails the command. A progress bar shows on a terminal. Honours
 /// SSLKEYLOGFILE and QLOGDIR.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   recoup get --insecure https://127.0.0.1:4433/video.bin -o video.bin
   recoup get --ca cert.pem https://localhost:4433/index.html
-  recoup get --insecure --cc bbr https://127.0.0.1:4433/big > /dev/null")]
+  recoup get --insecure --cc bbr https://127.0.0.1:4433/big > /dev/null
+  recoup get --insecure --range 0-1023 https://127.0.0.1:4433/video.mp4 -o head.bin
+  recoup get --insecure --alpn hq-interop https://127.0.0.1:4433/video.bin -o video.bin")]
 pub struct Args {
     /// https://HOST:PORT/PATH
     pub url: String,
@@ -33,16 +36,29 @@ pub struct Args {
     /// PEM trust anchors for the server's certificate.
     #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
     pub ca: Option<PathBuf>,
+    /// Application protocol: h3 (HTTP/3) or hq-interop (HTTP/0.9). Without it both are
+    /// offered, HTTP/3 first, and the server chooses.
+    #[arg(long, value_name = "ALPN")]
+    pub alpn: Option<Protocol>,
+    /// Ask for these bytes only: A-B, A- or -N (HTTP/3; the server answers 206).
+    #[arg(long, value_name = "RANGE")]
+    pub range: Option<String>,
     #[command(flatten)]
     pub transport: TransportArgs,
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
     let url = Url::parse(&args.url)?;
-    let tls = recoup_net::tls::client_tls(args.ca.as_deref(), args.insecure)?;
+    let tls = recoup_net::tls::client_tls(
+        args.ca.as_deref(),
+        args.insecure,
+        Protocol::offer(args.alpn),
+    )?;
     let client = Client::connect(GetOptions {
         url,
         tls,
+        protocol: args.alpn,
+        range: args.range,
         transport: args.transport.config(),
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
@@ -75,7 +91,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     Ok(())
 }
 
-/// A byte counter with rate on stderr, when stderr is a terminal (HTTP/0.9 sends no length).
+/// A byte counter with rate on stderr, when stderr is a terminal.
 fn progress_bar() -> Option<ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;

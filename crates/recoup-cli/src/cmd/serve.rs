@@ -1,4 +1,5 @@
-//! `recoup serve`: serve a directory and live streams over QUIC (hq-interop) until Ctrl-C.
+//! `recoup serve`: serve a directory and live streams over QUIC (HTTP/3 or hq-interop) until
+//! Ctrl-C.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -9,8 +10,8 @@ use recoup_net::{Error, LiveParams, ServeOptions, Server};
 
 use super::transport::TransportArgs;
 
-/// Serve the files under a directory, and synthetic live streams, over QUIC with ALPN
-/// hq-interop (HTTP/0.9: `GET /path`).
+/// Serve the files under a directory, and synthetic live streams, over QUIC: HTTP/3 (ALPN h3)
+/// or hq-interop (HTTP/0.9: `GET /path`), whichever the client offers.
 ///
 /// Prints the address it listens on, then serves until Ctrl-C. Without --cert/--key a
 /// self-signed certificate for localhost is generated. Honours SSLKEYLOGFILE (TLS secrets for
@@ -19,12 +20,25 @@ use super::transport::TransportArgs;
 /// `GET /live/NAME?bitrate=4Mbps&fps=30&gop=30&duration=20s` (also `key_ratio`, `size_noise`,
 /// `seed`) streams video frames as the simulator's live application does, on the real clock,
 /// and ends the stream after the duration; the --live-* flags set what the query leaves out. A
-/// bad query is answered with a line `error: ...` and FIN.
+/// bad query is answered with a line `error: ...` and FIN (HTTP/3: status 400).
+///
+/// Over HTTP/3, files carry a Content-Type from their extension and honour single byte ranges
+/// (206, or 416 when unsatisfiable); a missing file is 404, a path outside DIR or an unreadable
+/// file 403, a method other than GET/HEAD 405. Live streams are sent as they are produced,
+/// without a length and with `cache-control: no-store`.
+///
+/// With --origin it is a CDN edge instead: every request (files and live streams alike) is
+/// fetched from the HTTP/1.1 origin at the same path under the URL's path, and the body is
+/// relayed as it arrives, with this server's loss recovery policy towards the client. Over
+/// HTTP/3 the origin's status, Content-Type and Content-Length are passed on (502 when it
+/// cannot be reached); over hq-interop any other answer than 2xx resets the stream. Each
+/// origin error is logged with the origin URL.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   recoup serve --listen 127.0.0.1:4433 --root ./www
   recoup serve --listen 127.0.0.1:0 --root ./www --policy fixed:2 --cc bbr
   recoup serve --policy autorec --cc bbr --live-bitrate 4Mbps --live-duration 20s
+  recoup serve --policy autorec --origin http://127.0.0.1:8080/streams
   SSLKEYLOGFILE=keys.log QLOGDIR=qlog recoup serve --root ./www --cert cert.pem --key key.pem")]
 pub struct Args {
     /// UDP address to listen on (port 0 picks a free port; the real one is printed).
@@ -33,6 +47,10 @@ pub struct Args {
     /// Directory whose files are served (without it, only live streams are).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// Relay every request from this HTTP/1.1 origin (http://HOST:PORT[/PREFIX]) instead of
+    /// serving DIR and synthetic live streams.
+    #[arg(long, value_name = "URL", conflicts_with = "root")]
+    pub origin: Option<String>,
     /// PEM certificate chain (with --key).
     #[arg(long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,
@@ -79,6 +97,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let server = Server::bind(ServeOptions {
         listen: args.listen,
         root: args.root,
+        origin: args.origin,
         live: args.live.params(),
         identity,
         transport: args.transport.config(),

@@ -18,37 +18,18 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("quinn-client: runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = runtime.block_on(async {
+    let download = recoup_interop::run_main("quinn-client", async {
         let (addr, host, path) = recoup_interop::client::parse_url(&args.url)?;
         recoup_interop::client::get(addr, &host, &path, &args.output).await
     });
-    match result {
-        Ok(d) => {
-            println!(
-                "quinn-client: {} bytes in {:.3} s, {:.1} Mbit/s",
-                d.bytes,
-                d.elapsed.as_secs_f64(),
-                d.goodput_mbps()
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("quinn-client: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let Some(d) = download else {
+        return ExitCode::FAILURE;
+    };
+    println!(
+        "quinn-client: {} bytes in {:.3} s, {:.1} Mbit/s",
+        d.bytes,
+        d.elapsed.as_secs_f64(),
+        d.goodput_mbps()
+    );
+    ExitCode::SUCCESS
 }

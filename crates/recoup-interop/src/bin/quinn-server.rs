@@ -18,34 +18,18 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("quinn-server: runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = runtime.block_on(async {
+    let served = recoup_interop::run_main("quinn-server", async {
         let server = recoup_interop::server::Server::bind(args.listen, &args.root)?;
         println!("listening on {}", server.local_addr()?);
         tokio::select! {
             () = server.run() => {}
             _ = tokio::signal::ctrl_c() => {}
         }
-        Ok::<(), recoup_interop::Error>(())
+        Ok(())
     });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("quinn-server: {e}");
-            ExitCode::FAILURE
-        }
+    if served.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }

@@ -1,0 +1,713 @@
+//! h3's QUIC traits (`h3::quic`) over a recoup [`Connection`], through a mailbox.
+//!
+//! The transport connection lives inside the endpoint and is lent to the application only
+//! during [`crate::driver::Application::drive`], so h3's stream handles cannot hold it. They hold
+//! the connection's [`Mailbox`] instead: [`Mailbox::pull`] moves transport events, new streams
+//! and received bytes in, the tasks run, and [`Mailbox::push`] moves what they wrote, finished,
+//! reset, opened or closed out to the transport. Both bound what they buffer (so flow control
+//! still pushes back on the peer) and wake the tasks whose handles can make progress.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
+
+use bytes::{Buf, Bytes};
+use h3::quic::{self as hq, ConnectionErrorIncoming, StreamErrorIncoming, WriteBuf};
+use recoup_time::Instant;
+use recoup_transport::streams::{StreamEvent, StreamId};
+use recoup_transport::{CloseReason, Connection, Event};
+
+use crate::stream_io;
+
+/// Bytes a send handle may queue before `poll_ready` waits for the transport to take them.
+const SEND_QUEUE: usize = 64 * 1024;
+/// Bytes read ahead of a receive handle before the stream is left to flow control.
+const RECV_QUEUE: usize = 256 * 1024;
+/// Bytes read from the transport at a time.
+const READ_CHUNK: usize = 32 * 1024;
+
+/// Why a stream half ended abnormally.
+#[derive(Clone, Debug)]
+enum Ended {
+    /// The peer reset it (receiving) or asked us to stop (sending), with its code.
+    Peer(u64),
+    /// The transport refused an operation on it.
+    Transport(String),
+}
+
+impl Ended {
+    fn to_error(&self) -> StreamErrorIncoming {
+        match self {
+            Self::Peer(code) => StreamErrorIncoming::StreamTerminated { error_code: *code },
+            Self::Transport(why) => StreamErrorIncoming::Unknown(why.clone().into()),
+        }
+    }
+}
+
+/// One stream's state between its h3 handles and the transport.
+#[derive(Debug, Default)]
+struct StreamBox {
+    /// A receive handle exists (otherwise received bytes are discarded).
+    recv_handle: bool,
+    received: VecDeque<Bytes>,
+    received_len: usize,
+    recv_fin: bool,
+    recv_ended: Option<Ended>,
+    /// STOP_SENDING the handle asked for, not yet passed to the transport.
+    stop: Option<u64>,
+    recv_waker: Option<Waker>,
+
+    /// A send handle exists.
+    send_handle: bool,
+    queued: VecDeque<Bytes>,
+    queued_len: usize,
+    /// The handle finished the stream: FIN goes after the queued bytes.
+    finish: bool,
+    /// RESET_STREAM the handle asked for, not yet passed to the transport.
+    reset: Option<u64>,
+    /// Nothing more will be passed to the transport (FIN or reset done, or the peer stopped us).
+    send_done: bool,
+    send_ended: Option<Ended>,
+    send_waker: Option<Waker>,
+}
+
+impl StreamBox {
+    fn incoming(bidi: bool) -> Self {
+        Self {
+            recv_handle: true,
+            send_handle: bidi,
+            send_done: !bidi,
+            ..Self::default()
+        }
+    }
+
+    fn outgoing(bidi: bool) -> Self {
+        Self {
+            recv_handle: bidi,
+            send_handle: true,
+            ..Self::default()
+        }
+    }
+
+    /// Whether the box can go: no handle left and nothing still to pass to the transport.
+    fn is_spent(&self) -> bool {
+        !self.recv_handle && !self.send_handle && self.send_done && self.stop.is_none()
+    }
+}
+
+/// What h3's handles and the transport exchange for one connection.
+#[derive(Debug, Default)]
+pub(crate) struct Mailbox {
+    streams: HashMap<u64, StreamBox>,
+    incoming_bidi: VecDeque<u64>,
+    incoming_uni: VecDeque<u64>,
+    accept_wakers: Vec<Waker>,
+    /// Streams asked for but not yet opened, and opened but not yet taken.
+    want_bidi: bool,
+    want_uni: bool,
+    opened_bidi: VecDeque<u64>,
+    opened_uni: VecDeque<u64>,
+    open_wakers: Vec<Waker>,
+    /// The CONNECTION_CLOSE h3 asked for (application code, reason).
+    close: Option<(u64, String)>,
+    /// The transport connection ended.
+    closed: Option<ConnectionErrorIncoming>,
+}
+
+/// The mailbox as the handles share it (behind a mutex only so a server stays `Send`: one
+/// thread uses it).
+pub(crate) type Shared = Arc<Mutex<Mailbox>>;
+
+/// The mailbox; a panic elsewhere while it was held leaves nothing half-done worth refusing.
+pub(crate) fn lock(shared: &Shared) -> MutexGuard<'_, Mailbox> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Adds `waker` unless the task it wakes is already waiting (a task re-polled while it waits
+/// must not grow the list).
+fn wait(wakers: &mut Vec<Waker>, waker: &Waker) {
+    if !wakers.iter().any(|w| w.will_wake(waker)) {
+        wakers.push(waker.clone());
+    }
+}
+
+fn wake_all(wakers: &mut Vec<Waker>) {
+    for w in wakers.drain(..) {
+        w.wake();
+    }
+}
+
+fn wake(waker: &mut Option<Waker>) {
+    if let Some(w) = waker.take() {
+        w.wake();
+    }
+}
+
+/// h3's view of a transport close.
+fn incoming_error(reason: &CloseReason) -> ConnectionErrorIncoming {
+    match reason {
+        CloseReason::IdleTimeout => ConnectionErrorIncoming::Timeout,
+        CloseReason::Remote(e) | CloseReason::Local(e) if e.application => {
+            ConnectionErrorIncoming::ApplicationClose { error_code: e.code }
+        }
+        other => ConnectionErrorIncoming::Undefined(Arc::new(std::io::Error::other(format!(
+            "{other:?}"
+        )))),
+    }
+}
+
+impl Mailbox {
+    /// Moves the transport's news in: events, streams the peer opened, received bytes. Returns
+    /// the close reason when the connection ended in this call.
+    pub(crate) fn pull(&mut self, conn: &mut Connection) -> Option<CloseReason> {
+        let mut ended = None;
+        while let Some(event) = conn.poll_event() {
+            match event {
+                Event::Connected => {}
+                Event::Closed(reason) => {
+                    self.end(incoming_error(&reason));
+                    ended = Some(reason);
+                }
+                Event::Stream(StreamEvent::Reset { id, code }) => {
+                    if let Some(s) = self.streams.get_mut(&id.0) {
+                        s.recv_ended.get_or_insert(Ended::Peer(code));
+                        wake(&mut s.recv_waker);
+                    }
+                }
+                Event::Stream(StreamEvent::Stopped { id, code }) => {
+                    if let Some(s) = self.streams.get_mut(&id.0) {
+                        s.send_ended.get_or_insert(Ended::Peer(code));
+                        s.send_done = true;
+                        s.queued.clear();
+                        s.queued_len = 0;
+                        wake(&mut s.send_waker);
+                    }
+                }
+                Event::Stream(StreamEvent::Finished(_)) => {}
+            }
+        }
+        for (bidi, queue) in [
+            (true, &mut self.incoming_bidi),
+            (false, &mut self.incoming_uni),
+        ] {
+            while let Some(id) = conn.accept_stream(bidi) {
+                self.streams.insert(id.0, StreamBox::incoming(bidi));
+                queue.push_back(id.0);
+            }
+        }
+        if !self.incoming_bidi.is_empty() || !self.incoming_uni.is_empty() {
+            wake_all(&mut self.accept_wakers);
+        }
+        for id in conn.readable_streams() {
+            self.read_stream(conn, id);
+        }
+        ended
+    }
+
+    fn read_stream(&mut self, conn: &mut Connection, id: StreamId) {
+        let mut buf = vec![0u8; READ_CHUNK];
+        let Some(s) = self.streams.get_mut(&id.0) else {
+            // A stream whose handles are gone: its bytes mean nothing any more.
+            while let Ok((n, fin)) = stream_io::read(conn, id, &mut buf) {
+                if n == 0 || fin {
+                    break;
+                }
+            }
+            return;
+        };
+        let mut woke = false;
+        while !s.recv_fin && s.recv_ended.is_none() && s.received_len < RECV_QUEUE {
+            match stream_io::read(conn, id, &mut buf) {
+                Ok((n, fin)) => {
+                    if n > 0 && s.recv_handle {
+                        s.received.push_back(Bytes::copy_from_slice(&buf[..n]));
+                        s.received_len += n;
+                    }
+                    s.recv_fin |= fin;
+                    woke |= n > 0 || fin;
+                    if n == 0 && !fin {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    s.recv_ended = Some(Ended::Transport(e.to_string()));
+                    woke = true;
+                }
+            }
+        }
+        if woke {
+            wake(&mut s.recv_waker);
+        }
+    }
+
+    /// Moves the tasks' output to the transport: opened streams, queued bytes, FINs, resets,
+    /// STOP_SENDINGs and a close. Wakes the handles that can go on.
+    pub(crate) fn push(&mut self, now: Instant, conn: &mut Connection) {
+        for bidi in [true, false] {
+            let want = if bidi { self.want_bidi } else { self.want_uni };
+            if !want || self.closed.is_some() {
+                continue;
+            }
+            match conn.open_stream(bidi) {
+                Ok(id) => {
+                    self.streams.insert(id.0, StreamBox::outgoing(bidi));
+                    if bidi {
+                        self.want_bidi = false;
+                        self.opened_bidi.push_back(id.0);
+                    } else {
+                        self.want_uni = false;
+                        self.opened_uni.push_back(id.0);
+                    }
+                    wake_all(&mut self.open_wakers);
+                }
+                // The peer's stream limit: wait for MAX_STREAMS.
+                Err(recoup_transport::Error::Blocked) => {}
+                Err(e) => self.end(ConnectionErrorIncoming::InternalError(e.to_string())),
+            }
+        }
+        for (&id, s) in &mut self.streams {
+            let id = StreamId(id);
+            if let Some(code) = s.stop.take() {
+                conn.stream_stop(id, code).ok();
+            }
+            if s.send_done {
+                continue;
+            }
+            if let Some(code) = s.reset.take() {
+                conn.stream_reset(now, id, code).ok();
+                s.send_done = true;
+                continue;
+            }
+            if let Err(e) = write_queued(conn, id, s) {
+                s.send_ended = Some(Ended::Transport(e.to_string()));
+                s.send_done = true;
+                s.queued.clear();
+                s.queued_len = 0;
+                wake(&mut s.send_waker);
+                continue;
+            }
+            if s.queued.is_empty() && s.finish {
+                if let Err(e) = conn.stream_finish(id) {
+                    s.send_ended = Some(Ended::Transport(e.to_string()));
+                }
+                s.send_done = true;
+            }
+            if s.queued_len < SEND_QUEUE {
+                wake(&mut s.send_waker);
+            }
+        }
+        self.streams.retain(|_, s| !s.is_spent());
+        if let Some((code, reason)) = self.close.take() {
+            conn.close(now, code, &reason);
+        }
+    }
+
+    /// The connection ended: every waiting handle learns it.
+    fn end(&mut self, error: ConnectionErrorIncoming) {
+        self.closed.get_or_insert(error);
+        wake_all(&mut self.accept_wakers);
+        wake_all(&mut self.open_wakers);
+        for s in self.streams.values_mut() {
+            wake(&mut s.recv_waker);
+            wake(&mut s.send_waker);
+        }
+    }
+
+    fn connection_error(&self) -> Option<StreamErrorIncoming> {
+        self.closed
+            .clone()
+            .map(|e| StreamErrorIncoming::ConnectionErrorIncoming {
+                connection_error: e,
+            })
+    }
+}
+
+/// Writes a stream's queued bytes until the transport pushes back.
+fn write_queued(
+    conn: &mut Connection,
+    id: StreamId,
+    s: &mut StreamBox,
+) -> Result<(), recoup_transport::Error> {
+    while let Some(front) = s.queued.front_mut() {
+        let n = stream_io::write(conn, id, front)?;
+        if n == 0 {
+            break;
+        }
+        s.queued_len -= n;
+        if n == front.len() {
+            s.queued.pop_front();
+        } else {
+            front.advance(n);
+        }
+    }
+    Ok(())
+}
+
+fn h3_id(id: u64) -> hq::StreamId {
+    // Transport stream IDs are varints, as h3's are.
+    hq::StreamId::try_from(id).unwrap_or_else(|_| unreachable!("stream id {id} is not a varint"))
+}
+
+/// The connection as h3 sees it; also its stream opener.
+#[derive(Clone, Debug)]
+pub(crate) struct QuicConn {
+    shared: Shared,
+}
+
+impl QuicConn {
+    pub(crate) fn new(shared: Shared) -> Self {
+        Self { shared }
+    }
+
+    fn accept(
+        &self,
+        cx: &mut Context<'_>,
+        bidi: bool,
+    ) -> Poll<Result<u64, ConnectionErrorIncoming>> {
+        let mut m = lock(&self.shared);
+        let next = if bidi {
+            m.incoming_bidi.pop_front()
+        } else {
+            m.incoming_uni.pop_front()
+        };
+        if let Some(id) = next {
+            return Poll::Ready(Ok(id));
+        }
+        if let Some(e) = &m.closed {
+            return Poll::Ready(Err(e.clone()));
+        }
+        wait(&mut m.accept_wakers, cx.waker());
+        Poll::Pending
+    }
+
+    fn open(&self, cx: &mut Context<'_>, bidi: bool) -> Poll<Result<u64, StreamErrorIncoming>> {
+        let mut m = lock(&self.shared);
+        let next = if bidi {
+            m.opened_bidi.pop_front()
+        } else {
+            m.opened_uni.pop_front()
+        };
+        if let Some(id) = next {
+            return Poll::Ready(Ok(id));
+        }
+        if let Some(e) = m.connection_error() {
+            return Poll::Ready(Err(e));
+        }
+        if bidi {
+            m.want_bidi = true;
+        } else {
+            m.want_uni = true;
+        }
+        wait(&mut m.open_wakers, cx.waker());
+        Poll::Pending
+    }
+
+    fn send_half(&self, id: u64) -> SendHalf {
+        SendHalf {
+            shared: Arc::clone(&self.shared),
+            id,
+        }
+    }
+
+    fn recv_half(&self, id: u64) -> RecvHalf {
+        RecvHalf {
+            shared: Arc::clone(&self.shared),
+            id,
+        }
+    }
+
+    fn bidi(&self, id: u64) -> BidiStream {
+        BidiStream {
+            send: self.send_half(id),
+            recv: self.recv_half(id),
+        }
+    }
+}
+
+impl<B: Buf> hq::Connection<B> for QuicConn {
+    type RecvStream = RecvHalf;
+    type OpenStreams = Self;
+
+    fn poll_accept_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<RecvHalf, ConnectionErrorIncoming>> {
+        self.accept(cx, false).map_ok(|id| self.recv_half(id))
+    }
+
+    fn poll_accept_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<BidiStream, ConnectionErrorIncoming>> {
+        self.accept(cx, true).map_ok(|id| self.bidi(id))
+    }
+
+    fn opener(&self) -> Self {
+        self.clone()
+    }
+}
+
+impl<B: Buf> hq::OpenStreams<B> for QuicConn {
+    type BidiStream = BidiStream;
+    type SendStream = SendHalf;
+
+    fn poll_open_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<BidiStream, StreamErrorIncoming>> {
+        self.open(cx, true).map_ok(|id| self.bidi(id))
+    }
+
+    fn poll_open_send(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<SendHalf, StreamErrorIncoming>> {
+        self.open(cx, false).map_ok(|id| self.send_half(id))
+    }
+
+    fn close(&mut self, code: h3::error::Code, reason: &[u8]) {
+        let mut m = lock(&self.shared);
+        if m.close.is_none() && m.closed.is_none() {
+            m.close = Some((code.value(), String::from_utf8_lossy(reason).into_owned()));
+        }
+    }
+}
+
+/// The sending half of a stream.
+#[derive(Debug)]
+pub(crate) struct SendHalf {
+    shared: Shared,
+    id: u64,
+}
+
+impl SendHalf {
+    /// Runs `f` on the stream's box with the connection's error, if it ended.
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&mut StreamBox, Option<StreamErrorIncoming>) -> Result<R, StreamErrorIncoming>,
+    ) -> Result<R, StreamErrorIncoming> {
+        let mut m = lock(&self.shared);
+        let closed = m.connection_error();
+        match m.streams.get_mut(&self.id) {
+            Some(s) => f(s, closed),
+            None => Err(closed.unwrap_or_else(gone)),
+        }
+    }
+
+    /// Whether more may be sent: the error if the stream or connection ended.
+    fn check(
+        s: &StreamBox,
+        closed: Option<StreamErrorIncoming>,
+    ) -> Result<(), StreamErrorIncoming> {
+        if let Some(e) = &s.send_ended {
+            return Err(e.to_error());
+        }
+        if let Some(e) = closed {
+            return Err(e);
+        }
+        if s.send_done || s.finish || s.reset.is_some() {
+            return Err(StreamErrorIncoming::Unknown(
+                "the stream was already finished or reset".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn gone() -> StreamErrorIncoming {
+    StreamErrorIncoming::Unknown("the stream is gone".into())
+}
+
+impl Drop for SendHalf {
+    fn drop(&mut self) {
+        {
+            let mut m = lock(&self.shared);
+            if let Some(s) = m.streams.get_mut(&self.id) {
+                s.send_handle = false;
+            }
+        }
+    }
+}
+
+impl<B: Buf> hq::SendStream<B> for SendHalf {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        self.with(|s, closed| {
+            Self::check(s, closed)?;
+            if s.queued_len < SEND_QUEUE {
+                return Ok(true);
+            }
+            s.send_waker = Some(cx.waker().clone());
+            Ok(false)
+        })
+        .map_or_else(
+            |e| Poll::Ready(Err(e)),
+            |ready| {
+                if ready {
+                    Poll::Ready(Ok(()))
+                } else {
+                    Poll::Pending
+                }
+            },
+        )
+    }
+
+    fn send_data<T: Into<WriteBuf<B>>>(&mut self, data: T) -> Result<(), StreamErrorIncoming> {
+        let mut data: WriteBuf<B> = data.into();
+        let bytes = data.copy_to_bytes(data.remaining());
+        self.with(|s, closed| {
+            Self::check(s, closed)?;
+            s.queued_len += bytes.len();
+            s.queued.push_back(bytes);
+            Ok(())
+        })
+    }
+
+    fn poll_finish(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        // The FIN follows the queued bytes when the mailbox is pushed; nothing to wait for.
+        Poll::Ready(self.with(|s, closed| {
+            Self::check(s, closed)?;
+            s.finish = true;
+            Ok(())
+        }))
+    }
+
+    fn reset(&mut self, reset_code: u64) {
+        let _ = self.with(|s, _| {
+            if !s.send_done {
+                s.reset = Some(reset_code);
+                s.queued.clear();
+                s.queued_len = 0;
+            }
+            Ok(())
+        });
+    }
+
+    fn send_id(&self) -> hq::StreamId {
+        h3_id(self.id)
+    }
+}
+
+/// The receiving half of a stream.
+#[derive(Debug)]
+pub(crate) struct RecvHalf {
+    shared: Shared,
+    id: u64,
+}
+
+impl Drop for RecvHalf {
+    fn drop(&mut self) {
+        {
+            let mut m = lock(&self.shared);
+            if let Some(s) = m.streams.get_mut(&self.id) {
+                s.recv_handle = false;
+                s.received.clear();
+                s.received_len = 0;
+            }
+        }
+    }
+}
+
+impl hq::RecvStream for RecvHalf {
+    type Buf = Bytes;
+
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+        let mut guard = lock(&self.shared);
+        let m = &mut *guard;
+        let closed = m.connection_error();
+        let Some(s) = m.streams.get_mut(&self.id) else {
+            return Poll::Ready(Err(closed.unwrap_or_else(gone)));
+        };
+        if let Some(chunk) = s.received.pop_front() {
+            s.received_len -= chunk.len();
+            return Poll::Ready(Ok(Some(chunk)));
+        }
+        if let Some(e) = &s.recv_ended {
+            return Poll::Ready(Err(e.to_error()));
+        }
+        if s.recv_fin {
+            return Poll::Ready(Ok(None));
+        }
+        if let Some(e) = closed {
+            return Poll::Ready(Err(e));
+        }
+        s.recv_waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
+    fn stop_sending(&mut self, error_code: u64) {
+        let mut m = lock(&self.shared);
+        if let Some(s) = m.streams.get_mut(&self.id) {
+            if !s.recv_fin && s.recv_ended.is_none() {
+                s.stop = Some(error_code);
+            }
+            s.recv_ended
+                .get_or_insert(Ended::Transport("stopped locally".into()));
+            s.received.clear();
+            s.received_len = 0;
+        }
+    }
+
+    fn recv_id(&self) -> hq::StreamId {
+        h3_id(self.id)
+    }
+}
+
+/// Both halves of a bidirectional stream.
+#[derive(Debug)]
+pub(crate) struct BidiStream {
+    send: SendHalf,
+    recv: RecvHalf,
+}
+
+impl<B: Buf> hq::SendStream<B> for BidiStream {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        hq::SendStream::<B>::poll_ready(&mut self.send, cx)
+    }
+
+    fn send_data<T: Into<WriteBuf<B>>>(&mut self, data: T) -> Result<(), StreamErrorIncoming> {
+        self.send.send_data(data)
+    }
+
+    fn poll_finish(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        hq::SendStream::<B>::poll_finish(&mut self.send, cx)
+    }
+
+    fn reset(&mut self, reset_code: u64) {
+        hq::SendStream::<B>::reset(&mut self.send, reset_code);
+    }
+
+    fn send_id(&self) -> hq::StreamId {
+        hq::SendStream::<B>::send_id(&self.send)
+    }
+}
+
+impl hq::RecvStream for BidiStream {
+    type Buf = Bytes;
+
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+        self.recv.poll_data(cx)
+    }
+
+    fn stop_sending(&mut self, error_code: u64) {
+        self.recv.stop_sending(error_code);
+    }
+
+    fn recv_id(&self) -> hq::StreamId {
+        self.recv.recv_id()
+    }
+}
+
+impl<B: Buf> hq::BidiStream<B> for BidiStream {
+    type SendStream = SendHalf;
+    type RecvStream = RecvHalf;
+
+    fn split(self) -> (SendHalf, RecvHalf) {
+        (self.send, self.recv)
+    }
+}

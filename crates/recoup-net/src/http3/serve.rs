@@ -1,0 +1,379 @@
+//! The HTTP/3 side of `recoup serve`: one task per connection accepts requests, one task per
+//! request answers it from [`Sources`].
+//!
+//! Files get `Content-Length`, a `Content-Type` from the extension and single byte ranges
+//! (206 / 416, RFC 9110 §14); live streams are sent as they are produced, without a length and
+//! with `cache-control: no-store`. Errors: 404 for a missing file, 403 for a path leading
+//! outside the root or an unreadable file (logged), 400 for a malformed path or live query,
+//! 405 for methods other than GET and HEAD.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use h3::server::{Connection as H3Connection, RequestResolver, RequestStream};
+use http::{header, Method, Response, StatusCode};
+use recoup_time::Instant;
+use recoup_transport::streams::StreamId;
+
+use super::adapter::{BidiStream, QuicConn};
+use super::session::Session;
+use super::tasks::{Spawner, Timers};
+use crate::content::{self, Content, Sources, LIVE_CONTENT_TYPE};
+use crate::error::Error;
+use crate::live::{LiveParams, LiveStream};
+use crate::origin::{OriginEvent, OriginResponse};
+use crate::range::{self, ByteRange};
+
+/// File bytes per DATA frame.
+const CHUNK: usize = 64 * 1024;
+
+type Stream = RequestStream<BidiStream, Bytes>;
+
+/// Starts serving HTTP/3 on a connection whose handshake chose `h3`.
+pub(crate) fn session(now: Instant, sources: Arc<Sources>, remote: SocketAddr) -> Session {
+    let session = Session::new(now);
+    let spawner = session.spawner();
+    spawner.spawn(accept_requests(
+        session.quic(),
+        sources,
+        session.timers(),
+        spawner.clone(),
+        remote,
+    ));
+    session
+}
+
+async fn accept_requests(
+    quic: QuicConn,
+    sources: Arc<Sources>,
+    timers: Arc<Timers>,
+    spawner: Spawner,
+    remote: SocketAddr,
+) {
+    let mut conn: H3Connection<QuicConn, Bytes> = match H3Connection::new(quic).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(%remote, "HTTP/3 connection setup failed: {e}");
+            return;
+        }
+    };
+    loop {
+        match conn.accept().await {
+            Ok(Some(resolver)) => spawner.spawn(answer(
+                resolver,
+                Arc::clone(&sources),
+                Arc::clone(&timers),
+                remote,
+            )),
+            Ok(None) => break,
+            Err(e) => {
+                // Peers close with H3_NO_ERROR or, like aioquic, with 0: both are normal.
+                tracing::debug!(%remote, "HTTP/3 connection ended: {e}");
+                break;
+            }
+        }
+    }
+}
+
+async fn answer(
+    resolver: RequestResolver<QuicConn, Bytes>,
+    sources: Arc<Sources>,
+    timers: Arc<Timers>,
+    remote: SocketAddr,
+) {
+    let (request, mut stream) = match resolver.resolve_request().await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::info!(%remote, "bad HTTP/3 request: {e}");
+            return;
+        }
+    };
+    let path = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let method = request.method().clone();
+    let id = stream.id().into_inner();
+    let result = if method == Method::GET || method == Method::HEAD {
+        let range = request
+            .headers()
+            .get(header::RANGE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let head = method == Method::HEAD;
+        match sources.resolve(&path) {
+            Ok(Content::File { file, len }) => {
+                tracing::info!(%remote, stream = id, %method, %path, "HTTP/3");
+                send_file(&mut stream, file, len, &path, range.as_deref(), head).await
+            }
+            Ok(Content::Live { name, params }) => {
+                tracing::info!(
+                    %remote,
+                    stream = id,
+                    %name,
+                    bitrate = params.encoder.bitrate,
+                    fps = params.encoder.fps,
+                    gop = params.encoder.gop,
+                    duration_ms = params.duration.as_millis(),
+                    "HTTP/3 live stream"
+                );
+                send_live(&mut stream, &params, &timers, head).await
+            }
+            Ok(Content::Origin(fetch)) => {
+                tracing::info!(%remote, stream = id, %method, %path, origin = fetch.url(), "HTTP/3 relayed");
+                send_origin(&mut stream, fetch, head).await
+            }
+            Err(e) => {
+                let status = status_of(&e);
+                if status == StatusCode::FORBIDDEN {
+                    tracing::warn!(%remote, stream = id, %path, "refused: {e}");
+                } else {
+                    tracing::info!(%remote, stream = id, %path, "{status}: {e}");
+                }
+                let why = match e {
+                    Error::NotFound(_) => path.clone(),
+                    Error::Refused(why) | Error::BadRequest(why) => why,
+                    other => other.to_string(),
+                };
+                send_error(&mut stream, status, &why, head).await
+            }
+        }
+    } else {
+        tracing::info!(%remote, stream = id, %method, %path, "method not allowed");
+        let why = format!("method {method} is not allowed (GET, HEAD)");
+        send_error(&mut stream, StatusCode::METHOD_NOT_ALLOWED, &why, false).await
+    };
+    if let Err(e) = result {
+        tracing::info!(%remote, stream = id, %path, "response ended early: {e}");
+        // The client must not wait for the rest of a body that will not come.
+        stream.stop_stream(h3::error::Code::H3_INTERNAL_ERROR);
+    }
+}
+
+/// The status that answers a content resolution error.
+fn status_of(e: &Error) -> StatusCode {
+    match e {
+        Error::NotFound(_) => StatusCode::NOT_FOUND,
+        Error::Refused(_) => StatusCode::FORBIDDEN,
+        Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+fn h3_error(e: h3::error::StreamError) -> Error {
+    Error::Connection(format!("HTTP/3: {e}"))
+}
+
+async fn send_error(
+    stream: &mut Stream,
+    status: StatusCode,
+    why: &str,
+    head: bool,
+) -> Result<(), Error> {
+    let body = format!("{status}: {why}\n");
+    let mut response = Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .header(header::CONTENT_LENGTH, body.len());
+    if status == StatusCode::METHOD_NOT_ALLOWED {
+        response = response.header(header::ALLOW, "GET, HEAD");
+    }
+    respond(stream, response, (!head).then(|| Bytes::from(body))).await
+}
+
+/// Sends the head, an optional whole body, and FIN.
+async fn respond(
+    stream: &mut Stream,
+    response: http::response::Builder,
+    body: Option<Bytes>,
+) -> Result<(), Error> {
+    let response = response
+        .body(())
+        .map_err(|e| Error::Config(format!("building a response: {e}")))?;
+    stream.send_response(response).await.map_err(h3_error)?;
+    if let Some(body) = body {
+        stream.send_data(body).await.map_err(h3_error)?;
+    }
+    stream.finish().await.map_err(h3_error)
+}
+
+async fn send_file(
+    stream: &mut Stream,
+    file: std::fs::File,
+    len: u64,
+    path: &str,
+    range_header: Option<&str>,
+    head: bool,
+) -> Result<(), Error> {
+    let file_path = path.split(['?', '#']).next().unwrap_or_default();
+    let response = Response::builder()
+        .header(
+            header::CONTENT_TYPE,
+            content::content_type(std::path::Path::new(file_path)),
+        )
+        .header(header::ACCEPT_RANGES, "bytes");
+    let part = match range_header.map_or(ByteRange::Full, |h| ByteRange::parse(h, len)) {
+        ByteRange::Full => 0..len,
+        ByteRange::Part(part) => {
+            let response = response
+                .status(StatusCode::PARTIAL_CONTENT)
+                .header(header::CONTENT_RANGE, range::content_range(&part, len))
+                .header(header::CONTENT_LENGTH, part.end - part.start);
+            return send_file_body(stream, response, file, part, head).await;
+        }
+        ByteRange::Unsatisfiable => {
+            let response = Response::builder()
+                .status(StatusCode::RANGE_NOT_SATISFIABLE)
+                .header(header::CONTENT_RANGE, format!("bytes */{len}"))
+                .header(header::CONTENT_LENGTH, 0);
+            return respond(stream, response, None).await;
+        }
+    };
+    let response = response
+        .status(StatusCode::OK)
+        .header(header::CONTENT_LENGTH, len);
+    send_file_body(stream, response, file, part, head).await
+}
+
+async fn send_file_body(
+    stream: &mut Stream,
+    response: http::response::Builder,
+    mut file: std::fs::File,
+    part: std::ops::Range<u64>,
+    head: bool,
+) -> Result<(), Error> {
+    let response = response
+        .body(())
+        .map_err(|e| Error::Config(format!("building a response: {e}")))?;
+    stream.send_response(response).await.map_err(h3_error)?;
+    if !head {
+        let read_error = |e| Error::io("reading the served file", e);
+        file.seek(SeekFrom::Start(part.start)).map_err(read_error)?;
+        let mut left = part.end - part.start;
+        while left > 0 {
+            let want = usize::try_from(left).map_or(CHUNK, |l| l.min(CHUNK));
+            let mut buf = vec![0u8; want];
+            let n = file.read(&mut buf).map_err(read_error)?;
+            if n == 0 {
+                return Err(Error::Connection(
+                    "the served file shrank while it was sent".into(),
+                ));
+            }
+            buf.truncate(n);
+            left -= n as u64;
+            stream.send_data(Bytes::from(buf)).await.map_err(h3_error)?;
+        }
+    }
+    stream.finish().await.map_err(h3_error)
+}
+
+async fn send_live(
+    stream: &mut Stream,
+    params: &LiveParams,
+    timers: &Timers,
+    head: bool,
+) -> Result<(), Error> {
+    // Streamed as produced: no length; a cache must not keep a live stream.
+    let response = Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, LIVE_CONTENT_TYPE)
+        .header(header::CACHE_CONTROL, "no-store");
+    if head {
+        return respond(stream, response, None).await;
+    }
+    let response = response
+        .body(())
+        .map_err(|e| Error::Config(format!("building a response: {e}")))?;
+    stream.send_response(response).await.map_err(h3_error)?;
+    let mut live = LiveStream::new(params, timers.now(), crate::os_seed());
+    loop {
+        let (data, fin) = live.take_due(timers.now(), StreamId(stream.id().into_inner()))?;
+        if !data.is_empty() {
+            stream
+                .send_data(Bytes::from(data))
+                .await
+                .map_err(h3_error)?;
+        }
+        if fin {
+            break;
+        }
+        if let Some(at) = live.next_wakeup() {
+            timers.sleep_until(at).await;
+        }
+    }
+    tracing::info!(
+        frames = live.frames(),
+        bytes = live.written(),
+        "HTTP/3 live stream finished"
+    );
+    stream.finish().await.map_err(h3_error)
+}
+
+/// The origin's answer as it arrives: its status, Content-Type and Content-Length, then the
+/// body (none for HEAD). An origin that cannot be reached is a 502 (RFC 9110 §15.6.3); one
+/// that breaks off mid-body resets the stream, so the client cannot take a cut body for the
+/// whole.
+async fn send_origin(
+    stream: &mut Stream,
+    mut fetch: OriginResponse,
+    head: bool,
+) -> Result<(), Error> {
+    let origin = match std::future::poll_fn(|cx| fetch.poll_event(cx)).await {
+        OriginEvent::Head(origin) => origin,
+        OriginEvent::Failed(why) => {
+            tracing::warn!("{why}");
+            return send_error(stream, StatusCode::BAD_GATEWAY, &why, head).await;
+        }
+        OriginEvent::Data(_) | OriginEvent::End => {
+            let why = format!("{}: body before the status", fetch.url());
+            return send_error(stream, StatusCode::BAD_GATEWAY, &why, head).await;
+        }
+    };
+    if !origin.is_success() {
+        tracing::info!(url = fetch.url(), status = origin.status, "origin answered");
+    }
+    let mut response = Response::builder()
+        .status(StatusCode::from_u16(origin.status).unwrap_or(StatusCode::BAD_GATEWAY));
+    if let Some(t) = &origin.content_type {
+        response = response.header(header::CONTENT_TYPE, t);
+    }
+    if let Some(len) = origin.content_length {
+        response = response.header(header::CONTENT_LENGTH, len);
+    }
+    if head {
+        return respond(stream, response, None).await;
+    }
+    let response = response
+        .body(())
+        .map_err(|e| Error::Config(format!("building a response: {e}")))?;
+    stream.send_response(response).await.map_err(h3_error)?;
+    let mut written = 0u64;
+    loop {
+        match std::future::poll_fn(|cx| fetch.poll_event(cx)).await {
+            OriginEvent::Data(data) => {
+                written += data.len() as u64;
+                stream
+                    .send_data(Bytes::from(data))
+                    .await
+                    .map_err(h3_error)?;
+            }
+            OriginEvent::End if origin.content_length.is_none_or(|len| len == written) => break,
+            other => {
+                stream.stop_stream(h3::error::Code::H3_INTERNAL_ERROR);
+                return Err(Error::Origin(format!(
+                    "{}: {other:?} after {written} body bytes",
+                    fetch.url()
+                )));
+            }
+        }
+    }
+    tracing::info!(
+        url = fetch.url(),
+        bytes = written,
+        "HTTP/3 relayed response finished"
+    );
+    stream.finish().await.map_err(h3_error)
+}

@@ -874,6 +874,12 @@ impl<T> LossDetection<T> {
         sent.into_values().collect()
     }
 
+    /// Whether the peer acknowledged one of our Handshake packets.
+    #[must_use]
+    pub fn handshake_ack_received(&self) -> bool {
+        self.handshake_ack_received
+    }
+
     /// RFC 9001 §4.1.2: the handshake is confirmed (enables Application Data PTO and the
     /// max_ack_delay cap on RTT samples).
     pub fn set_handshake_confirmed(&mut self, now: Instant) {

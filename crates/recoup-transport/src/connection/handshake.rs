@@ -28,7 +28,15 @@ pub(super) struct Handshake {
     pub connected_reported: bool,
     pub peer_params: Option<TransportParameters>,
     pub peer_ack_delay_exponent: u8,
+    /// 1-RTT packets (still protected) that arrived before the handshake completed, to be
+    /// processed once it has (RFC 9001 §5.7); at most [`MAX_EARLY_ONE_RTT`].
+    pub early_one_rtt: Vec<Vec<u8>>,
 }
+
+/// How many 1-RTT packets wait for the handshake to complete. A peer's first 1-RTT flight is
+/// bounded by its initial congestion window of 10 packets (RFC 9002 §7.2); more are dropped
+/// (RFC 9001 §5.7 allows either) and recovered as losses.
+pub(super) const MAX_EARLY_ONE_RTT: usize = 10;
 
 impl Handshake {
     pub fn new(original_dcid: ConnectionId) -> Self {
@@ -39,7 +47,18 @@ impl Handshake {
             connected_reported: false,
             peer_params: None,
             peer_ack_delay_exponent: 3,
+            early_one_rtt: Vec::new(),
         }
+    }
+
+    /// Keeps a 1-RTT packet that arrived before the handshake completed; false if the buffer
+    /// is full and the packet is dropped.
+    pub fn buffer_early_one_rtt(&mut self, packet: &[u8]) -> bool {
+        if self.early_one_rtt.len() >= MAX_EARLY_ONE_RTT {
+            return false;
+        }
+        self.early_one_rtt.push(packet.to_vec());
+        true
     }
 
     /// How many of our connection IDs the peer holds: its limit, capped by our configuration.

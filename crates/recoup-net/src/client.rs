@@ -30,6 +30,8 @@ pub struct GetOptions {
     pub qlog: Option<QlogDir>,
     /// Batch datagrams with UDP GSO where the OS supports it.
     pub gso: bool,
+    /// How long to wait for the server to complete the handshake before giving up.
+    pub timeout: Duration,
 }
 
 /// What a finished download measured.
@@ -47,6 +49,8 @@ pub struct Client {
     handle: ConnectionHandle,
     path: String,
     start: Instant,
+    remote: SocketAddr,
+    timeout: Duration,
 }
 
 impl Client {
@@ -85,6 +89,8 @@ impl Client {
             handle,
             path: options.url.path,
             start,
+            remote,
+            timeout: options.timeout,
         })
     }
 
@@ -109,6 +115,9 @@ impl Client {
             done_at: None,
             error: None,
             closed: false,
+            remote: self.remote,
+            timeout: self.timeout,
+            deadline: self.start + self.timeout,
         };
         let stopped = self.driver.run(&mut app, DONE_CODE)?;
         if stopped {
@@ -136,6 +145,10 @@ struct HqGet<'a> {
     error: Option<Error>,
     /// The connection has been told to close (after the body or an error), or is gone.
     closed: bool,
+    remote: SocketAddr,
+    timeout: Duration,
+    /// Give up if the handshake has not completed by then.
+    deadline: Instant,
 }
 
 impl HqGet<'_> {
@@ -212,6 +225,19 @@ impl Application for HqGet<'_> {
         if handle != self.handle {
             return;
         }
+        if !conn.is_established() && !self.closed && now >= self.deadline {
+            let secs = self.timeout.as_secs_f64();
+            let why = if conn.stats().packets_received == 0 {
+                format!("no response from {} after {secs} s", self.remote)
+            } else {
+                format!(
+                    "the handshake with {} did not complete after {secs} s",
+                    self.remote
+                )
+            };
+            self.fail(now, conn, Error::Connection(why));
+            return;
+        }
         while let Some(event) = conn.poll_event() {
             match event {
                 Event::Connected => {
@@ -227,11 +253,12 @@ impl Application for HqGet<'_> {
                     }
                 }
                 Event::Stream(StreamEvent::Reset { id, code }) if Some(id) == self.stream => {
-                    self.fail(
-                        now,
-                        conn,
-                        Error::Refused(format!("the server reset the stream (code {code:#x})")),
-                    );
+                    let error = if code == hq::NOT_FOUND_CODE {
+                        Error::NotFound(self.path.clone())
+                    } else {
+                        Error::Refused(format!("the server reset the stream (code {code:#x})"))
+                    };
+                    self.fail(now, conn, error);
                 }
                 Event::Stream(_) => {}
             }
@@ -251,6 +278,10 @@ impl Application for HqGet<'_> {
 
     fn finished(&self) -> bool {
         self.closed
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        (self.stream.is_none() && !self.closed).then_some(self.deadline)
     }
 }
 

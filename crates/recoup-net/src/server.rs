@@ -251,8 +251,9 @@ impl ServerConn {
             }
             Err(e) => {
                 tracing::info!(%remote, stream = id.0, "request refused: {e}");
-                conn.stream_reset(now, id, hq::REFUSED_CODE).ok();
-                conn.stream_stop(id, hq::REFUSED_CODE).ok();
+                let code = hq::refusal_code(&e);
+                conn.stream_reset(now, id, code).ok();
+                conn.stream_stop(id, code).ok();
             }
         }
     }

@@ -21,6 +21,11 @@ use crate::url::Url;
 /// Application close code after a complete download: no error.
 const DONE_CODE: u64 = 0;
 
+/// After this long without a datagram from the server the client sends a PING: a server that
+/// restarted answers with a stateless reset (RFC 9000 §10.3), reported at once instead of after
+/// the idle timeout.
+const SILENCE_PING: Duration = Duration::from_secs(1);
+
 /// What `recoup get` needs.
 #[derive(Debug)]
 pub struct GetOptions {
@@ -118,6 +123,7 @@ impl Client {
             remote: self.remote,
             timeout: self.timeout,
             deadline: self.start + self.timeout,
+            heard: (0, self.start),
         };
         let stopped = self.driver.run(&mut app, DONE_CODE)?;
         if stopped {
@@ -149,6 +155,8 @@ struct HqGet<'a> {
     timeout: Duration,
     /// Give up if the handshake has not completed by then.
     deadline: Instant,
+    /// Datagrams received from the server so far, and when the count last grew.
+    heard: (u64, Instant),
 }
 
 impl HqGet<'_> {
@@ -263,6 +271,13 @@ impl Application for HqGet<'_> {
                 Event::Stream(_) => {}
             }
         }
+        let received = conn.stats().datagrams_received;
+        if received != self.heard.0 {
+            self.heard = (received, now);
+        } else if self.stream.is_some() && !self.closed && now >= self.heard.1 + SILENCE_PING {
+            conn.ping();
+            self.heard.1 = now;
+        }
         if let (Some(id), None, false) = (self.stream, self.done_at, self.closed) {
             if let Err(e) = self.read_body(now, conn, id) {
                 self.fail(now, conn, e);
@@ -281,13 +296,24 @@ impl Application for HqGet<'_> {
     }
 
     fn next_wakeup(&self) -> Option<Instant> {
-        (self.stream.is_none() && !self.closed).then_some(self.deadline)
+        if self.closed {
+            return None;
+        }
+        Some(match self.stream {
+            None => self.deadline,
+            Some(_) => self.heard.1 + SILENCE_PING,
+        })
     }
 }
 
 fn describe_close(reason: &CloseReason) -> String {
     match reason {
         CloseReason::IdleTimeout => "timed out (no answer from the server)".into(),
+        CloseReason::StatelessReset => {
+            "the server reset the connection (a stateless reset: it no longer has this \
+             connection, having restarted or lost its state)"
+                .into()
+        }
         CloseReason::Local(e) => format!("closed locally: code {:#x} {}", e.code, e.reason),
         CloseReason::Remote(e) => format!("closed by the server: code {:#x} {}", e.code, e.reason),
     }

@@ -31,6 +31,17 @@ pub(super) struct Handshake {
     /// 1-RTT packets (still protected) that arrived before the handshake completed, to be
     /// processed once it has (RFC 9001 §5.7); at most [`MAX_EARLY_ONE_RTT`].
     pub early_one_rtt: Vec<Vec<u8>>,
+    /// Client: the Retry it followed (RFC 9000 §17.2.5.2: at most one per connection attempt).
+    pub retry: Option<FollowedRetry>,
+}
+
+/// What a client keeps of the Retry it followed.
+#[derive(Debug)]
+pub(super) struct FollowedRetry {
+    /// The Retry's source ID, which the server must echo in retry_source_connection_id (§7.3).
+    pub scid: ConnectionId,
+    /// Sent in every Initial from then on (RFC 9000 §17.2.5.2).
+    pub token: Vec<u8>,
 }
 
 /// How many 1-RTT packets wait for the handshake to complete. A peer's first 1-RTT flight is
@@ -48,6 +59,7 @@ impl Handshake {
             peer_params: None,
             peer_ack_delay_exponent: 3,
             early_one_rtt: Vec::new(),
+            retry: None,
         }
     }
 
@@ -155,6 +167,24 @@ impl Connection {
                 TRANSPORT_PARAMETER_ERROR,
                 "original_destination_connection_id does not match"
             ));
+        }
+        // RFC 9000 §7.3: retry_source_connection_id is the source ID of the Retry the client
+        // followed, and absent if there was none.
+        if self.side == Side::Client
+            && params.retry_source_connection_id != self.handshake.retry.as_ref().map(|r| r.scid)
+        {
+            return Err(transport_err!(
+                TRANSPORT_PARAMETER_ERROR,
+                "retry_source_connection_id does not match the Retry"
+            ));
+        }
+        if let Some(token) = params
+            .stateless_reset_token
+            .filter(|_| self.side == Side::Client)
+        {
+            // RFC 9000 §10.3: the server's token for its handshake ID, checked on every
+            // datagram that cannot be processed.
+            self.cids.set_remote_reset_token(token);
         }
         self.streams.set_peer_params(FlowLimits {
             initial_max_data: params.initial_max_data,

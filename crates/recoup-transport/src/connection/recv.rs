@@ -31,6 +31,7 @@ impl Connection {
             return;
         }
         let mut rest = datagram;
+        let mut last_failed = false;
         while !rest.is_empty() {
             let header = match PartialDecode::parse(rest, self.config.local_cid_len) {
                 Ok(h) => h,
@@ -43,12 +44,19 @@ impl Connection {
             };
             let len = header.packet_len();
             rest = &rest[len.min(rest.len())..];
+            let dropped = self.stats.packets_dropped;
             if !self.handle_packet_or_close(now, &header) {
                 return;
             }
+            last_failed = self.stats.packets_dropped > dropped;
             if self.state != State::Handshaking && !self.handshake.early_one_rtt.is_empty() {
                 self.process_early_one_rtt(now);
             }
+        }
+        // RFC 9000 §10.3.1: a datagram whose (last) packet cannot be processed may be a
+        // stateless reset from a peer that lost this connection.
+        if last_failed && self.is_stateless_reset(datagram) {
+            self.on_stateless_reset(now);
         }
     }
 
@@ -90,9 +98,10 @@ impl Connection {
             PacketType::Initial => SpaceId::Initial,
             PacketType::Handshake => SpaceId::Handshake,
             PacketType::OneRtt => SpaceId::Data,
-            // We never send 0-RTT, Retry is not used by our servers (a client ignores it and
-            // times out), and we speak only v1 (a version negotiation packet ends nothing).
-            PacketType::ZeroRtt | PacketType::Retry | PacketType::VersionNegotiation => {
+            PacketType::Retry => return self.on_retry(now, header),
+            // We never send 0-RTT, and we speak only v1 (a version negotiation packet ends
+            // nothing).
+            PacketType::ZeroRtt | PacketType::VersionNegotiation => {
                 return Err(Error::Decrypt);
             }
         };

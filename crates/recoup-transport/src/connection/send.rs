@@ -198,7 +198,7 @@ impl Connection {
                 version: QUIC_VERSION_1,
                 dcid,
                 scid,
-                token: &[],
+                token: self.handshake.retry.as_ref().map_or(&[], |r| &r.token),
             },
             SpaceId::Handshake => Header::Handshake {
                 version: QUIC_VERSION_1,

@@ -1,5 +1,5 @@
 //! Many connections behind one socket: routing by connection ID, accepting new connections,
-//! version negotiation. Sans-IO like [`Connection`]; the driver calls it the same way.
+//! version negotiation, Retry (RFC 9000 §8.1.2) and stateless resets (§10.3). Sans-IO like [`Connection`]; the driver calls it the same way.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;

@@ -95,7 +95,7 @@ fn recoup_get_from_aioquic(policy: &[&str]) {
 }
 
 #[test]
-fn quinn_client_downloads_from_serve_files() {
+fn quinn_client_downloads_from_recoup_serve() {
     quinn_client_from_recoup(&[]);
 }
 
@@ -105,7 +105,7 @@ fn quinn_client_downloads_from_recoup_serve_fixed2() {
 }
 
 #[test]
-fn aioquic_client_downloads_from_serve_files() {
+fn aioquic_client_downloads_from_recoup_serve() {
     aioquic_client_from_recoup(&[]);
 }
 

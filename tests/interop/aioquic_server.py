@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """hq-interop (HTTP/0.9 over QUIC) file server on the unmodified aioquic library.
 
-`python3 aioquic_server.py --root DIR [--port 0]`: listens on 127.0.0.1 with a fresh
+`python3 aioquic_server.py --root DIR [--port 0] [--retry]`: listens on 127.0.0.1 with a fresh
 self-signed certificate, prints `listening on 127.0.0.1:PORT`, serves plain file names under
-DIR until killed. Honours SSLKEYLOGFILE.
+DIR until killed; with --retry it validates each client's address with a Retry first.
+Honours SSLKEYLOGFILE.
 """
 
 import argparse
@@ -90,7 +91,13 @@ async def main(args):
         keylog = os.environ.get("SSLKEYLOGFILE")
         if keylog:
             config.secrets_log_file = open(keylog, "a")
-        server = await serve("127.0.0.1", args.port, configuration=config, create_protocol=HqServer)
+        server = await serve(
+            "127.0.0.1",
+            args.port,
+            configuration=config,
+            create_protocol=HqServer,
+            retry=args.retry,
+        )
         host, port = server._transport.get_extra_info("sockname")[:2]
         print(f"listening on {host}:{port}", flush=True)
         await asyncio.Future()
@@ -100,6 +107,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--root", required=True)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--retry", action="store_true", help="send a Retry to every new client")
     try:
         asyncio.run(main(parser.parse_args()))
     except KeyboardInterrupt:

@@ -11,26 +11,16 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{
-    fixture, interop_dir, now, python, read_log, recoup, run_peer, sha256, Proc, DOWNLOAD_TIMEOUT,
-    STARTUP_TIMEOUT,
+    fixture, interop_dir, now, python, read_log, recoup, run_peer, serve_files, sha256, Proc,
+    DOWNLOAD_TIMEOUT, STARTUP_TIMEOUT,
 };
 
 const FILE_SIZE: usize = 10 * 1024 * 1024;
-
-fn recoup_serve(root: &Path, extra: &[&str]) -> (Proc, SocketAddr) {
-    let mut cmd = Command::new(recoup());
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
-        .arg(root)
-        .args(extra)
-        .env("RUST_LOG", "info");
-    Proc::server("recoup serve", cmd)
-}
 
 fn check_download(got: &Path, want: &[u8], report: &str) {
     let got = std::fs::read(got).unwrap_or_else(|e| panic!("no output file ({e}):\n{report}"));
@@ -43,7 +33,7 @@ fn check_download(got: &Path, want: &[u8], report: &str) {
 
 fn quinn_client_from_recoup(policy: &[&str]) {
     let (root, data) = fixture("file.bin", FILE_SIZE);
-    let (mut server, addr) = recoup_serve(root.path(), policy);
+    let (mut server, addr) = serve_files(root.path(), policy);
     let out = tempfile::tempdir().expect("tempdir");
     let got = out.path().join("got.bin");
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -71,7 +61,7 @@ fn quinn_client_from_recoup(policy: &[&str]) {
 
 fn aioquic_client_from_recoup(policy: &[&str]) {
     let (root, data) = fixture("file.bin", FILE_SIZE);
-    let (mut server, addr) = recoup_serve(root.path(), policy);
+    let (mut server, addr) = serve_files(root.path(), policy);
     let out = tempfile::tempdir().expect("tempdir");
     let got = out.path().join("got.bin");
     let mut cmd = Command::new(python());
@@ -138,7 +128,7 @@ fn recoup_get_downloads_from_aioquic_server_fixed2() {
 #[test]
 fn traversal_is_refused_and_the_server_keeps_serving() {
     let (root, data) = fixture("file.bin", 1000);
-    let (mut server, addr) = recoup_serve(root.path(), &[]);
+    let (mut server, addr) = serve_files(root.path(), &[]);
     let out = tempfile::tempdir().expect("tempdir");
     for path in ["/../file.bin", "/%2e%2e/etc/passwd", "/missing"] {
         let status = Command::new(recoup())

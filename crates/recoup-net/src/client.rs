@@ -68,6 +68,11 @@ impl std::str::FromStr for Protocol {
     }
 }
 
+/// After this long without a datagram from the server the client sends a PING: a server that
+/// restarted answers with a stateless reset (RFC 9000 §10.3), reported at once instead of after
+/// the idle timeout.
+const SILENCE_PING: Duration = Duration::from_secs(1);
+
 /// What `recoup get` needs.
 #[derive(Debug)]
 pub struct GetOptions {
@@ -82,6 +87,8 @@ pub struct GetOptions {
     pub qlog: Option<QlogDir>,
     /// Batch datagrams with UDP GSO where the OS supports it.
     pub gso: bool,
+    /// How long to wait for the server to complete the handshake before giving up.
+    pub timeout: Duration,
 }
 
 /// What a finished download measured.
@@ -102,6 +109,8 @@ pub struct Client {
     path: String,
     range: Option<String>,
     start: Instant,
+    remote: SocketAddr,
+    timeout: Duration,
 }
 
 impl Client {
@@ -152,6 +161,8 @@ impl Client {
             path: options.url.path,
             range: options.range,
             start,
+            remote,
+            timeout: options.timeout,
         })
     }
 
@@ -175,11 +186,17 @@ impl Client {
             sink: Some((out, progress)),
             chosen: None,
             error: None,
+            remote: self.remote,
+            timeout: self.timeout,
+            deadline: self.start + self.timeout,
+            heard: (0, self.start),
+            established: false,
         };
         let stopped = self.driver.run(&mut app, http3::NO_ERROR)?;
         let (received, done_at, error) = match app.chosen {
-            Some(Chosen::Hq(get)) => (get.received, get.done_at, get.error),
-            Some(Chosen::H3(get)) => (get.received, get.done_at, get.error),
+            // A timeout seen by `Negotiated` explains the close the application saw after it.
+            Some(Chosen::Hq(get)) => (get.received, get.done_at, app.error.or(get.error)),
+            Some(Chosen::H3(get)) => (get.received, get.done_at, app.error.or(get.error)),
             None => (0, None, app.error),
         };
         if stopped {
@@ -208,8 +225,15 @@ struct Negotiated<'a> {
     #[expect(clippy::type_complexity, reason = "the two borrows Client::run lends")]
     sink: Option<(&'a mut dyn Write, &'a mut dyn FnMut(u64))>,
     chosen: Option<Chosen<'a>>,
-    /// Why no application was chosen.
+    /// Why no application was chosen, or why the connection was given up.
     error: Option<Error>,
+    remote: SocketAddr,
+    timeout: Duration,
+    /// Give up if the handshake has not completed by then.
+    deadline: Instant,
+    /// Datagrams received from the server so far, and when the count last grew.
+    heard: (u64, Instant),
+    established: bool,
 }
 
 enum Chosen<'a> {
@@ -276,6 +300,28 @@ impl Application for Negotiated<'_> {
         if handle != self.handle {
             return;
         }
+        self.established = conn.is_established();
+        if !self.established && self.error.is_none() && now >= self.deadline {
+            let secs = self.timeout.as_secs_f64();
+            let why = if conn.stats().packets_received == 0 {
+                format!("no response from {} after {secs} s", self.remote)
+            } else {
+                format!(
+                    "the handshake with {} did not complete after {secs} s",
+                    self.remote
+                )
+            };
+            conn.close(now, hq::REFUSED_CODE, "download failed");
+            self.error = Some(Error::Connection(why));
+        }
+        let received = conn.stats().datagrams_received;
+        if received != self.heard.0 {
+            self.heard = (received, now);
+        } else if self.established && !self.finished() && now >= self.heard.1 + SILENCE_PING {
+            // A restarted server answers with a stateless reset (RFC 9000 §10.3).
+            conn.ping();
+            self.heard.1 = now;
+        }
         if self.chosen.is_none() && self.error.is_none() {
             if let Err(e) = self.choose(conn) {
                 conn.close(now, hq::REFUSED_CODE, "download failed");
@@ -320,10 +366,19 @@ impl Application for Negotiated<'_> {
     }
 
     fn next_wakeup(&self) -> Option<Instant> {
-        match &self.chosen {
+        if self.finished() {
+            return None;
+        }
+        let own = if self.established {
+            self.heard.1 + SILENCE_PING
+        } else {
+            self.deadline
+        };
+        let app = match &self.chosen {
             Some(Chosen::H3(get)) => get.next_wakeup(),
             _ => None,
-        }
+        };
+        Some(app.map_or(own, |t| t.min(own)))
     }
 }
 
@@ -429,11 +484,12 @@ impl Application for HqGet<'_> {
                     }
                 }
                 Event::Stream(StreamEvent::Reset { id, code }) if Some(id) == self.stream => {
-                    self.fail(
-                        now,
-                        conn,
-                        Error::Refused(format!("the server reset the stream (code {code:#x})")),
-                    );
+                    let error = if code == hq::NOT_FOUND_CODE {
+                        Error::NotFound(self.path.clone())
+                    } else {
+                        Error::Refused(format!("the server reset the stream (code {code:#x})"))
+                    };
+                    self.fail(now, conn, error);
                 }
                 Event::Stream(_) => {}
             }
@@ -459,6 +515,11 @@ impl Application for HqGet<'_> {
 pub(crate) fn describe_close(reason: &CloseReason) -> String {
     match reason {
         CloseReason::IdleTimeout => "timed out (no answer from the server)".into(),
+        CloseReason::StatelessReset => {
+            "the server reset the connection (a stateless reset: it no longer has this \
+             connection, having restarted or lost its state)"
+                .into()
+        }
         CloseReason::Local(e) => format!("closed locally: code {:#x} {}", e.code, e.reason),
         CloseReason::Remote(e) => format!("closed by the server: code {:#x} {}", e.code, e.reason),
     }

@@ -45,6 +45,7 @@ impl Running {
             transport: transport(),
             qlog: None,
             gso: true,
+            retry: false,
         })
         .expect("bind");
         let addr = server.local_addr().expect("addr");
@@ -72,6 +73,7 @@ impl Running {
             transport: transport(),
             qlog: None,
             gso: true,
+            timeout: std::time::Duration::from_secs(10),
         })?;
         let mut body = Vec::new();
         client.run(&mut body, &mut |_| {})?;

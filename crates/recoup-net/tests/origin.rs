@@ -122,6 +122,7 @@ fn serve(origin: &str) -> Running {
         transport: TransportConfig::default(),
         qlog: None,
         gso: true,
+        retry: false,
     })
     .expect("bind server");
     let addr = server.local_addr().expect("addr");
@@ -156,6 +157,7 @@ fn get(
         transport: TransportConfig::default(),
         qlog: None,
         gso: true,
+        timeout: std::time::Duration::from_secs(10),
     })?;
     let mut out = Vec::new();
     client.run(&mut out, progress)?;
@@ -256,6 +258,7 @@ fn a_root_and_an_origin_exclude_each_other() {
         transport: TransportConfig::default(),
         qlog: None,
         gso: true,
+        retry: false,
     })
     .map(|_| ())
     .expect_err("both accepted");

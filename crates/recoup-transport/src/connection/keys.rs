@@ -83,11 +83,9 @@ impl KeyUpdate {
         (self.requested || self.announce) && self.first_pn_in_phase.is_none()
     }
 
-    /// When an asked-for update may start, once it only waits for time (RFC 9001 §6.5).
-    pub fn timeout(&self, three_pto: std::time::Duration) -> Option<Instant> {
-        self.phase_acked_at
-            .filter(|_| self.requested)
-            .map(|t| t + three_pto)
+    /// When a `due` update may start, once it only waits for time (RFC 9001 §6.5).
+    pub fn timeout(&self, due: bool, three_pto: std::time::Duration) -> Option<Instant> {
+        self.phase_acked_at.filter(|_| due).map(|t| t + three_pto)
     }
 
     /// Whether a new update may start at `now`: a packet of the current phase was acknowledged

@@ -591,7 +591,10 @@ impl Connection {
             self.idle.deadline(),
             self.keys.update.drop_previous_at,
             self.migration.timeout(),
-            self.keys.update.timeout(self.three_pto()),
+            self.keys.update.timeout(
+                self.handshake.confirmed && self.key_update_due().0,
+                self.three_pto(),
+            ),
         ]
         .into_iter()
         .flatten()

@@ -827,7 +827,9 @@ impl Connection {
 
     /// RFC 9001 §6: start a key update when asked or when the interval is reached, once the
     /// handshake is confirmed and a packet of the current phase was acknowledged.
-    fn maybe_update_keys(&mut self, now: Instant) {
+    /// Whether a key update is due (asked for, the interval reached, or the confidentiality
+    /// limit near), and whether it is the limit.
+    pub(super) fn key_update_due(&self) -> (bool, bool) {
         let (confidentiality_limit, _) = self.keys.aead_limits(&self.config);
         let update = &self.keys.update;
         // RFC 9001 §6.6: update before the confidentiality limit; a quarter of it is left for
@@ -839,8 +841,18 @@ impl Connection {
                 .config
                 .key_update_interval
                 .is_some_and(|n| update.sent_in_phase >= n);
+        (due, near_limit)
+    }
+
+    fn maybe_update_keys(&mut self, now: Instant) {
+        let (confidentiality_limit, _) = self.keys.aead_limits(&self.config);
+        let (due, near_limit) = self.key_update_due();
+        let update = &self.keys.update;
         let three_pto = self.three_pto();
-        if !due || !self.handshake.confirmed || !update.may_initiate(now, three_pto) {
+        // §6.5 asks for three PTOs between updates (SHOULD); near the limit §6.6's MUST wins and
+        // only §6.1's acknowledgment of the current phase is awaited.
+        let allowed = update.may_initiate(now, three_pto) || (near_limit && update.phase_acked);
+        if !due || !self.handshake.confirmed || !allowed {
             if update.sent_in_phase >= confidentiality_limit {
                 // §6.6: the key may protect no more packets and no update is possible yet: stop
                 // using the connection (no CONNECTION_CLOSE either, it would need the key).

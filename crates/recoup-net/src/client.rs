@@ -20,6 +20,8 @@ use crate::url::Url;
 
 /// Application close code after a complete download: no error.
 const DONE_CODE: u64 = 0;
+/// How long to wait before trying a migration again that the connection refused.
+const MIGRATE_RETRY: Duration = Duration::from_millis(10);
 
 /// What `recoup get` needs.
 #[derive(Debug)]
@@ -30,6 +32,9 @@ pub struct GetOptions {
     pub qlog: Option<QlogDir>,
     /// Batch datagrams with UDP GSO where the OS supports it.
     pub gso: bool,
+    /// Move to a new local socket (a new port) this long after the start, mid-transfer, with a
+    /// new connection ID (RFC 9000 §9.2, §9.5).
+    pub migrate_after: Option<Duration>,
 }
 
 /// What a finished download measured.
@@ -38,6 +43,9 @@ pub struct Download {
     pub bytes: u64,
     /// From the first packet to the last byte of the body.
     pub elapsed: Duration,
+    /// Body bytes received when the client migrated to a new socket (`migrate_after`), if it
+    /// did before the body was complete.
+    pub migrated_at: Option<u64>,
 }
 
 /// A client ready to download; [`Client::run`] does it.
@@ -47,6 +55,7 @@ pub struct Client {
     handle: ConnectionHandle,
     path: String,
     start: Instant,
+    migrate_after: Option<Duration>,
 }
 
 impl Client {
@@ -85,6 +94,7 @@ impl Client {
             handle,
             path: options.url.path,
             start,
+            migrate_after: options.migrate_after,
         })
     }
 
@@ -109,6 +119,9 @@ impl Client {
             done_at: None,
             error: None,
             closed: false,
+            migrate_at: self.migrate_after.map(|d| self.start + d),
+            rebind: false,
+            migrated_at: None,
         };
         let stopped = self.driver.run(&mut app, DONE_CODE)?;
         if stopped {
@@ -121,6 +134,7 @@ impl Client {
         Ok(Download {
             bytes: app.received,
             elapsed: end.saturating_duration_since(self.start),
+            migrated_at: app.migrated_at,
         })
     }
 }
@@ -136,9 +150,36 @@ struct HqGet<'a> {
     error: Option<Error>,
     /// The connection has been told to close (after the body or an error), or is gone.
     closed: bool,
+    /// When to migrate, until done.
+    migrate_at: Option<Instant>,
+    /// Migrated: the driver moves to a new socket.
+    rebind: bool,
+    migrated_at: Option<u64>,
 }
 
 impl HqGet<'_> {
+    /// Migrates once the time has come and the connection can (RFC 9000 §9: after the handshake
+    /// is confirmed, with a spare connection ID from the server).
+    fn maybe_migrate(&mut self, now: Instant, conn: &mut Connection) {
+        if self.migrate_at.is_none_or(|t| now < t) || self.closed || self.done_at.is_some() {
+            return;
+        }
+        // The same local IP address, a new port: congestion state carries over (§9.4).
+        match conn.migrate(now, true) {
+            Ok(()) => {
+                self.migrate_at = None;
+                self.rebind = true;
+                self.migrated_at = Some(self.received);
+            }
+            Err(e) => {
+                // Not yet (no confirmed handshake, or no spare ID from the server yet): try
+                // again shortly rather than on every turn.
+                tracing::debug!("not migrating yet: {e}");
+                self.migrate_at = Some(now + MIGRATE_RETRY);
+            }
+        }
+    }
+
     fn fail(&mut self, now: Instant, conn: &mut Connection, error: Error) {
         if self.error.is_none() {
             self.error = Some(error);
@@ -241,6 +282,15 @@ impl Application for HqGet<'_> {
                 self.fail(now, conn, e);
             }
         }
+        self.maybe_migrate(now, conn);
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        self.migrate_at
+    }
+
+    fn take_rebind(&mut self) -> bool {
+        std::mem::take(&mut self.rebind)
     }
 
     fn removed(&mut self, handle: ConnectionHandle) {

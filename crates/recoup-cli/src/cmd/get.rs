@@ -33,6 +33,10 @@ pub struct Args {
     /// PEM trust anchors for the server's certificate.
     #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
     pub ca: Option<PathBuf>,
+    /// Move to a new local port this long after the start, mid-transfer, with a new
+    /// connection ID (QUIC connection migration, RFC 9000 §9), e.g. 200ms.
+    #[arg(long, value_name = "TIME", value_parser = super::simulate::parse_duration)]
+    pub migrate_after: Option<Duration>,
     #[command(flatten)]
     pub transport: TransportArgs,
 }
@@ -46,6 +50,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         transport: args.transport.config(),
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
+        migrate_after: args.migrate_after,
     })?;
     let stopper = client.stopper();
     ctrlc::set_handler(move || stopper.stop())

@@ -46,6 +46,8 @@ pub struct Download {
     /// Body bytes received when the client migrated to a new socket (`migrate_after`), if it
     /// did before the body was complete.
     pub migrated_at: Option<u64>,
+    /// 1-RTT key updates, ours and the server's (RFC 9001 §6).
+    pub key_updates: u64,
 }
 
 /// A client ready to download; [`Client::run`] does it.
@@ -122,6 +124,7 @@ impl Client {
             migrate_at: self.migrate_after.map(|d| self.start + d),
             rebind: false,
             migrated_at: None,
+            key_updates: 0,
         };
         let stopped = self.driver.run(&mut app, DONE_CODE)?;
         if stopped {
@@ -135,6 +138,7 @@ impl Client {
             bytes: app.received,
             elapsed: end.saturating_duration_since(self.start),
             migrated_at: app.migrated_at,
+            key_updates: app.key_updates,
         })
     }
 }
@@ -155,6 +159,7 @@ struct HqGet<'a> {
     /// Migrated: the driver moves to a new socket.
     rebind: bool,
     migrated_at: Option<u64>,
+    key_updates: u64,
 }
 
 impl HqGet<'_> {
@@ -283,6 +288,7 @@ impl Application for HqGet<'_> {
             }
         }
         self.maybe_migrate(now, conn);
+        self.key_updates = conn.stats().key_updates;
     }
 
     fn next_wakeup(&self) -> Option<Instant> {

@@ -74,6 +74,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     tracing::info!(
         bytes = download.bytes,
         seconds = download.elapsed.as_secs_f64(),
+        key_updates = download.key_updates,
         mbit_per_s = download.bytes as f64 * 8.0 / download.elapsed.as_secs_f64().max(1e-9) / 1e6,
         "download complete"
     );

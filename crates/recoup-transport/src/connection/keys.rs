@@ -75,12 +75,12 @@ impl KeyUpdate {
         }
     }
 
-    /// An update was asked for, or we just made one, and no ack-eliciting packet of the
-    /// current phase went out yet: one should, so that the peer follows and acknowledges the
-    /// phase (RFC 9001 §6.1, §6.2). One is enough; loss detection takes care of it if it is
-    /// lost.
-    pub fn wants_ack(&self) -> bool {
-        (self.requested || self.announce) && self.first_pn_in_phase.is_none()
+    /// An update is `due` (or we just made one) and no ack-eliciting packet of the current
+    /// phase went out yet: one should, so that the peer follows and acknowledges the phase (RFC
+    /// 9001 §6.1, §6.2); an endpoint that sends only ACKs would otherwise never get there. One
+    /// is enough; loss detection takes care of it if it is lost.
+    pub fn wants_ack(&self, due: bool) -> bool {
+        (due || self.announce) && self.first_pn_in_phase.is_none()
     }
 
     /// When a `due` update may start, once it only waits for time (RFC 9001 §6.5).

@@ -155,7 +155,7 @@ impl Connection {
                 || self.streams.has_control()
                 || self.recovery.lineage.has_retransmit()
                 || self.streams.has_new_data()
-                || self.keys.update.wants_ack())
+                || self.keys.update.wants_ack(self.key_update_due().0))
         {
             return true;
         }
@@ -423,7 +423,8 @@ impl Connection {
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
         }
-        if self.keys.update.wants_ack() && !pkt.ack_eliciting && buf.len() < end {
+        let due = self.key_update_due().0;
+        if self.keys.update.wants_ack(due) && !pkt.ack_eliciting && buf.len() < end {
             // The first packet of a new key phase should elicit an ACK so the update can be
             // confirmed (RFC 9001 §6.1); a PING does if nothing else does.
             Frame::Ping.encode(buf);

@@ -365,3 +365,47 @@ fn key_updates_are_three_ptos_apart_rfc9001_6_5() {
         "the server follows"
     );
 }
+
+/// RFC 9000 §9.1, §8.2.2: a probing packet (PATH_CHALLENGE and PADDING only) from a new address
+/// is answered with a PATH_RESPONSE sent to that address, within three times the bytes it
+/// brought (§8.1), and does not move the connection there (§9.3: only non-probing packets do).
+#[test]
+fn a_probe_from_a_new_address_is_answered_there_without_migrating_rfc9000_9_1() {
+    let s = seed(49);
+    let _g = SeedGuard(s);
+    let mut p = Pair::new(s, NetConfig::default(), TransportConfig::default());
+    p.handshake();
+    let settle = p.now + Duration::from_millis(300);
+    p.run_until(settle - Instant::ZERO, |_| false);
+    let now = p.now;
+    // PATH_CHALLENGE (type 0x1a) with 8 bytes of data, then PADDING to 1200 bytes.
+    let mut payload = vec![0x1a, 1, 2, 3, 4, 5, 6, 7, 8];
+    payload.resize(1160, 0);
+    let probe = p
+        .client_conn()
+        .seal_raw_1rtt_for_test(now, &payload, 0)
+        .expect("1-RTT keys");
+    let probe_from = addr("10.0.0.1:50003");
+    let _ = p.server.handle_datagram(now, probe_from, &probe);
+    let srv = p.server_conn().expect("server");
+    assert_eq!(
+        srv.remote_address(),
+        addr(CLIENT),
+        "a probe does not migrate"
+    );
+    let response = std::iter::from_fn(|| p.server.poll_transmit(now))
+        .find(|t| t.destination == probe_from)
+        .expect("a datagram to the probing address");
+    assert!(response.contents.len() <= 3 * probe.len());
+    assert!(
+        response.contents.len() >= 1200,
+        "§8.2.2: padded to 1200 bytes, {} here",
+        response.contents.len()
+    );
+    let m = p.server_conn().expect("server").migration_stats();
+    assert_eq!(
+        (m.challenges_received, m.responses_sent, m.migrations),
+        (1, 1, 0),
+        "{m:?}"
+    );
+}

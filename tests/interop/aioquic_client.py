@@ -21,9 +21,13 @@ from aioquic.quic.events import ConnectionTerminated, StreamDataReceived, Stream
 
 
 class HqClient(QuicConnectionProtocol):
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, key_update_every=0, **kwargs):
         super().__init__(*args, **kwargs)
         self._pending = {}
+        # Bytes between key updates this client starts (RFC 9001 §6); 0: none.
+        self.key_update_every = key_update_every
+        self.key_updates = 0
+        self._since_update = 0
 
     async def get(self, path, out):
         stream_id = self._quic.get_next_available_stream_id()
@@ -38,6 +42,12 @@ class HqClient(QuicConnectionProtocol):
             done, out, count = self._pending[event.stream_id]
             out.write(event.data)
             count[0] += len(event.data)
+            self._since_update += len(event.data)
+            if self.key_update_every and self._since_update >= self.key_update_every:
+                self._since_update = 0
+                self._quic.request_key_update()
+                self.key_updates += 1
+                self.transmit()
             if event.end_stream:
                 del self._pending[event.stream_id]
                 done.set_result(count[0])
@@ -65,14 +75,19 @@ async def main(args):
     if keylog:
         config.secrets_log_file = open(keylog, "a")
     start = time.monotonic()
+
+    def protocol(*a, **kw):
+        return HqClient(*a, key_update_every=args.key_update_every, **kw)
+
     async with connect(
-        url.hostname, url.port, configuration=config, create_protocol=HqClient
+        url.hostname, url.port, configuration=config, create_protocol=protocol
     ) as client:
         with open(args.output, "wb") as out:
             n = await asyncio.wait_for(client.get(url.path or "/", out), args.timeout)
         client.close()
     elapsed = time.monotonic() - start
     print(f"aioquic-client: {n} bytes in {elapsed:.3f} s, {n * 8 / elapsed / 1e6:.1f} Mbit/s")
+    print(f"aioquic-client: key_updates={client.key_updates}")
 
 
 if __name__ == "__main__":
@@ -80,6 +95,13 @@ if __name__ == "__main__":
     parser.add_argument("url")
     parser.add_argument("-o", "--output", required=True)
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument(
+        "--key-update-every",
+        type=int,
+        default=0,
+        metavar="BYTES",
+        help="request a 1-RTT key update after every BYTES received",
+    )
     try:
         asyncio.run(main(parser.parse_args()))
     except Exception as e:  # report, do not hide: the test shows this output

@@ -59,7 +59,8 @@ fn quinn_client_from_recoup(policy: &[&str]) {
     check_download(&got, &data, &server.output());
 }
 
-fn aioquic_client_from_recoup(policy: &[&str]) {
+/// Returns the aioquic client's report.
+fn aioquic_client_from_recoup(policy: &[&str], client_args: &[&str]) -> String {
     let (root, data) = fixture("file.bin", FILE_SIZE);
     let (mut server, addr) = serve_files(root.path(), policy);
     let out = tempfile::tempdir().expect("tempdir");
@@ -68,13 +69,16 @@ fn aioquic_client_from_recoup(policy: &[&str]) {
     cmd.arg(interop_dir().join("aioquic_client.py"))
         .arg(format!("https://{addr}/file.bin"))
         .arg("-o")
-        .arg(&got);
+        .arg(&got)
+        .args(client_args);
     let report = run_peer("aioquic client", cmd, &mut server);
     eprintln!("{}", report.lines().nth(1).unwrap_or_default());
     check_download(&got, &data, &report);
+    report
 }
 
-fn recoup_get_from_aioquic(policy: &[&str]) {
+/// Returns `recoup get`'s report.
+fn recoup_get_from_aioquic(policy: &[&str]) -> String {
     let (root, data) = fixture("file.bin", FILE_SIZE);
     let mut cmd = Command::new(python());
     cmd.arg(interop_dir().join("aioquic_server.py"))
@@ -92,6 +96,7 @@ fn recoup_get_from_aioquic(policy: &[&str]) {
         .env("RUST_LOG", "info");
     let report = run_peer("recoup get", get, &mut server);
     check_download(&got, &data, &report);
+    report
 }
 
 #[test]
@@ -106,17 +111,55 @@ fn quinn_client_downloads_from_recoup_serve_fixed2() {
 
 #[test]
 fn aioquic_client_downloads_from_recoup_serve() {
-    aioquic_client_from_recoup(&[]);
+    aioquic_client_from_recoup(&[], &[]);
 }
 
 #[test]
 fn aioquic_client_downloads_from_recoup_serve_fixed2() {
-    aioquic_client_from_recoup(&["--policy", "fixed:2"]);
+    aioquic_client_from_recoup(&["--policy", "fixed:2"], &[]);
 }
 
 #[test]
 fn recoup_get_downloads_from_aioquic_server() {
     recoup_get_from_aioquic(&[]);
+}
+
+/// The number after `key_updates=` in a peer's report (log colours removed).
+fn key_updates(report: &str) -> u64 {
+    let mut plain = String::new();
+    let mut chars = report.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // An SGR escape: ESC [ ... m.
+            chars.by_ref().find(|&c| c == 'm');
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+        .split("key_updates=")
+        .nth(1)
+        .and_then(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .unwrap_or_else(|| panic!("no key_updates in the report:\n{report}"))
+}
+
+/// RFC 9001 §6.2: aioquic's client updates its keys every 2 MB of the download; recoup's server
+/// follows each update (or the download fails: aioquic soon drops the old keys).
+#[test]
+fn recoup_serve_follows_aioquic_key_updates_rfc9001_6() {
+    let report = aioquic_client_from_recoup(&[], &["--key-update-every", "2000000"]);
+    assert!(key_updates(&report) >= 2, "{report}");
+}
+
+/// RFC 9001 §6.1: `recoup get` starts key updates (every 300 packets it sends, at least three
+/// PTOs apart) while downloading from aioquic's server, which follows them.
+#[test]
+fn recoup_get_updates_keys_with_an_aioquic_server_rfc9001_6() {
+    let report = recoup_get_from_aioquic(&["--key-update-interval", "300"]);
+    assert!(key_updates(&report) >= 1, "{report}");
 }
 
 /// The aioquic server is not ours, so here the policy applies to recoup get's (small) sending.

@@ -21,6 +21,8 @@ use crate::url::Url;
 
 /// Application close code after a complete download: no error.
 const DONE_CODE: u64 = 0;
+/// How long to wait before trying a migration again that the connection refused.
+const MIGRATE_RETRY: Duration = Duration::from_millis(10);
 
 /// The application protocol of a download.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -89,6 +91,9 @@ pub struct GetOptions {
     pub gso: bool,
     /// How long to wait for the server to complete the handshake before giving up.
     pub timeout: Duration,
+    /// Move to a new local socket (a new port) this long after the start, mid-transfer, with a
+    /// new connection ID (RFC 9000 §9.2, §9.5).
+    pub migrate_after: Option<Duration>,
 }
 
 /// What a finished download measured.
@@ -97,6 +102,11 @@ pub struct Download {
     pub bytes: u64,
     /// From the first packet to the last byte of the body.
     pub elapsed: Duration,
+    /// Body bytes received when the client migrated to a new socket (`migrate_after`), if it
+    /// did before the body was complete.
+    pub migrated_at: Option<u64>,
+    /// 1-RTT key updates, ours and the server's (RFC 9001 §6).
+    pub key_updates: u64,
 }
 
 /// A client ready to download; [`Client::run`] does it.
@@ -111,6 +121,7 @@ pub struct Client {
     start: Instant,
     remote: SocketAddr,
     timeout: Duration,
+    migrate_after: Option<Duration>,
 }
 
 impl Client {
@@ -163,6 +174,7 @@ impl Client {
             start,
             remote,
             timeout: options.timeout,
+            migrate_after: options.migrate_after,
         })
     }
 
@@ -191,6 +203,10 @@ impl Client {
             deadline: self.start + self.timeout,
             heard: (0, self.start),
             established: false,
+            migrate_at: self.migrate_after.map(|d| self.start + d),
+            rebind: false,
+            migrated_at: None,
+            key_updates: 0,
         };
         let stopped = self.driver.run(&mut app, http3::NO_ERROR)?;
         let (received, done_at, error) = match app.chosen {
@@ -209,6 +225,8 @@ impl Client {
         Ok(Download {
             bytes: received,
             elapsed: end.saturating_duration_since(self.start),
+            migrated_at: app.migrated_at,
+            key_updates: app.key_updates,
         })
     }
 }
@@ -234,6 +252,13 @@ struct Negotiated<'a> {
     /// Datagrams received from the server so far, and when the count last grew.
     heard: (u64, Instant),
     established: bool,
+    /// When to migrate, until done.
+    migrate_at: Option<Instant>,
+    /// Migrated: the driver moves to a new socket.
+    rebind: bool,
+    /// Body bytes received when the client migrated.
+    migrated_at: Option<u64>,
+    key_updates: u64,
 }
 
 enum Chosen<'a> {
@@ -279,6 +304,35 @@ impl Negotiated<'_> {
             closed: false,
         }));
         Ok(())
+    }
+}
+
+impl Negotiated<'_> {
+    /// Migrates once the time has come and the connection can (RFC 9000 §9: after the handshake
+    /// is confirmed, with a spare connection ID from the server).
+    fn maybe_migrate(&mut self, now: Instant, conn: &mut Connection) {
+        let (received, done) = match &self.chosen {
+            Some(Chosen::Hq(get)) => (get.received, get.done_at.is_some()),
+            Some(Chosen::H3(get)) => (get.received, get.done_at.is_some()),
+            None => (0, false),
+        };
+        if self.migrate_at.is_none_or(|t| now < t) || done || self.finished() {
+            return;
+        }
+        // The same local IP address, a new port: congestion state carries over (§9.4).
+        match conn.migrate(now, true) {
+            Ok(()) => {
+                self.migrate_at = None;
+                self.rebind = true;
+                self.migrated_at = Some(received);
+            }
+            Err(e) => {
+                // Not yet (no confirmed handshake, or no spare ID from the server yet): try
+                // again shortly rather than on every turn.
+                tracing::debug!("not migrating yet: {e}");
+                self.migrate_at = Some(now + MIGRATE_RETRY);
+            }
+        }
     }
 }
 
@@ -341,6 +395,8 @@ impl Application for Negotiated<'_> {
                 }
             }
         }
+        self.maybe_migrate(now, conn);
+        self.key_updates = conn.stats().key_updates;
     }
 
     fn removed(&mut self, handle: ConnectionHandle) {
@@ -378,7 +434,12 @@ impl Application for Negotiated<'_> {
             Some(Chosen::H3(get)) => get.next_wakeup(),
             _ => None,
         };
+        let own = self.migrate_at.map_or(own, |t| t.min(own));
         Some(app.map_or(own, |t| t.min(own)))
+    }
+
+    fn take_rebind(&mut self) -> bool {
+        std::mem::take(&mut self.rebind)
     }
 }
 

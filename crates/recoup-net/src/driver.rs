@@ -49,6 +49,11 @@ pub trait Application {
     fn next_wakeup(&self) -> Option<Instant> {
         None
     }
+    /// Whether the application migrated its connections (`Connection::migrate`) and the driver
+    /// must move to a new local socket before sending again (RFC 9000 §9.2). Asked once a turn.
+    fn take_rebind(&mut self) -> bool {
+        false
+    }
 }
 
 /// Wakes a waiting driver from any thread, so that it drives every connection now: work that
@@ -253,6 +258,27 @@ impl Driver {
         })
     }
 
+    /// Moves to a new socket on the same IP address and a new port; returns its address. The old
+    /// socket closes: what arrives there from now on is lost, as after a real migration.
+    pub fn rebind(&mut self) -> Result<SocketAddr, Error> {
+        let mut addr = self.local_addr()?;
+        addr.set_port(0);
+        let (mut socket, state) = bind_udp(addr)?;
+        let registry = self.poll.registry();
+        registry
+            .deregister(&mut self.socket)
+            .map_err(|e| Error::io("deregistering the old socket", e))?;
+        registry
+            .register(&mut socket, SOCKET, Interest::READABLE | Interest::WRITABLE)
+            .map_err(|e| Error::io("registering the socket", e))?;
+        self.socket = socket;
+        self.state = state;
+        // Batches held for the old socket go out from the new one.
+        let local = self.local_addr()?;
+        tracing::info!(%local, "moved to a new local socket");
+        Ok(local)
+    }
+
     /// The bound address (with the real port when bound to port 0).
     pub fn local_addr(&self) -> Result<SocketAddr, Error> {
         self.socket
@@ -304,6 +330,9 @@ impl Driver {
                         conn.close(now, stop_code, "stopped");
                     }
                 }
+            }
+            if app.take_rebind() {
+                self.rebind()?;
             }
             self.send(now)?;
             for handle in self.endpoint.remove_closed() {

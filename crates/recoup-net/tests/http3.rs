@@ -74,6 +74,7 @@ impl Running {
             qlog: None,
             gso: true,
             timeout: std::time::Duration::from_secs(10),
+            migrate_after: None,
         })?;
         let mut body = Vec::new();
         client.run(&mut body, &mut |_| {})?;

@@ -158,6 +158,7 @@ fn get(
         qlog: None,
         gso: true,
         timeout: std::time::Duration::from_secs(10),
+        migrate_after: None,
     })?;
     let mut out = Vec::new();
     client.run(&mut out, progress)?;

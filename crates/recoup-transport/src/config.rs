@@ -82,10 +82,15 @@ pub struct TransportConfig {
     /// Loss detection algorithm: RFC 9002's or RACK-TLP (RFC 8985).
     pub loss_detection: LossDetectionMode,
     /// Initiate a 1-RTT key update after this many packets sent with one key (RFC 9001 §6);
-    /// `None` updates only when asked ([`crate::Connection::initiate_key_update`]). The AEAD
-    /// limits of RFC 9001 §6.6 are not checked: set an interval below the confidentiality limit
-    /// (2^23 packets for AES-GCM) for connections that may send that many.
+    /// `None` updates only when asked ([`crate::Connection::initiate_key_update`]) or when the
+    /// AEAD's confidentiality limit nears (RFC 9001 §6.6, always enforced).
     pub key_update_interval: Option<u64>,
+    /// Lower AEAD limits than the cipher's (RFC 9001 §6.6): packets one key may protect, and
+    /// received packets that may fail authentication before the connection closes with
+    /// AEAD_LIMIT_REACHED. `None` keeps the cipher's (2^23 and 2^52 for AES-GCM); tests lower
+    /// them to reach the limits. A limit above the cipher's is ignored.
+    pub aead_confidentiality_limit: Option<u64>,
+    pub aead_integrity_limit: Option<u64>,
     /// Keep a per-lost-range recovery record for the metrics (DESIGN.md "Metrics").
     pub record_recovery: bool,
     /// Seed for connection IDs and the policy's random choices. A simulated run is a pure
@@ -119,6 +124,8 @@ impl Default for TransportConfig {
             time_threshold: (9, 8),
             loss_detection: LossDetectionMode::Rfc9002,
             key_update_interval: None,
+            aead_confidentiality_limit: None,
+            aead_integrity_limit: None,
             record_recovery: false,
             seed: 0,
         }

@@ -199,14 +199,15 @@ struct PreviousRemote {
 /// - Send: write the short header with the packet number, call [`Self::seal`]; it sets the Key
 ///   Phase bit itself. Call [`Self::initiate_update`] only once the handshake is confirmed and a
 ///   packet sent in the current phase has been acknowledged (RFC 9001 §6.1). The connection does
-///   so when asked or after `TransportConfig::key_update_interval` packets; it does not count
-///   packets against the AEAD confidentiality limit (RFC 9001 §6.6).
+///   so when asked, after `TransportConfig::key_update_interval` packets, and before the AEAD's
+///   confidentiality limit ([`Self::aead_limits`], RFC 9001 §6.6).
 /// - Receive: [`Self::unprotect_header`], reconstruct the full packet number, then
 ///   [`Self::open`]. `open` picks the key from the Key Phase bit and the packet number: the
 ///   current key, the previous key for reordered packets of the old phase, or the next key, in
 ///   which case the update is committed only if the packet authenticates
-///   ([`Opened::peer_updated`]). A packet that fails is dropped; failures are not counted
-///   against the AEAD integrity limit (RFC 9001 §6.6), so AEAD_LIMIT_REACHED is never sent.
+///   ([`Opened::peer_updated`]). A packet that fails is dropped; the connection counts the
+///   failures against the AEAD's integrity limit and closes with AEAD_LIMIT_REACHED past it
+///   (RFC 9001 §6.6).
 /// - After [`Self::initiate_update`] or a packet with `peer_updated`, arm a timer of about
 ///   3 PTO and then call [`Self::drop_previous_remote`] (RFC 9001 §6.5).
 pub struct OneRttKeys {
@@ -256,6 +257,17 @@ impl OneRttKeys {
     #[must_use]
     pub fn tag_len(&self) -> usize {
         self.local.tag_len()
+    }
+
+    /// The AEAD's confidentiality limit (packets one key may protect) and integrity limit
+    /// (packets that may fail authentication in a connection), RFC 9001 §6.6: 2^23 and 2^52
+    /// for AES-GCM, none (`u64::MAX`) and 2^36 for ChaCha20-Poly1305.
+    #[must_use]
+    pub fn aead_limits(&self) -> (u64, u64) {
+        (
+            self.local.confidentiality_limit(),
+            self.remote.integrity_limit(),
+        )
     }
 
     /// Whether the previous receive key is still kept.

@@ -32,7 +32,9 @@ pub mod tls;
 pub mod transport_params;
 
 pub use config::{ClientConfig, CopiesBeyondCwnd, PolicyFactory, ServerConfig, TransportConfig};
-pub use connection::{CloseError, CloseReason, Connection, ConnectionStats, Event, Transmit};
+pub use connection::{
+    CloseError, CloseReason, Connection, ConnectionStats, Event, MigrationStats, Transmit,
+};
 pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side};
 pub use endpoint::{ConnectionHandle, Endpoint};
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};

@@ -925,6 +925,13 @@ impl<T> LossDetection<T> {
         self.spaces.iter().any(|s| s.ack_eliciting_in_flight > 0)
     }
 
+    /// Forgets the RTT estimate for a new path (RFC 9000 §9.4, RFC 9002 Appendix A.3): back to
+    /// the initial RTT, and the timers follow.
+    pub fn reset_rtt(&mut self, now: Instant) {
+        self.rtt = RttEstimator::new(self.config.initial_rtt);
+        self.set_timer(now);
+    }
+
     #[must_use]
     pub fn rtt(&self) -> &RttEstimator {
         &self.rtt

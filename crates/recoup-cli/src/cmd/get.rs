@@ -47,6 +47,10 @@ pub struct Args {
     /// Ask for these bytes only: A-B, A- or -N (HTTP/3; the server answers 206).
     #[arg(long, value_name = "RANGE")]
     pub range: Option<String>,
+    /// Move to a new local port this long after the start, mid-transfer, with a new
+    /// connection ID (QUIC connection migration, RFC 9000 §9), e.g. 200ms.
+    #[arg(long, value_name = "TIME", value_parser = super::simulate::parse_duration)]
+    pub migrate_after: Option<Duration>,
     #[command(flatten)]
     pub transport: TransportArgs,
 }
@@ -67,6 +71,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
         timeout: args.timeout,
+        migrate_after: args.migrate_after,
     })?;
     let stopper = client.stopper();
     ctrlc::set_handler(move || stopper.stop())
@@ -108,6 +113,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     tracing::info!(
         bytes = download.bytes,
         seconds = download.elapsed.as_secs_f64(),
+        key_updates = download.key_updates,
         mbit_per_s = download.bytes as f64 * 8.0 / download.elapsed.as_secs_f64().max(1e-9) / 1e6,
         "download complete"
     );

@@ -25,6 +25,10 @@ pub struct TransportArgs {
     /// loopback, which record a GSO batch as one oversized datagram).
     #[arg(long)]
     pub no_gso: bool,
+    /// Start a 1-RTT key update after this many packets sent with one key (RFC 9001 §6; at
+    /// least three PTOs apart). Without it keys update only before the AEAD limit.
+    #[arg(long, value_name = "PACKETS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub key_update_interval: Option<u64>,
 }
 
 impl TransportArgs {
@@ -34,6 +38,7 @@ impl TransportArgs {
             cc: self.cc,
             loss_detection: self.loss_detection,
             policy: self.policy.clone(),
+            key_update_interval: self.key_update_interval,
             seed: recoup_net::os_seed(),
             ..TransportConfig::default()
         }

@@ -89,6 +89,19 @@ impl CidState {
             .map_or_else(ConnectionId::default, |(_, (cid, _))| *cid)
     }
 
+    /// Moves to the peer's next connection ID and retires the one in use (RFC 9000 §9.5: a
+    /// new path gets an ID not used on the old one; §5.1.2: RETIRE_CONNECTION_ID). False, and
+    /// nothing changes, if the peer gave us no spare ID.
+    pub fn rotate_remote(&mut self) -> bool {
+        if self.remote.len() < 2 {
+            return false;
+        }
+        if let Some((seq, _)) = self.remote.pop_first() {
+            self.pending_retire.push_back(seq);
+        }
+        true
+    }
+
     /// A client addresses the server by the source ID of the server's first packet from then on
     /// (RFC 9000 §7.2); later packets do not change it. (The server learns the client's ID from
     /// its first Initial, before the connection exists.)

@@ -100,8 +100,8 @@ impl Connection {
             initial_max_streams_uni: config.max_streams_uni,
             ack_delay_exponent: u64::from(config.ack_delay_exponent),
             max_ack_delay: config.max_ack_delay.as_millis() as u64,
-            // We do not follow a peer to a new address; say so (RFC 9000 §18.2).
-            disable_active_migration: true,
+            // A server follows its peer to a new address (RFC 9000 §9.3, `migration`).
+            disable_active_migration: false,
             active_connection_id_limit: config.active_connection_id_limit,
             initial_source_connection_id: Some(scid),
             ..TransportParameters::default()

@@ -9,6 +9,7 @@
 use recoup_time::Instant;
 
 use crate::cid::ConnectionId;
+use crate::config::TransportConfig;
 use crate::crypto::{initial_keys, Keys, OneRttKeys, Side};
 use crate::error::Error;
 use crate::loss::SpaceId;
@@ -38,6 +39,13 @@ pub(super) struct KeyUpdate {
     pub drop_previous_at: Option<Instant>,
     /// The application asked for an update.
     pub requested: bool,
+    /// When a packet of the current phase was first acknowledged: the next update waits three
+    /// PTOs after it (RFC 9001 §6.5).
+    pub phase_acked_at: Option<Instant>,
+    /// Received packets that failed authentication, under any key (RFC 9001 §6.6).
+    pub failed_decryptions: u64,
+    /// We started the current phase: the peer learns of it only from a packet sent in it.
+    pub announce: bool,
 }
 
 impl KeyUpdate {
@@ -47,21 +55,44 @@ impl KeyUpdate {
         self.sent_in_phase = 0;
         self.first_pn_in_phase = None;
         self.phase_acked = false;
+        self.phase_acked_at = None;
+        self.announce = false;
     }
 
-    /// A 1-RTT packet `pn` was sent.
-    pub fn on_sent(&mut self, pn: u64) {
-        if self.first_pn_in_phase.is_none() {
+    /// A 1-RTT packet `pn` was sent; only an ack-eliciting one can confirm the phase.
+    pub fn on_sent(&mut self, pn: u64, ack_eliciting: bool) {
+        if ack_eliciting && self.first_pn_in_phase.is_none() {
             self.first_pn_in_phase = Some(pn);
         }
         self.sent_in_phase += 1;
     }
 
-    /// A 1-RTT packet `pn` was acknowledged.
-    pub fn on_acked(&mut self, pn: u64) {
-        if self.first_pn_in_phase.is_some_and(|first| pn >= first) {
+    /// A 1-RTT packet `pn` was acknowledged at `now`.
+    pub fn on_acked(&mut self, pn: u64, now: Instant) {
+        if !self.phase_acked && self.first_pn_in_phase.is_some_and(|first| pn >= first) {
             self.phase_acked = true;
+            self.phase_acked_at = Some(now);
         }
+    }
+
+    /// An update is `due` (or we just made one) and no ack-eliciting packet of the current
+    /// phase went out yet: one should, so that the peer follows and acknowledges the phase (RFC
+    /// 9001 §6.1, §6.2); an endpoint that sends only ACKs would otherwise never get there. One
+    /// is enough; loss detection takes care of it if it is lost.
+    pub fn wants_ack(&self, due: bool) -> bool {
+        (due || self.announce) && self.first_pn_in_phase.is_none()
+    }
+
+    /// When a `due` update may start, once it only waits for time (RFC 9001 §6.5).
+    pub fn timeout(&self, due: bool, three_pto: std::time::Duration) -> Option<Instant> {
+        self.phase_acked_at.filter(|_| due).map(|t| t + three_pto)
+    }
+
+    /// Whether a new update may start at `now`: a packet of the current phase was acknowledged
+    /// (RFC 9001 §6.1) at least `three_pto` ago, so the peer has had time to drop its previous
+    /// keys and can derive the next ones (§6.5).
+    pub fn may_initiate(&self, now: Instant, three_pto: std::time::Duration) -> bool {
+        self.phase_acked && self.phase_acked_at.is_some_and(|t| now >= t + three_pto)
     }
 }
 
@@ -114,6 +145,26 @@ impl KeyState {
             SpaceId::Handshake => self.handshake.take().is_some(),
             SpaceId::Data => false,
         }
+    }
+
+    /// The AEAD limits in force (RFC 9001 §6.6): packets one 1-RTT key may protect and
+    /// received packets that may fail authentication, the cipher's or the configured lower
+    /// ones. Before 1-RTT keys exist the handshake's AES-128-GCM holds: its integrity limit is
+    /// 2^52 (§6.6), far beyond what a handshake meets.
+    pub fn aead_limits(&self, config: &TransportConfig) -> (u64, u64) {
+        const AES_GCM_INTEGRITY_LIMIT: u64 = 1 << 52;
+        let (confidentiality, integrity) = self
+            .one_rtt
+            .as_ref()
+            .map_or((u64::MAX, AES_GCM_INTEGRITY_LIMIT), OneRttKeys::aead_limits);
+        (
+            config
+                .aead_confidentiality_limit
+                .map_or(confidentiality, |c| c.min(confidentiality)),
+            config
+                .aead_integrity_limit
+                .map_or(integrity, |i| i.min(integrity)),
+        )
     }
 
     /// The 1-RTT keys, once TLS produced them.

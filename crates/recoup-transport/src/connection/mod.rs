@@ -21,13 +21,15 @@
 //! anti-amplification limit (`path`), the recovery host (loss detection, congestion control,
 //! pacing, lineage and the loss-recovery policy, `recovery`), the streams with their flow
 //! control ([`Streams`]), the connection IDs (`cids`), the handshake's progress and the peer's
-//! parameters (`handshake`) and the idle timer (`idle`). This module holds the sans-IO entry
+//! parameters (`handshake`), path validation and migration (`migration`) and the idle timer
+//! (`idle`). This module holds the sans-IO entry
 //! points and the connection's lifecycle; `send` builds datagrams, `recv` processes them.
 
 mod cids;
 mod handshake;
 mod idle;
 mod keys;
+mod migration;
 mod path;
 mod recovery;
 mod recv;
@@ -63,6 +65,8 @@ pub use cids::{CidEvent, IssuedCid};
 use handshake::Handshake;
 use idle::IdleTimer;
 use keys::KeyState;
+use migration::Migration;
+pub use migration::MigrationStats;
 use path::Path;
 use recovery::{RecoveryHost, SentFrames};
 use spaces::PacketSpace;
@@ -193,6 +197,8 @@ pub struct Connection {
     spaces: PerSpace<PacketSpace>,
     /// The peer's address, the datagram size, anti-amplification.
     path: Path,
+    /// Path validation and migration (RFC 9000 §8.2, §9).
+    migration: Migration,
     /// Loss detection, congestion control, pacing, lineage and the loss-recovery policy.
     recovery: RecoveryHost,
     /// Application streams and flow control.
@@ -323,6 +329,7 @@ impl Connection {
             keys: KeyState::new(tls, &original_dcid, side),
             spaces: PerSpace([PacketSpace::new(), PacketSpace::new(), PacketSpace::new()]),
             path: Path::new(side, remote, config.max_datagram_size),
+            migration: Migration::default(),
             recovery: RecoveryHost::new(side, &config, policy, now),
             streams,
             cids: CidState::new(
@@ -557,6 +564,24 @@ impl Connection {
             .push_back(Event::Closed(CloseReason::Local(err)));
     }
 
+    /// An AEAD limit was reached where no packet may be protected any more (RFC 9001 §6.6):
+    /// the connection ends at once, silently.
+    fn stop_at_aead_limit(&mut self, reason: &str) {
+        if self.is_closing() {
+            return;
+        }
+        tracing::debug!(side = ?self.side, reason, "AEAD limit");
+        self.state = State::Closed;
+        self.events
+            .push_back(Event::Closed(CloseReason::Local(CloseError {
+                code: TransportErrorCode::AEAD_LIMIT_REACHED.0,
+                application: false,
+                frame_type: None,
+                reason: reason.to_owned(),
+            })));
+        self.flush_qlog();
+    }
+
     fn enter_closing(&mut self, now: Instant, err: CloseError) {
         self.state = State::Closing {
             until: now + self.three_pto(),
@@ -608,6 +633,11 @@ impl Connection {
             self.recovery.timeout(),
             self.idle.deadline(),
             self.keys.update.drop_previous_at,
+            self.migration.timeout(),
+            self.keys.update.timeout(
+                self.handshake.confirmed && self.key_update_due().0,
+                self.three_pto(),
+            ),
         ]
         .into_iter()
         .flatten()
@@ -646,6 +676,7 @@ impl Connection {
                 k.drop_previous_remote();
             }
         }
+        self.on_migration_timeout(now);
         self.recovery.on_policy_timeout(now);
         if self.recovery.loss.timeout().is_some_and(|d| now >= d) {
             self.on_loss_timeout(now);

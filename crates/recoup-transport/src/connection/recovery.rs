@@ -93,15 +93,7 @@ impl RecoveryHost {
             max_ack_delay: Duration::from_millis(25),
             detection: config.loss_detection,
         });
-        let cc = Controller::new(
-            config.cc,
-            &CcConfig {
-                max_datagram_size: mds,
-                initial_window: config.initial_window.map(|p| p.saturating_mul(mds)),
-                seed: config.seed,
-            },
-            now,
-        );
+        let cc = new_controller(config, now);
         Self {
             loss,
             cc,
@@ -118,6 +110,17 @@ impl RecoveryHost {
             copy_held_since: None,
             copies_beyond_cwnd: config.copies_beyond_cwnd,
         }
+    }
+
+    /// A new path to the peer was validated (RFC 9000 §9.4): congestion control, pacing and the
+    /// RTT estimate start again from their initial values (RFC 9002 Appendices A.3, B.3).
+    pub fn reset_for_new_path(&mut self, now: Instant, config: &TransportConfig) {
+        let mds = config.max_datagram_size as u64;
+        self.cc = new_controller(config, now);
+        if self.pacer.is_some() {
+            self.pacer = Some(Pacer::new(mds, DEFAULT_BURST_PACKETS, now));
+        }
+        self.loss.reset_rtt(now);
     }
 
     /// The earliest of loss detection's timer, the policy's and the pacer's wake-up.
@@ -461,7 +464,7 @@ impl Connection {
         // data an older send delivered starts no new round and signals no congestion (ART §6.4).
         for p in &outcome.acked {
             if space == SpaceId::Data {
-                self.keys.update.on_acked(p.pn);
+                self.keys.update.on_acked(p.pn, now);
                 let info = p.data.info(p.pn, p.time_sent, p.size);
                 self.recovery.policy.on_packet_acked(now, &info);
             }
@@ -538,6 +541,20 @@ impl Connection {
             );
         }
     }
+}
+
+/// The congestion controller `config` asks for, in its initial state.
+fn new_controller(config: &TransportConfig, now: Instant) -> Controller {
+    let mds = config.max_datagram_size as u64;
+    Controller::new(
+        config.cc,
+        &CcConfig {
+            max_datagram_size: mds,
+            initial_window: config.initial_window.map(|p| p.saturating_mul(mds)),
+            seed: config.seed,
+        },
+        now,
+    )
 }
 
 fn ms(d: Duration) -> f64 {

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use recoup_time::Instant;
 use serde_json::json;
 
+use super::migration::is_probing;
 use super::send::packet_type_name;
 use super::spaces::on_crypto_frame;
 use super::{CloseError, Connection, State};
@@ -25,11 +26,15 @@ impl Connection {
         }
         self.stats.datagrams_received += 1;
         self.stats.bytes_received += datagram.len() as u64;
-        self.path.on_datagram_received(datagram.len());
-        if remote != self.path.remote && self.side == Side::Client {
-            // A client only talks to the address it connected to (no migration support).
+        if remote == self.path.remote {
+            self.path.on_datagram_received(datagram.len());
+        } else if self.side == Side::Client {
+            // A client only talks to the address it connected to: we never use a server's
+            // preferred address (RFC 9000 §9.6), so anything else is not our server.
             return;
         }
+        // A server counts a datagram from another address toward that address's path once the
+        // peer has moved there (`on_peer_address_change`, RFC 9000 §9.3).
         let mut rest = datagram;
         let mut last_failed = false;
         while !rest.is_empty() {
@@ -45,7 +50,7 @@ impl Connection {
             let len = header.packet_len();
             rest = &rest[len.min(rest.len())..];
             let dropped = self.stats.packets_dropped;
-            if !self.handle_packet_or_close(now, &header) {
+            if !self.handle_packet_or_close(now, (remote, datagram.len()), &header) {
                 return;
             }
             last_failed = self.stats.packets_dropped > dropped;
@@ -62,9 +67,14 @@ impl Connection {
 
     /// Processes one packet: a protocol violation closes the connection, anything else that
     /// fails drops the packet. False once the connection no longer processes packets.
-    fn handle_packet_or_close(&mut self, now: Instant, header: &PartialDecode<'_>) -> bool {
+    fn handle_packet_or_close(
+        &mut self,
+        now: Instant,
+        from: (SocketAddr, usize),
+        header: &PartialDecode<'_>,
+    ) -> bool {
         let mut packet = header.packet.to_vec();
-        match self.handle_packet(now, header, &mut packet) {
+        match self.handle_packet(now, from, header, &mut packet) {
             Ok(()) => {}
             Err(Error::Transport(err)) => {
                 self.close_with_error(now, &err);
@@ -82,15 +92,19 @@ impl Connection {
             let Ok(header) = PartialDecode::parse(&bytes, self.config.local_cid_len) else {
                 continue;
             };
-            if !self.handle_packet_or_close(now, &header) {
+            // Held packets came on the handshake's path: no migration before it completes
+            // (RFC 9000 §9), and their datagrams were counted when they arrived.
+            if !self.handle_packet_or_close(now, (self.path.remote, 0), &header) {
                 return;
             }
         }
     }
 
+    /// `from`: the datagram's source address and size.
     fn handle_packet(
         &mut self,
         now: Instant,
+        from: (SocketAddr, usize),
         header: &PartialDecode<'_>,
         packet: &mut [u8],
     ) -> Result<(), Error> {
@@ -128,7 +142,24 @@ impl Connection {
         let pn = decode_pn(truncated, pn_len, largest);
         let header_len = pn_offset + pn_len;
         let first = FirstByte(packet[0]);
-        let (payload, peer_updated) = self.keys.open(space, pn, packet, header_len)?;
+        let (payload, peer_updated) = match self.keys.open(space, pn, packet, header_len) {
+            Ok(opened) => opened,
+            Err(e) => {
+                // RFC 9001 §6.6: count packets that fail authentication, under any key; past the
+                // integrity limit the connection closes with AEAD_LIMIT_REACHED.
+                self.keys.update.failed_decryptions += 1;
+                let (_, integrity_limit) = self.keys.aead_limits(&self.config);
+                if self.keys.update.failed_decryptions > integrity_limit {
+                    return Err(transport_err!(
+                        AEAD_LIMIT_REACHED,
+                        "{} packets failed authentication",
+                        self.keys.update.failed_decryptions
+                    )
+                    .into());
+                }
+                return Err(e);
+            }
+        };
         // Authenticated from here on: violations close the connection.
         self.stats.packets_received += 1;
         first.check_reserved_bits()?;
@@ -170,7 +201,18 @@ impl Connection {
                 }),
             );
         }
-        let ack_eliciting = self.process_frames(now, space, packet_type, &header.dcid, &payload)?;
+        let largest_yet = largest.is_none_or(|l| pn > l);
+        let (ack_eliciting, probing) =
+            self.process_frames(now, space, packet_type, &header.dcid, from, &payload)?;
+        if space == SpaceId::Data && !probing && self.side == Side::Server {
+            if from.0 != self.path.remote && largest_yet {
+                // RFC 9000 §9.3: only a non-probing packet with the highest packet number so far
+                // moves us to the peer's new address; an older one (reordered) does not.
+                self.on_peer_address_change(now, from.0, from.1, header.dcid);
+            } else if from.0 == self.path.remote {
+                self.note_peer_dcid(header.dcid);
+            }
+        }
         let max_ack_delay = self.config.max_ack_delay;
         let threshold = self.config.ack_eliciting_threshold;
         self.spaces[space].on_packet_received(
@@ -184,23 +226,27 @@ impl Connection {
         Ok(())
     }
 
-    /// Processes a packet's frames; returns whether it was ack-eliciting.
+    /// Processes a packet's frames; returns whether it was ack-eliciting and whether it was a
+    /// probing packet (RFC 9000 §9.1: only probing frames).
     fn process_frames(
         &mut self,
         now: Instant,
         space: SpaceId,
         packet_type: PacketType,
         dcid: &ConnectionId,
+        from: (SocketAddr, usize),
         payload: &[u8],
-    ) -> Result<bool, Error> {
+    ) -> Result<(bool, bool), Error> {
         if payload.is_empty() {
             return Err(transport_err!(PROTOCOL_VIOLATION, "packet without frames").into());
         }
         let mut ack_eliciting = false;
         let mut crypto_received = false;
+        let mut probing = true;
         for frame in Frames::new(payload) {
             let frame = frame?;
             let ty = frame.ty();
+            probing &= is_probing(&frame);
             frame_allowed_or_err(ty, packet_type)?;
             ack_eliciting |= ty.is_ack_eliciting();
             let with_ty = |e: TransportError| e.with_frame(ty.0);
@@ -286,12 +332,8 @@ impl Connection {
                         .on_retire_connection_id(seq, dcid, &mut self.rng, limit)
                         .map_err(with_ty)?;
                 }
-                Frame::PathChallenge(_) | Frame::PathResponse(_) => {
-                    // Ignored: there is no path validation or migration. We never challenge, and
-                    // a PATH_CHALLENGE goes unanswered although RFC 9000 §8.2.2 says an endpoint
-                    // MUST echo it in a PATH_RESPONSE, so a peer validating a new path (after a
-                    // NAT rebinding, say) fails to.
-                }
+                Frame::PathChallenge(data) => self.on_path_challenge(data, from.0, from.1),
+                Frame::PathResponse(data) => self.on_path_response(now, data),
                 Frame::ConnectionClose(c) => {
                     let err = CloseError {
                         code: c.error_code,
@@ -300,7 +342,7 @@ impl Connection {
                         reason: String::from_utf8_lossy(c.reason).into_owned(),
                     };
                     self.enter_draining(now, err);
-                    return Ok(ack_eliciting);
+                    return Ok((ack_eliciting, false));
                 }
                 Frame::HandshakeDone => {
                     if self.side == Side::Server {
@@ -318,7 +360,7 @@ impl Connection {
         if crypto_received {
             self.read_crypto(now, space)?;
         }
-        Ok(ack_eliciting)
+        Ok((ack_eliciting, probing))
     }
 
     /// Hands in-order CRYPTO bytes to TLS and runs its write loop.

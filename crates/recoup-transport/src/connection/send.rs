@@ -31,6 +31,8 @@ struct Open {
     in_flight: bool,
     /// qlog frame descriptions, when qlog is on.
     qlog_frames: Vec<serde_json::Value>,
+    /// Carries PATH_CHALLENGE or PATH_RESPONSE: its datagram is padded (RFC 9000 §8.2.1).
+    path_probe: bool,
 }
 
 impl Connection {
@@ -43,6 +45,9 @@ impl Connection {
             _ => {}
         }
         self.maybe_update_keys(now);
+        if let Some(t) = self.transmit_off_path_response(now) {
+            return Some(t);
+        }
         let mds = self.path.max_datagram_size;
         self.recovery
             .update_send_state(now, self.streams.has_new_data(), mds);
@@ -80,6 +85,7 @@ impl Connection {
             if space == SpaceId::Initial && (self.side == Side::Client || pkt.ack_eliciting) {
                 pad = true;
             }
+            pad |= pkt.path_probe;
             open = Some(pkt);
             if space == SpaceId::Initial
                 && self.side == Side::Client
@@ -156,13 +162,18 @@ impl Connection {
         if space != SpaceId::Data || self.state != State::Established {
             return false;
         }
+        if self.migration.has_frames_for(self.path.remote) {
+            // Path validation is not held back by the congestion window: a new path starts
+            // with a fresh one only once validated (RFC 9000 §9.4).
+            return true;
+        }
         if can_send
             && (self.handshake.done_pending
                 || self.cids.has_frames()
                 || self.streams.has_control()
                 || self.recovery.lineage.has_retransmit()
                 || self.streams.has_new_data()
-                || self.keys.update.requested)
+                || self.keys.update.wants_ack(self.key_update_due().0))
         {
             return true;
         }
@@ -237,6 +248,7 @@ impl Connection {
             ack_eliciting: false,
             in_flight: false,
             qlog_frames: Vec::new(),
+            path_probe: false,
         };
         let qlog = self.qlog.is_some();
         // ACK first: it is what the peer needs most and it is never congestion-limited.
@@ -253,6 +265,14 @@ impl Connection {
                 .recovery
                 .congestion_allows(now, self.path.max_datagram_size);
         let data = space == SpaceId::Data && self.state == State::Established;
+        if data {
+            let q = qlog.then_some(&mut pkt.qlog_frames);
+            if self.write_path_frames(buf, end, q) {
+                pkt.path_probe = true;
+                pkt.ack_eliciting = true;
+                pkt.in_flight = true;
+            }
+        }
         if can_send {
             self.write_crypto(space, buf, end, &mut pkt, qlog);
             if data {
@@ -421,7 +441,8 @@ impl Connection {
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
         }
-        if self.keys.update.requested && !pkt.ack_eliciting && buf.len() < end {
+        let due = self.key_update_due().0;
+        if self.keys.update.wants_ack(due) && !pkt.ack_eliciting && buf.len() < end {
             // The first packet of a new key phase should elicit an ACK so the update can be
             // confirmed (RFC 9001 §6.1); a PING does if nothing else does.
             Frame::Ping.encode(buf);
@@ -683,7 +704,7 @@ impl Connection {
         }
         if space == SpaceId::Data {
             self.recovery.data_packets_sent += 1;
-            self.keys.update.on_sent(pkt.pn);
+            self.keys.update.on_sent(pkt.pn, pkt.ack_eliciting);
             match pkt.frames.kind {
                 Some(SendKind::Retransmission) => self.stats.retransmission_packets += 1,
                 Some(SendKind::Copy) => self.stats.copy_packets += 1,
@@ -779,6 +800,7 @@ impl Connection {
                 qlog_frames: vec![
                     json!({"frame_type": "connection_close", "error_code": err.code}),
                 ],
+                path_probe: false,
             });
         }
         let pkt = open?;
@@ -791,19 +813,72 @@ impl Connection {
         })
     }
 
+    /// A datagram with only a PATH_RESPONSE for a challenge that came from an address other
+    /// than the current path's: it goes back there (RFC 9000 §8.2.2), padded as far as the
+    /// anti-amplification limit toward that unvalidated address allows, and does not count
+    /// against the current path's limit.
+    fn transmit_off_path_response(&mut self, now: Instant) -> Option<Transmit> {
+        if self.state != State::Established || !self.keys.has(SpaceId::Data) {
+            return None;
+        }
+        let (destination, data, size) = self.poll_off_path_response()?;
+        let mut buf = Vec::with_capacity(size);
+        let (pn, layout) = self.write_header(SpaceId::Data, &mut buf);
+        Frame::PathResponse(data).encode(&mut buf);
+        let pkt = Open {
+            space: SpaceId::Data,
+            pn,
+            layout,
+            frames: SentFrames::default(),
+            ack_eliciting: true,
+            in_flight: true,
+            qlog_frames: vec![json!({"frame_type": "path_response"})],
+            path_probe: true,
+        };
+        self.seal(now, pkt, &mut buf, Some(size));
+        self.stats.datagrams_sent += 1;
+        self.stats.bytes_sent += buf.len() as u64;
+        Some(Transmit {
+            destination,
+            contents: buf,
+        })
+    }
+
     /// RFC 9001 §6: start a key update when asked or when the interval is reached, once the
     /// handshake is confirmed and a packet of the current phase was acknowledged.
-    fn maybe_update_keys(&mut self, now: Instant) {
+    /// Whether a key update is due (asked for, the interval reached, or the confidentiality
+    /// limit near), and whether it is the limit.
+    pub(super) fn key_update_due(&self) -> (bool, bool) {
+        let (confidentiality_limit, _) = self.keys.aead_limits(&self.config);
         let update = &self.keys.update;
+        // RFC 9001 §6.6: update before the confidentiality limit; a quarter of it is left for
+        // the acknowledgment and the wait an update needs.
+        let near_limit = update.sent_in_phase >= confidentiality_limit - confidentiality_limit / 4;
         let due = update.requested
+            || near_limit
             || self
                 .config
                 .key_update_interval
                 .is_some_and(|n| update.sent_in_phase >= n);
-        if !due || !self.handshake.confirmed || !update.phase_acked {
+        (due, near_limit)
+    }
+
+    fn maybe_update_keys(&mut self, now: Instant) {
+        let (confidentiality_limit, _) = self.keys.aead_limits(&self.config);
+        let (due, near_limit) = self.key_update_due();
+        let update = &self.keys.update;
+        let three_pto = self.three_pto();
+        // §6.5 asks for three PTOs between updates (SHOULD); near the limit §6.6's MUST wins and
+        // only §6.1's acknowledgment of the current phase is awaited.
+        let allowed = update.may_initiate(now, three_pto) || (near_limit && update.phase_acked);
+        if !due || !self.handshake.confirmed || !allowed {
+            if update.sent_in_phase >= confidentiality_limit {
+                // §6.6: the key may protect no more packets and no update is possible yet: stop
+                // using the connection (no CONNECTION_CLOSE either, it would need the key).
+                self.stop_at_aead_limit("confidentiality limit reached before a key update");
+            }
             return;
         }
-        let three_pto = self.three_pto();
         let Some(keys) = self.keys.one_rtt_mut() else {
             return;
         };
@@ -814,6 +889,7 @@ impl Connection {
         self.stats.key_updates += 1;
         self.keys.update.requested = false;
         self.keys.update.start_phase();
+        self.keys.update.announce = true;
     }
 }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use recoup_time::Instant;
+use recoup_transport::streams::StreamId;
 use recoup_transport::{
     client_config, self_signed, server_config, ClientConfig, Connection, ConnectionHandle,
     Endpoint, ServerConfig, ServerVerification, TransportConfig,
@@ -86,8 +87,9 @@ pub fn tls_configs() -> (Arc<rustls::ClientConfig>, Arc<rustls::ServerConfig>) {
     (Arc::new(client), Arc::new(server))
 }
 
-/// A datagram on the wire: (arrival, sequence, direction, bytes).
-type InFlight = (Instant, u64, Dir, Vec<u8>);
+/// A datagram on the wire: (arrival, sequence, direction, the client's address it came from or
+/// goes to, bytes).
+type InFlight = (Instant, u64, Dir, SocketAddr, Vec<u8>);
 
 #[derive(Debug)]
 pub struct Pair {
@@ -115,6 +117,11 @@ pub struct Pair {
     pub app_wakeup: Option<Instant>,
     /// The deadline of the current `run_until`: time never jumps past it.
     until: Option<Instant>,
+    /// The client's address as the server sees it. A test changes it to play a NAT rebinding
+    /// (the client does not know); datagrams the server sends anywhere else are lost.
+    pub client_addr: SocketAddr,
+    /// Every datagram the server sent: (destination, bytes).
+    pub server_sent: Vec<(SocketAddr, usize)>,
 }
 
 impl Pair {
@@ -181,6 +188,8 @@ impl Pair {
             stalled_steps: 0,
             app_wakeup: None,
             until: None,
+            client_addr: CLIENT.parse().expect("addr"),
+            server_sent: Vec::new(),
         }
     }
 
@@ -196,6 +205,7 @@ impl Pair {
     }
 
     fn send(&mut self, dir: Dir, mut bytes: Vec<u8>) {
+        let client_addr = self.client_addr;
         let lost = self.rng.gen_bool(self.net.loss);
         self.trace.push((self.now, dir, bytes.len(), lost));
         if let Some(c) = self.capture.as_mut() {
@@ -222,19 +232,22 @@ impl Pair {
             arrival += Duration::from_micros(extra);
         }
         self.seq += 1;
-        self.queue.push(Reverse((arrival, self.seq, dir, bytes)));
+        self.queue
+            .push(Reverse((arrival, self.seq, dir, client_addr, bytes)));
     }
 
     /// Sends what both sides have, then advances time to the next event and processes it.
     /// Returns false when nothing will ever happen again.
     pub fn step(&mut self) -> bool {
-        let client_addr: SocketAddr = CLIENT.parse().expect("addr");
         let server_addr: SocketAddr = SERVER.parse().expect("addr");
         while let Some(t) = self.client.poll_transmit(self.now) {
             self.send(Dir::ToServer, t.contents);
         }
         while let Some(t) = self.server.poll_transmit(self.now) {
-            self.send(Dir::ToClient, t.contents);
+            self.server_sent.push((t.destination, t.contents.len()));
+            if t.destination == self.client_addr {
+                self.send(Dir::ToClient, t.contents);
+            }
         }
         let next = [
             self.queue.peek().map(|Reverse((t, ..))| *t),
@@ -269,7 +282,7 @@ impl Pair {
             .peek()
             .is_some_and(|Reverse((t, ..))| *t <= self.now)
         {
-            let Some(Reverse((_, _, dir, bytes))) = self.queue.pop() else {
+            let Some(Reverse((_, _, dir, client_addr, bytes))) = self.queue.pop() else {
                 break;
             };
             self.delivered[dir as usize] += 1;
@@ -324,4 +337,75 @@ pub fn data(len: usize, seed: u64) -> Vec<u8> {
     let mut v = vec![0u8; len];
     rng.fill(&mut v[..]);
     v
+}
+
+/// Writes as much of `payload[*written..]` as the stream takes, and the FIN after the last byte.
+pub fn pump(c: &mut Connection, id: StreamId, payload: &[u8], written: &mut usize, fin: &mut bool) {
+    while *written < payload.len() {
+        match c.stream_write(id, &payload[*written..]) {
+            Ok(n) if n > 0 => *written += n,
+            _ => break,
+        }
+    }
+    if *written == payload.len() && !*fin {
+        *fin = c.stream_finish(id).is_ok();
+    }
+}
+
+/// Reads what is there into `out`; true once the FIN was read.
+pub fn drain(c: &mut Connection, id: StreamId, out: &mut Vec<u8>) -> bool {
+    let mut buf = [0u8; 16384];
+    loop {
+        match c.stream_read(id, &mut buf) {
+            Ok((n, fin)) => {
+                out.extend_from_slice(&buf[..n]);
+                if fin {
+                    return true;
+                }
+                if n == 0 {
+                    return false;
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+}
+
+/// A bidirectional transfer (both directions at once) on one bidi stream.
+pub fn bidi_transfer(
+    p: &mut Pair,
+    len: usize,
+    deadline: Duration,
+    mut each: impl FnMut(&mut Pair),
+) {
+    p.handshake();
+    let up = data(len, 1);
+    let down = data(len, 2);
+    let id = p.client_conn().open_stream(true).expect("open");
+    let (mut cw, mut cf, mut sw, mut sf) = (0, false, 0, false);
+    let (mut got_up, mut got_down) = (Vec::new(), Vec::new());
+    let (mut up_done, mut down_done) = (false, false);
+    let mut sid = None;
+    let ok = p.run_until(deadline, |p| {
+        each(p);
+        pump(p.client_conn(), id, &up, &mut cw, &mut cf);
+        if !down_done {
+            down_done = drain(p.client_conn(), id, &mut got_down);
+        }
+        let Some(srv) = p.server_conn() else {
+            return false;
+        };
+        if sid.is_none() {
+            sid = srv.accept_stream(true);
+        }
+        if let Some(sid) = sid {
+            pump(srv, sid, &down, &mut sw, &mut sf);
+            if !up_done {
+                up_done = drain(srv, sid, &mut got_up);
+            }
+        }
+        up_done && down_done
+    });
+    assert!(ok, "up {} down {} of {len}", got_up.len(), got_down.len());
+    assert!(got_up == up && got_down == down, "bytes differ");
 }

@@ -1,4 +1,5 @@
-//! The crate's one error type: what can go wrong turning a policy string into a policy.
+//! The crate's one error type: what can go wrong turning a policy string into a policy, or
+//! reading the data a policy needs.
 
 /// A policy specification that cannot be parsed. Every message lists what would be accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,6 +40,9 @@ pub enum Error {
         item: String,
         accepted: String,
     },
+
+    #[error("WebRTC FEC rate table {path}: {detail}")]
+    RateTable { path: String, detail: String },
 
     #[error("inconsistent parameters for policy `{policy}`: {detail}")]
     Inconsistent {

@@ -18,6 +18,7 @@ mod bandit;
 mod burst;
 mod config;
 mod error;
+pub mod fec_schemes;
 mod fixed;
 mod interval;
 mod ladr;

@@ -348,7 +348,11 @@ mod tests {
             let c = Controller::new(a, &CcConfig::default(), Instant::ZERO);
             assert_eq!(c.name(), name);
             // RFC 9002 §7.2's initial window, except for the controller that has none.
-            let initial = if a == CcAlgorithm::None { c.window() } else { 12_000 };
+            let initial = if a == CcAlgorithm::None {
+                c.window()
+            } else {
+                12_000
+            };
             assert_eq!(c.window(), initial);
         }
         assert_eq!(" BBR ".parse::<CcAlgorithm>().ok(), Some(CcAlgorithm::Bbr));

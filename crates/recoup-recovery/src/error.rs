@@ -1,5 +1,10 @@
+<<<<<<< HEAD
 //! The crate's one error type: what can go wrong turning a policy string into a policy, or
 //! reading the data a policy needs.
+=======
+//! The crate's one error type: what can go wrong turning a policy (or FEC scheme) string into
+//! one.
+>>>>>>> wt-feccore
 
 /// A policy specification that cannot be parsed. Every message lists what would be accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -9,6 +14,12 @@ pub enum Error {
 
     #[error("unknown policy `{name}`; accepted policies: {accepted}")]
     UnknownPolicy {
+        name: String,
+        accepted: &'static str,
+    },
+
+    #[error("unknown FEC scheme `{name}`; accepted schemes: {accepted}")]
+    UnknownFecScheme {
         name: String,
         accepted: &'static str,
     },

@@ -274,6 +274,7 @@ pub fn run_one_with_qlog(
                 usize::try_from(b).unwrap_or(usize::MAX)
             }),
         copies_beyond_cwnd: scenario.transport.copies_beyond_cwnd,
+        fec: scenario.transport.fec,
         record_recovery: true,
         seed,
         ..defaults

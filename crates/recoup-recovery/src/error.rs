@@ -1,10 +1,5 @@
-<<<<<<< HEAD
-//! The crate's one error type: what can go wrong turning a policy string into a policy, or
-//! reading the data a policy needs.
-=======
 //! The crate's one error type: what can go wrong turning a policy (or FEC scheme) string into
-//! one.
->>>>>>> wt-feccore
+//! one, or reading the data a scheme needs.
 
 /// A policy specification that cannot be parsed. Every message lists what would be accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

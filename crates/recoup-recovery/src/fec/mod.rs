@@ -112,6 +112,9 @@ pub trait FecScheme: fmt::Debug {
 #[derive(Debug)]
 pub enum Fec {
     Block(BlockFec),
+    WebRtc(Box<crate::fec_schemes::WebRtcFec>),
+    Hairpin(Box<crate::fec_schemes::HairpinFec>),
+    Tambur(Box<crate::fec_schemes::TamburFec>),
     /// A scheme written outside this crate.
     User(Box<dyn FecScheme + Send>),
 }
@@ -120,6 +123,9 @@ macro_rules! dispatch {
     ($self:expr, $s:ident => $call:expr) => {
         match $self {
             Fec::Block($s) => $call,
+            Fec::WebRtc($s) => $call,
+            Fec::Hairpin($s) => $call,
+            Fec::Tambur($s) => $call,
             Fec::User($s) => $call,
         }
     };

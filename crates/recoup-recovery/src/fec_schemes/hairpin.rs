@@ -14,7 +14,15 @@
 //! arrives by the deadline: `rtt/2 + k·rtt ≤ deadline left` (a loss is known one RTT after its
 //! send).
 
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
+
+use recoup_time::Instant;
+
+use super::config::HairpinConfig;
+use super::frames::{repair_windows, FrameCollector, LossFilter};
+use crate::api::{PacketInfo, RttSample, SendKind};
+use crate::fec::{FecContext, FecScheme, RepairRequest, SourcePacket};
 
 /// Hairpin's trade-off weights as AutoRec §VII names them.
 pub const LAMBDA_DEFAULT: f64 = 1e-4;
@@ -136,6 +144,131 @@ fn binomial_pmf(n: usize, q: f64) -> Vec<f64> {
         pmf[0] *= 1.0 - q;
     }
     pmf
+}
+
+/// Rounds assumed when a stream has no deadline (a transfer, not a frame): enough that the
+/// first rounds carry little redundancy.
+const ROUNDS_WITHOUT_DEADLINE: u32 = 16;
+/// Streams without a deadline whose sizes are remembered (oldest forgotten first).
+const MAX_UNDATED_STREAMS: usize = 1024;
+
+/// The Hairpin scheme: repair symbols over each round of a frame (its first transmissions, then
+/// each batch of retransmissions), as many as [`plan_round`] picks for the rounds left.
+#[derive(Debug)]
+pub struct HairpinFec {
+    config: HairpinConfig,
+    frames: FrameCollector,
+    loss: LossFilter,
+    rtt: Option<Duration>,
+    /// Per stream (frame): first-transmission packets and deadline.
+    sizes: BTreeMap<u64, (usize, Option<Instant>)>,
+    /// Retransmissions and copies sent since the last poll, per stream.
+    pending: BTreeMap<u64, (Vec<u64>, Option<Instant>)>,
+    ready: VecDeque<RepairRequest>,
+}
+
+impl HairpinFec {
+    #[must_use]
+    pub fn new(config: HairpinConfig) -> Self {
+        Self {
+            config,
+            frames: FrameCollector::default(),
+            loss: LossFilter::default(),
+            rtt: None,
+            sizes: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            ready: VecDeque::new(),
+        }
+    }
+
+    fn plan(&mut self, now: Instant, packets: &[u64], frame: usize, deadline: Option<Instant>) {
+        let rounds = match (deadline, self.rtt) {
+            (None, _) => ROUNDS_WITHOUT_DEADLINE,
+            (Some(d), Some(rtt)) => rounds_left(d - now, rtt),
+            // No RTT sample yet: this round may be the only one.
+            (Some(d), None) => u32::from(d > now),
+        };
+        if rounds == 0 {
+            return;
+        }
+        let plan = plan_round(
+            packets.len(),
+            frame,
+            rounds,
+            self.loss.mean(),
+            self.config.lambda,
+        );
+        self.ready.extend(repair_windows(packets, plan.repair));
+    }
+
+    fn forget_old(&mut self, now: Instant) {
+        self.sizes.retain(|_, (_, d)| d.is_none_or(|d| d >= now));
+        let undated = self.sizes.values().filter(|(_, d)| d.is_none()).count();
+        if undated > MAX_UNDATED_STREAMS {
+            let old: Vec<u64> = self
+                .sizes
+                .iter()
+                .filter(|(_, (_, d))| d.is_none())
+                .take(undated - MAX_UNDATED_STREAMS)
+                .map(|(s, _)| *s)
+                .collect();
+            for s in old {
+                self.sizes.remove(&s);
+            }
+        }
+    }
+}
+
+impl FecScheme for HairpinFec {
+    fn name(&self) -> &'static str {
+        "hairpin"
+    }
+
+    fn on_source_sent(&mut self, now: Instant, packet: &SourcePacket<'_>) {
+        let Some(stream) = packet.ranges.first().map(|r| r.range.stream) else {
+            return;
+        };
+        if packet.kind == SendKind::New {
+            let e = self.sizes.entry(stream).or_insert((0, packet.deadline));
+            e.0 += 1;
+            if let Some(frame) = self.frames.on_source(packet) {
+                let n = frame.packets.len();
+                self.plan(now, &frame.packets, n, frame.deadline);
+            }
+        } else {
+            let e = self
+                .pending
+                .entry(stream)
+                .or_insert_with(|| (Vec::new(), packet.deadline));
+            e.0.push(packet.pn);
+        }
+    }
+
+    fn on_packet_acked(&mut self, now: Instant, _packet: &PacketInfo<'_>, _repair: bool) {
+        self.loss.record(now, false);
+    }
+
+    fn on_packet_lost(&mut self, now: Instant, _packet: &PacketInfo<'_>, _repair: bool) {
+        self.loss.record(now, true);
+    }
+
+    fn on_rtt_update(&mut self, _now: Instant, rtt: &RttSample) {
+        self.rtt = Some(rtt.smoothed);
+    }
+
+    fn poll_repair(&mut self, now: Instant, _ctx: &FecContext) -> Option<RepairRequest> {
+        // The transport sends retransmissions before asking: what is pending is this round.
+        for (stream, (pns, deadline)) in std::mem::take(&mut self.pending) {
+            let (frame, known) = self
+                .sizes
+                .get(&stream)
+                .copied()
+                .unwrap_or((pns.len(), deadline));
+            self.plan(now, &pns, frame.max(pns.len()), known.or(deadline));
+        }
+        self.forget_old(now);
+        self.ready.pop_front()
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,16 @@
 //! a small model; we use the statistic it is trained on, so parity follows burst intensity and
 //! stays at one packet per frame when recent frames saw no loss.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
+
+use recoup_time::Instant;
+
+use super::config::TamburConfig;
+use super::frames::FrameCollector;
+use crate::api::PacketInfo;
+use crate::fec::{
+    FecContext, FecScheme, RepairRequest, SourcePacket, MAX_REPAIRS, MAX_WINDOW_SPAN,
+};
 
 /// AutoRec §VII's Tambur settings: maximum redundancy ratio.
 pub const MAX_RATIO_DEFAULT: f64 = 0.25;
@@ -78,6 +87,112 @@ impl TamburSizer {
         // The tolerance keeps 0.15 · 20 (3.0000000000000004 in floating point) at 3.
         let want = (self.predicted_ratio() * packets as f64 - 1e-9).ceil() as usize;
         want.clamp(1, cap)
+    }
+}
+
+/// The Tambur scheme: after each frame, parity sized by [`TamburSizer`] over that frame and the
+/// `tau` frames before it (as many as one repair frame can name).
+#[derive(Debug)]
+pub struct TamburFec {
+    config: TamburConfig,
+    sizer: TamburSizer,
+    frames: FrameCollector,
+    /// The last `tau` frames' packets.
+    recent: VecDeque<Vec<u64>>,
+    /// First-transmission packet -> its frame, until its fate is known.
+    owner: BTreeMap<u64, u64>,
+    /// Per frame: (lost, settled, sent).
+    outcome: BTreeMap<u64, (u32, u32, u32)>,
+    next_frame: u64,
+    ready: VecDeque<RepairRequest>,
+}
+
+impl TamburFec {
+    #[must_use]
+    pub fn new(config: TamburConfig) -> Self {
+        Self {
+            config,
+            sizer: TamburSizer::new(config.max_ratio, config.window as usize),
+            frames: FrameCollector::default(),
+            recent: VecDeque::new(),
+            owner: BTreeMap::new(),
+            outcome: BTreeMap::new(),
+            next_frame: 0,
+            ready: VecDeque::new(),
+        }
+    }
+
+    fn settle(&mut self, pn: u64, lost: bool) {
+        let Some(frame) = self.owner.remove(&pn) else {
+            return;
+        };
+        let Some(o) = self.outcome.get_mut(&frame) else {
+            return;
+        };
+        o.0 += u32::from(lost);
+        o.1 += 1;
+        if o.1 >= o.2 {
+            let (l, _, n) = *o;
+            self.outcome.remove(&frame);
+            self.sizer.record_frame(l, n);
+        }
+    }
+}
+
+impl FecScheme for TamburFec {
+    fn name(&self) -> &'static str {
+        "tambur"
+    }
+
+    fn on_source_sent(&mut self, _now: Instant, packet: &SourcePacket<'_>) {
+        let Some(frame) = self.frames.on_source(packet) else {
+            return;
+        };
+        let idx = self.next_frame;
+        self.next_frame += 1;
+        for &pn in &frame.packets {
+            self.owner.insert(pn, idx);
+        }
+        let n = frame.packets.len();
+        self.outcome
+            .insert(idx, (0, 0, u32::try_from(n).unwrap_or(u32::MAX)));
+        let parity = self.sizer.parity_packets(n);
+        let last = frame.packets.last().copied().unwrap_or(0);
+        let mut window: Vec<u64> = self
+            .recent
+            .iter()
+            .flatten()
+            .chain(&frame.packets)
+            .copied()
+            .filter(|&pn| last - pn < MAX_WINDOW_SPAN)
+            .collect();
+        window.sort_unstable();
+        self.ready.push_back(RepairRequest {
+            window,
+            repairs: u16::try_from(parity)
+                .unwrap_or(MAX_REPAIRS)
+                .min(MAX_REPAIRS),
+        });
+        self.recent.push_back(frame.packets);
+        while self.recent.len() > self.config.tau as usize {
+            self.recent.pop_front();
+        }
+    }
+
+    fn on_packet_acked(&mut self, _now: Instant, packet: &PacketInfo<'_>, repair: bool) {
+        if !repair {
+            self.settle(packet.pn, false);
+        }
+    }
+
+    fn on_packet_lost(&mut self, _now: Instant, packet: &PacketInfo<'_>, repair: bool) {
+        if !repair {
+            self.settle(packet.pn, true);
+        }
+    }
+
+    fn poll_repair(&mut self, _now: Instant, _ctx: &FecContext) -> Option<RepairRequest> {
+        self.ready.pop_front()
     }
 }
 

@@ -21,10 +21,17 @@
 //! so `webrtc14` ramps it linearly from 0 at the low threshold to 1 at the high one (an assumption,
 //! named in EXPERIMENTS.md).
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use recoup_time::Instant;
+
+use super::config::WebRtcConfig;
+use super::frames::{repair_windows, Frame, FrameCollector, LossFilter};
+use crate::api::{PacketInfo, RttSample, SendKind};
 use crate::error::Error;
+use crate::fec::{FecContext, FecScheme, RepairRequest, SourcePacket};
 
 /// Table rows (effective-rate bins) and columns (loss rate in Q8, 0..=128).
 pub const TABLE_ROWS: usize = 50;
@@ -117,8 +124,8 @@ pub enum WebRtcVariant {
 /// What WebRTC's protection logic looks at.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WebRtcInputs {
-    pub bitrate_bps: u64,
-    pub fps: u32,
+    /// Encoder bits per frame (bitrate / frame rate).
+    pub bits_per_frame: f64,
     /// Filtered loss rate, a fraction.
     pub loss: f64,
     pub rtt: Duration,
@@ -175,8 +182,7 @@ pub fn protection(
     hybrid: HybridThresholds,
     x: &WebRtcInputs,
 ) -> Protection {
-    let fps = f64::from(x.fps.max(1));
-    let kbit_per_frame = x.bitrate_bps as f64 / 1000.0 / fps;
+    let kbit_per_frame = x.bits_per_frame.max(0.0) / 1000.0;
     let resolution = x.pixels.map_or(1.0, |p| {
         1.0 / (p.max(1) as f64 / REFERENCE_PIXELS).powf(0.3)
     });
@@ -228,6 +234,124 @@ pub fn repair_packets(media: usize, factor: u8) -> usize {
     }
 }
 
+/// The WebRTC FEC scheme: every frame gets `repair_packets(n, factor)` repair symbols over its
+/// first transmissions, delta or key factor by the frame's size.
+#[derive(Debug)]
+pub struct WebRtcFec {
+    variant: WebRtcVariant,
+    config: WebRtcConfig,
+    table: Option<&'static RateTable>,
+    frames: FrameCollector,
+    loss: LossFilter,
+    rtt: Option<Duration>,
+    /// Exponentially filtered packets and bits per delta frame, packets per key frame.
+    delta_packets: Option<f64>,
+    delta_bits: Option<f64>,
+    key_packets: Option<f64>,
+    /// Bits of the frame being sent so far.
+    frame_bits: f64,
+    ready: VecDeque<RepairRequest>,
+}
+
+/// Weight of a new frame in the per-frame filters.
+const FRAME_FILTER: f64 = 0.1;
+/// A frame this many times the delta frames' packets is a key frame (the scheme does not see
+/// the encoder; key frames are several times a delta frame's size).
+const KEY_FRAME_FACTOR: f64 = 2.0;
+
+fn filtered(old: Option<f64>, x: f64) -> Option<f64> {
+    Some(old.map_or(x, |o| o + FRAME_FILTER * (x - o)))
+}
+
+impl WebRtcFec {
+    /// `config`'s table is loaded when [`crate::FecSpec`] parses it; a config built by hand
+    /// without one has nothing to size repairs by, and the scheme sends none.
+    #[must_use]
+    pub fn new(variant: WebRtcVariant, config: WebRtcConfig) -> Self {
+        Self {
+            variant,
+            config,
+            table: config.table.table(),
+            frames: FrameCollector::default(),
+            loss: LossFilter::default(),
+            rtt: None,
+            delta_packets: None,
+            delta_bits: None,
+            key_packets: None,
+            frame_bits: 0.0,
+            ready: VecDeque::new(),
+        }
+    }
+
+    fn on_frame(&mut self, frame: &Frame, bits: f64) {
+        let Some(table) = self.table else {
+            return;
+        };
+        let n = frame.packets.len() as f64;
+        // The first frame of a call is a key frame; until a delta frame is seen, a frame well
+        // below the key frames' size is one.
+        let key = match (self.delta_packets, self.key_packets) {
+            (Some(d), _) => n >= KEY_FRAME_FACTOR * d.max(1.0),
+            (None, Some(k)) => n * KEY_FRAME_FACTOR >= k,
+            (None, None) => true,
+        };
+        if key {
+            self.key_packets = filtered(self.key_packets, n);
+        } else {
+            self.delta_packets = filtered(self.delta_packets, n);
+            self.delta_bits = filtered(self.delta_bits, bits);
+        }
+        let inputs = WebRtcInputs {
+            bits_per_frame: self.delta_bits.unwrap_or(bits),
+            loss: self.loss.loss(),
+            // Before the first sample the handshake's RTT is unknown: assume FEC-only.
+            rtt: self.rtt.unwrap_or(self.config.high_rtt),
+            pixels: None,
+            packets_per_delta: self.delta_packets.unwrap_or(n),
+            packets_per_key: self.key_packets.unwrap_or(n),
+        };
+        let p = protection(table, self.variant, self.config.hybrid(), &inputs);
+        let factor = if key { p.key } else { p.delta };
+        let repairs = repair_packets(frame.packets.len(), factor);
+        self.ready.extend(repair_windows(&frame.packets, repairs));
+    }
+}
+
+impl FecScheme for WebRtcFec {
+    fn name(&self) -> &'static str {
+        match self.variant {
+            WebRtcVariant::V14 => "webrtc14",
+            WebRtcVariant::Now => "webrtc-now",
+        }
+    }
+
+    fn on_source_sent(&mut self, _now: Instant, packet: &SourcePacket<'_>) {
+        if packet.kind == SendKind::New {
+            self.frame_bits += packet.symbol_bytes as f64 * 8.0;
+        }
+        if let Some(frame) = self.frames.on_source(packet) {
+            let bits = std::mem::take(&mut self.frame_bits);
+            self.on_frame(&frame, bits);
+        }
+    }
+
+    fn on_packet_acked(&mut self, now: Instant, _packet: &PacketInfo<'_>, _repair: bool) {
+        self.loss.record(now, false);
+    }
+
+    fn on_packet_lost(&mut self, now: Instant, _packet: &PacketInfo<'_>, _repair: bool) {
+        self.loss.record(now, true);
+    }
+
+    fn on_rtt_update(&mut self, _now: Instant, rtt: &RttSample) {
+        self.rtt = Some(rtt.smoothed);
+    }
+
+    fn poll_repair(&mut self, _now: Instant, _ctx: &FecContext) -> Option<RepairRequest> {
+        self.ready.pop_front()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,8 +365,7 @@ mod tests {
 
     fn inputs(loss: f64, rtt_ms: u64) -> WebRtcInputs {
         WebRtcInputs {
-            bitrate_bps: 4_000_000,
-            fps: 60,
+            bits_per_frame: 4_000_000.0 / 60.0,
             loss,
             rtt: Duration::from_millis(rtt_ms),
             pixels: None,

@@ -117,6 +117,10 @@ pub struct RunRow {
     /// RTC: missed frames' time / playback time (AutoRec's "percent of video spent frozen",
     /// as a fraction).
     pub frozen_fraction: Option<f64>,
+    /// RTC: frozen time by the WebRTC statistics definition (a rendered frame lasting at least
+    /// max(3·avg, avg + 150 ms)) / playback time: the videoconferencing FEC testbeds' "percent of
+    /// video frozen" (AutoRec Fig. 20, Tambur), as a fraction.
+    pub video_frozen_fraction: Option<f64>,
     /// Copies the full congestion window held back before they went out, their mean wait, and
     /// held copies dropped because their data was acknowledged first (the transport's counters;
     /// empty for a qlog analysis).
@@ -273,6 +277,7 @@ pub fn run_row(
         transfers_incomplete: None,
         startup_delay_ms: None,
         frozen_fraction: None,
+        video_frozen_fraction: None,
         copies_held_by_cwnd: counters.cwnd_holds.map(|h| h.sent),
         copy_cwnd_wait_ms: counters
             .cwnd_holds
@@ -313,6 +318,8 @@ pub fn run_row(
             );
             let playback = o.playback.as_secs_f64();
             row.frozen_fraction = (playback > 0.0).then(|| o.frozen.as_secs_f64() / playback);
+            row.video_frozen_fraction =
+                (playback > 0.0).then(|| o.frozen_webrtc.as_secs_f64() / playback);
             row.app_error = o.error.as_ref().map(ToString::to_string);
         }
         None => {}
@@ -387,6 +394,7 @@ impl RunRow {
             ),
             ("startup_delay_ms", self.startup_delay_ms),
             ("frozen_fraction", self.frozen_fraction),
+            ("video_frozen_fraction", self.video_frozen_fraction),
             ("irt_ms", self.irt_ms),
             ("irt_p95_ms", self.irt_p95_ms),
             ("retran_ratio", self.retran_ratio),
@@ -722,11 +730,13 @@ mod tests {
             freezes: 2,
             frozen: Duration::from_millis(10 * 50),
             playback: Duration::from_secs(10),
+            frozen_webrtc: Duration::from_millis(300),
             error: None,
         });
         let row = run_row("arq", 1, &[], &counters(), Some(&rtc));
         assert!(close(row.deadline_miss_rate, 0.05));
         assert!(close(row.frozen_fraction, 0.05));
+        assert!(close(row.video_frozen_fraction, 0.03));
     }
 
     #[test]

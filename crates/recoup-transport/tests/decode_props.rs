@@ -454,6 +454,7 @@ proptest! {
             active_connection_id_limit: limit,
             initial_source_connection_id: cids[1],
             retry_source_connection_id: cids[2],
+            recoup_fec: ints[0] % 2 == 1,
         };
         let mut buf = Vec::new();
         p.encode(&mut buf);

@@ -6,11 +6,11 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{data, seed, Dir, NetConfig, Pair, SeedGuard};
+use common::{data, drain, pump, seed, Dir, NetConfig, Pair, SeedGuard};
 use recoup_time::Instant;
 use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::streams::StreamId;
-use recoup_transport::{Connection, Event, TransportConfig};
+use recoup_transport::{Event, TransportConfig};
 
 #[test]
 fn handshake_completes_and_both_sides_report_connected() {
@@ -48,38 +48,6 @@ fn handshake_completes_under_heavy_loss() {
         };
         let mut p = Pair::new(s, net, TransportConfig::default());
         p.handshake();
-    }
-}
-
-/// Writes as much of `payload[*written..]` as the stream takes, and the FIN after the last byte.
-fn pump(c: &mut Connection, id: StreamId, payload: &[u8], written: &mut usize, fin: &mut bool) {
-    while *written < payload.len() {
-        match c.stream_write(id, &payload[*written..]) {
-            Ok(n) if n > 0 => *written += n,
-            _ => break,
-        }
-    }
-    if *written == payload.len() && !*fin {
-        *fin = c.stream_finish(id).is_ok();
-    }
-}
-
-/// Reads what is there into `out`; true once the FIN was read.
-fn drain(c: &mut Connection, id: StreamId, out: &mut Vec<u8>) -> bool {
-    let mut buf = [0u8; 16384];
-    loop {
-        match c.stream_read(id, &mut buf) {
-            Ok((n, fin)) => {
-                out.extend_from_slice(&buf[..n]);
-                if fin {
-                    return true;
-                }
-                if n == 0 {
-                    return false;
-                }
-            }
-            Err(_) => return false,
-        }
     }
 }
 

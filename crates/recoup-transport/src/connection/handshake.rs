@@ -73,6 +73,7 @@ impl Connection {
             disable_active_migration: true,
             active_connection_id_limit: config.active_connection_id_limit,
             initial_source_connection_id: Some(scid),
+            recoup_fec: config.fec_receive,
             ..TransportParameters::default()
         }
     }
@@ -137,6 +138,7 @@ impl Connection {
                 "original_destination_connection_id does not match"
             ));
         }
+        self.fec_on_peer_params(&params);
         self.streams.set_peer_params(FlowLimits {
             initial_max_data: params.initial_max_data,
             initial_max_stream_data_bidi_local: params.initial_max_stream_data_bidi_local,

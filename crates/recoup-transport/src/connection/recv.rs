@@ -11,6 +11,7 @@ use super::{CloseError, Connection, State};
 use crate::cid::ConnectionId;
 use crate::crypto::Side;
 use crate::error::{transport_err, Error, TransportError};
+use crate::fec::source_symbol;
 use crate::frame::{frame_allowed_or_err, Frame, Frames, StreamDir};
 use crate::loss::SpaceId;
 use crate::packet::{decode_pn, FirstByte, PacketType, PartialDecode};
@@ -130,7 +131,8 @@ impl Connection {
                 }),
             );
         }
-        let ack_eliciting = self.process_frames(now, space, packet_type, &header.dcid, &payload)?;
+        let ack_eliciting =
+            self.process_frames(now, space, packet_type, pn, &header.dcid, &payload)?;
         let max_ack_delay = self.config.max_ack_delay;
         let threshold = self.config.ack_eliciting_threshold;
         self.spaces[space].on_packet_received(
@@ -150,6 +152,7 @@ impl Connection {
         now: Instant,
         space: SpaceId,
         packet_type: PacketType,
+        pn: u64,
         dcid: &ConnectionId,
         payload: &[u8],
     ) -> Result<bool, Error> {
@@ -158,6 +161,8 @@ impl Connection {
         }
         let mut ack_eliciting = false;
         let mut crypto_received = false;
+        // The packet's STREAM frames as a FEC source symbol, when we decode repairs.
+        let mut fec_symbol = (space == SpaceId::Data && self.fec.receiver.is_some()).then(Vec::new);
         for frame in Frames::new(payload) {
             let frame = frame?;
             let ty = frame.ty();
@@ -172,10 +177,15 @@ impl Connection {
                         .map_err(with_ty)?;
                     crypto_received = true;
                 }
-                Frame::Stream(s) => self
-                    .streams
-                    .on_stream(StreamId(s.stream_id), s.offset, s.data, s.fin)
-                    .map_err(with_ty)?,
+                Frame::Stream(s) => {
+                    self.streams
+                        .on_stream(StreamId(s.stream_id), s.offset, s.data, s.fin)
+                        .map_err(with_ty)?;
+                    if let Some(symbol) = fec_symbol.as_mut() {
+                        source_symbol(symbol, &s);
+                    }
+                }
+                Frame::Repair(r) => self.on_repair_frame(now, pn, &r).map_err(with_ty)?,
                 Frame::ResetStream {
                     stream_id,
                     error_code,
@@ -266,6 +276,9 @@ impl Connection {
                     self.confirm_handshake(now);
                 }
             }
+        }
+        if let Some(symbol) = fec_symbol.filter(|s| !s.is_empty()) {
+            self.fec_on_source_received(pn, symbol);
         }
         if crypto_received {
             self.read_crypto(now, space)?;

@@ -15,6 +15,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use recoup_time::Instant;
+use recoup_transport::streams::StreamId;
 use recoup_transport::{
     client_config, self_signed, server_config, ClientConfig, Connection, ConnectionHandle,
     Endpoint, ServerConfig, ServerVerification, TransportConfig,
@@ -324,4 +325,36 @@ pub fn data(len: usize, seed: u64) -> Vec<u8> {
     let mut v = vec![0u8; len];
     rng.fill(&mut v[..]);
     v
+}
+
+/// Writes as much of `payload[*written..]` as the stream takes, and the FIN after the last byte.
+pub fn pump(c: &mut Connection, id: StreamId, payload: &[u8], written: &mut usize, fin: &mut bool) {
+    while *written < payload.len() {
+        match c.stream_write(id, &payload[*written..]) {
+            Ok(n) if n > 0 => *written += n,
+            _ => break,
+        }
+    }
+    if *written == payload.len() && !*fin {
+        *fin = c.stream_finish(id).is_ok();
+    }
+}
+
+/// Reads what is there into `out`; true once the FIN was read.
+pub fn drain(c: &mut Connection, id: StreamId, out: &mut Vec<u8>) -> bool {
+    let mut buf = [0u8; 16384];
+    loop {
+        match c.stream_read(id, &mut buf) {
+            Ok((n, fin)) => {
+                out.extend_from_slice(&buf[..n]);
+                if fin {
+                    return true;
+                }
+                if n == 0 {
+                    return false;
+                }
+            }
+            Err(_) => return false,
+        }
+    }
 }

@@ -42,6 +42,11 @@ pub struct RunCounters {
     pub goodput_bytes: u64,
     /// Copies the congestion window held back; `None` where unknown (a qlog does not say).
     pub cwnd_holds: Option<CwndHolds>,
+    /// Dual-side FEC: repair packets and their bytes the sender sent, and packets the receiver
+    /// restored from repair symbols (docs/FEC.md).
+    pub repair_packets: u64,
+    pub repair_bytes: u64,
+    pub fec_recovered_packets: u64,
 }
 
 /// Copies that found the congestion window full and were not allowed beyond it.
@@ -99,7 +104,7 @@ pub struct RunRow {
     pub frozen_ms_per_100s: Option<f64>,
     /// RTC: frames not complete by their deadline / frames due.
     pub deadline_miss_rate: Option<f64>,
-    /// Non-first-transmission bytes / all bytes sent.
+    /// Non-first-transmission bytes (retransmissions, copies, FEC repair) / all bytes sent.
     pub bandwidth_cost: Option<f64>,
     // Additions.
     /// Ranges whose first retransmission did not arrive, and their p95 and max latency.
@@ -121,6 +126,11 @@ pub struct RunRow {
     /// max(3·avg, avg + 150 ms)) / playback time: the videoconferencing FEC testbeds' "percent of
     /// video frozen" (AutoRec Fig. 20, Tambur), as a fraction.
     pub video_frozen_fraction: Option<f64>,
+    /// Dual-side FEC: repair packets sent, repair packets / new packets (the redundancy cost of
+    /// FEC, ART Fig. 22), packets the receiver restored from repair symbols.
+    pub repair_packets: u64,
+    pub repair_cost: Option<f64>,
+    pub fec_recovered_packets: u64,
     /// Copies the full congestion window held back before they went out, their mean wait, and
     /// held copies dropped because their data was acknowledged first (the transport's counters;
     /// empty for a qlog analysis).
@@ -241,7 +251,10 @@ pub fn run_row(
         .count() as u64;
     let lost = recovered.len() as u64;
     let secs = counters.duration.as_secs_f64();
-    let bytes_all = counters.bytes_new + counters.bytes_retransmitted + counters.bytes_copies;
+    let bytes_all = counters.bytes_new
+        + counters.bytes_retransmitted
+        + counters.bytes_copies
+        + counters.repair_bytes;
     let mut row = RunRow {
         policy: policy.to_owned(),
         seed,
@@ -264,7 +277,7 @@ pub fn run_row(
         frozen_ms_per_100s: None,
         deadline_miss_rate: None,
         bandwidth_cost: ratio(
-            counters.bytes_retransmitted + counters.bytes_copies,
+            counters.bytes_retransmitted + counters.bytes_copies + counters.repair_bytes,
             bytes_all,
         ),
         lost_ranges_multi: multi.len() as u64,
@@ -278,6 +291,9 @@ pub fn run_row(
         startup_delay_ms: None,
         frozen_fraction: None,
         video_frozen_fraction: None,
+        repair_packets: counters.repair_packets,
+        repair_cost: ratio(counters.repair_packets, counters.packets_new),
+        fec_recovered_packets: counters.fec_recovered_packets,
         copies_held_by_cwnd: counters.cwnd_holds.map(|h| h.sent),
         copy_cwnd_wait_ms: counters
             .cwnd_holds
@@ -395,6 +411,9 @@ impl RunRow {
             ("startup_delay_ms", self.startup_delay_ms),
             ("frozen_fraction", self.frozen_fraction),
             ("video_frozen_fraction", self.video_frozen_fraction),
+            ("repair_packets", n(self.repair_packets)),
+            ("repair_cost", self.repair_cost),
+            ("fec_recovered_packets", n(self.fec_recovered_packets)),
             ("irt_ms", self.irt_ms),
             ("irt_p95_ms", self.irt_p95_ms),
             ("retran_ratio", self.retran_ratio),
@@ -578,6 +597,9 @@ mod tests {
             packets_lost: 55,
             goodput_bytes: 5_000_000,
             cwnd_holds: None,
+            repair_packets: 0,
+            repair_bytes: 0,
+            fec_recovered_packets: 0,
         }
     }
 
@@ -634,6 +656,23 @@ mod tests {
         assert!(close(rows[0].goodput_reduction, 0.0));
         assert!(close(rows[1].goodput_reduction, 0.25));
         assert_eq!(rows[2].goodput_reduction, None, "no arq run on seed 4");
+    }
+
+    #[test]
+    fn repair_bytes_are_bandwidth_cost_and_repairs_their_own_cost() {
+        let c = RunCounters {
+            repair_packets: 100,
+            repair_bytes: 120_000,
+            fec_recovered_packets: 7,
+            ..counters()
+        };
+        let row = run_row("arq", 1, &[], &c, None);
+        // (30 000 retransmitted + 70 000 copied + 120 000 repair) / 1 220 000 bytes sent.
+        assert!(close(row.bandwidth_cost, 220_000.0 / 1_220_000.0));
+        assert!(close(row.repair_cost, 0.1));
+        assert_eq!((row.repair_packets, row.fec_recovered_packets), (100, 7));
+        // Copies alone stay AutoRec's redundancy cost.
+        assert!(close(row.redundancy_cost, 0.07));
     }
 
     #[test]

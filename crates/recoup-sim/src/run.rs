@@ -345,6 +345,11 @@ pub fn run_one_with_qlog(
         outcome.as_ref(),
     );
     let client_error = client.app().error.clone();
+    let fec_recovered_packets = client
+        .app()
+        .conn
+        .and_then(|h| client.endpoint_mut().connection_mut(h))
+        .map_or(0, |conn| conn.stats().fec_recovered_packets);
     let server = sim
         .downcast_mut::<QuicNode<AppDriver>>(s)
         .expect("server node is a QuicNode<AppDriver>");
@@ -374,6 +379,9 @@ pub fn run_one_with_qlog(
             wait: stats.copy_cwnd_wait,
             dropped: stats.held_copies_dropped,
         }),
+        repair_packets: stats.repair_packets_sent,
+        repair_bytes: stats.repair_bytes_sent,
+        fec_recovered_packets,
     };
     let mut row = run_row(
         &policy.label,

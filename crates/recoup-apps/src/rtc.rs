@@ -43,6 +43,7 @@ impl Default for RtcConfig {
 #[derive(Debug)]
 pub struct RtcSender {
     encoder: EncoderConfig,
+    deadline: Duration,
     rng: ChaCha8Rng,
     start: Instant,
     end: Instant,
@@ -55,6 +56,7 @@ impl RtcSender {
     pub fn new(config: &RtcConfig, start: Instant, duration: Duration, rng: ChaCha8Rng) -> Self {
         Self {
             encoder: config.encoder,
+            deadline: config.deadline,
             rng,
             start,
             end: start + duration,
@@ -93,6 +95,14 @@ impl App for RtcSender {
     fn next_wakeup(&self) -> Option<Instant> {
         let t = clock_tick(self.start, self.encoder.fps, self.next_frame);
         (t < self.end).then_some(t)
+    }
+
+    /// Frame `i`'s playout deadline: its capture time plus the deadline.
+    fn stream_deadline(&self, stream: StreamKey) -> Option<Instant> {
+        let StreamKey::Local(i) = stream else {
+            return None;
+        };
+        Some(clock_tick(self.start, self.encoder.fps, i) + self.deadline)
     }
 
     fn finish(&mut self, _now: Instant) {}
@@ -343,6 +353,12 @@ mod tests {
                 }
             }
         }
+        assert_eq!(
+            tx.stream_deadline(StreamKey::Local(3)),
+            Some(ms(400)),
+            "captured at 300 ms"
+        );
+        assert_eq!(tx.stream_deadline(StreamKey::Peer(3)), None);
         // Frame 9's deadline (1000 ms) has passed at 1000 ms; nothing later exists.
         rx.finish(ms(2000));
         let o = rx.outcome();

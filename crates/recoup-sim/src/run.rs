@@ -126,6 +126,9 @@ impl Application for AppDriver {
                         None => match conn.open_stream(self.bidi) {
                             Ok(id) => {
                                 self.local.insert(i, id);
+                                if let Some(d) = self.app.stream_deadline(key) {
+                                    conn.set_stream_deadline(id, d);
+                                }
                                 Some(id)
                             }
                             // The peer's MAX_STREAMS: wait until it grants more.

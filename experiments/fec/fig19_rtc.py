@@ -142,7 +142,7 @@ def main() -> None:
     wall = common.wall_seconds_tree(out)
     md += (
         f"\n{args.seeds} seeds x {duration} per panel and scheme; wall time {wall:.0f} s with "
-        f"--jobs {args.jobs} on {common.machine()}.\n{common.provenance()}\n"
+        f"--jobs {args.jobs} on {common.machine()}.\n"
     )
     common.save_text(figs / "fec-fig19.md", md)
     print(md)

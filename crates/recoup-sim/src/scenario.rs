@@ -1379,7 +1379,8 @@ mod tests {
                 "loss_detection",
                 "receive_window",
                 "send_buffer",
-                "copies_beyond_cwnd"
+                "copies_beyond_cwnd",
+                "fec"
             ]
         );
         assert_eq!(keys::<RawFileApp>(), ["size", "count", "interval"]);

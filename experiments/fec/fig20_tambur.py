@@ -69,6 +69,7 @@ def main() -> None:
         df["bad_loss"] = bad
         parts.append(df)
     rows = common.pd.concat(parts, ignore_index=True)
+    rows["fec_recovered_packets"] = rows["fec_recovered_packets"].fillna(0)
     metrics = [
         "video_frozen_fraction",
         "deadline_miss_rate",

@@ -278,6 +278,8 @@ pub fn run_one_with_qlog(
             }),
         copies_beyond_cwnd: scenario.transport.copies_beyond_cwnd,
         fec: scenario.transport.fec,
+        // Both ends run the same config; only the server has data to protect.
+        fec_receive: scenario.transport.fec.is_some(),
         record_recovery: true,
         seed,
         ..defaults
@@ -348,11 +350,13 @@ pub fn run_one_with_qlog(
         outcome.as_ref(),
     );
     let client_error = client.app().error.clone();
-    let fec_recovered_packets = client
+    let fec_recovered = client
         .app()
         .conn
         .and_then(|h| client.endpoint_mut().connection_mut(h))
-        .map_or(0, |conn| conn.stats().fec_recovered_packets);
+        .map(|c| c.stats())
+        .filter(|_| scenario.transport.fec.is_some())
+        .map(|st| (st.fec_recovered_packets, st.fec_recovered_bytes));
     let server = sim
         .downcast_mut::<QuicNode<AppDriver>>(s)
         .expect("server node is a QuicNode<AppDriver>");
@@ -382,9 +386,9 @@ pub fn run_one_with_qlog(
             wait: stats.copy_cwnd_wait,
             dropped: stats.held_copies_dropped,
         }),
-        repair_packets: stats.repair_packets_sent,
-        repair_bytes: stats.repair_bytes_sent,
-        fec_recovered_packets,
+        packets_repair: stats.repair_packets_sent,
+        bytes_repair: stats.repair_bytes_sent,
+        fec_recovered,
     };
     let mut row = run_row(
         &policy.label,

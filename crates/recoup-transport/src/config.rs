@@ -79,7 +79,9 @@ pub struct TransportConfig {
     /// parameters say it decodes repair frames; toward any other peer we send plain ARQ.
     pub fec: Option<FecSpec>,
     /// Announce that we decode repair frames (the `recoup_fec` transport parameter), so a recoup
-    /// peer with a FEC scheme may send them to us.
+    /// peer with a FEC scheme may send them to us. Off by default so that an endpoint not
+    /// using FEC sends exactly the handshake it sent before the extension existed; `recoup get`
+    /// and a simulated client with FEC in the scenario turn it on.
     pub fec_receive: bool,
     /// RFC 9002 §6.1.1 kPacketThreshold.
     pub packet_threshold: u64,
@@ -122,7 +124,7 @@ impl Default for TransportConfig {
             policy: PolicySpec::default(),
             custom_policy: None,
             fec: None,
-            fec_receive: true,
+            fec_receive: false,
             packet_threshold: 3,
             time_threshold: (9, 8),
             loss_detection: LossDetectionMode::Rfc9002,

@@ -61,6 +61,14 @@ fn download(p: &mut Pair, payload: &[u8], deadline: Duration) -> Vec<u8> {
     received
 }
 
+/// recoup's client: announces that it decodes repair symbols.
+fn decoding() -> TransportConfig {
+    TransportConfig {
+        fec_receive: true,
+        ..TransportConfig::default()
+    }
+}
+
 fn lossy(loss: f64) -> NetConfig {
     NetConfig {
         loss,
@@ -73,7 +81,7 @@ fn recoup_endpoints_negotiate_fec_and_restore_lost_packets() {
     for spec in ["block:k=4,m=1", "block:k=8,m=3"] {
         let s = seed(31);
         let _g = SeedGuard(s);
-        let mut p = Pair::with_configs(s, lossy(0.05), TransportConfig::default(), with_fec(spec));
+        let mut p = Pair::with_configs(s, lossy(0.05), decoding(), with_fec(spec));
         let payload = data(2 * 1024 * 1024, s);
         let got = download(&mut p, &payload, Duration::from_secs(60));
         assert!(

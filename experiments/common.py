@@ -416,3 +416,90 @@ def write_table(fig: str, title: str, body: str, args: argparse.Namespace) -> No
         f"{args.seeds} seeds x {args.duration} per point; wall time {wall:.0f} s with "
         f"--jobs {args.jobs} on {machine()}.\n",
     )
+
+
+# AutoRec §VII's RTC settings of the schemes it compares (Figs. 19-20): AutoRec with alpha = 0
+# and beta = gamma = 20 % / 5 % (LC) / 50 % (HC); Hairpin's lambda 1e-4 / 1e-1 (LC) / 1e-7 (HC);
+# Tambur's maximum redundancy 25 % / one repair per frame (LC) / 50 % (HC). A scheme is a
+# recovery policy (sender-side) or a FEC scheme over ARQ (dual-side, `fec`).
+AUTOREC_RTC = [
+    {"label": "autorec", "name": "autorec", "params": "alpha=0ms,beta=0.2,gamma=0.2"},
+    {"label": "autorec-lc", "name": "autorec", "params": "alpha=0ms,beta=0.05,gamma=0.05"},
+    {"label": "autorec-hc", "name": "autorec", "params": "alpha=0ms,beta=0.5,gamma=0.5"},
+]
+HAIRPIN = [
+    {"label": "hairpin", "fec": "hairpin:lambda=1e-4"},
+    {"label": "hairpin-lc", "fec": "hairpin:lambda=1e-1"},
+    {"label": "hairpin-hc", "fec": "hairpin:lambda=1e-7"},
+]
+WEBRTC = [
+    {"label": "webrtc14", "fec": "webrtc14"},
+    {"label": "webrtc-now", "fec": "webrtc-now"},
+]
+TAMBUR = [
+    {"label": "tambur", "fec": "tambur:max_ratio=0.25"},
+    {"label": "tambur-lc", "fec": "tambur:max_ratio=0"},
+    {"label": "tambur-hc", "fec": "tambur:max_ratio=0.5"},
+]
+
+
+def run_schemes(
+    plan: dict[str, Any], schemes: list[dict[str, str]], out: Path, args: argparse.Namespace
+) -> pd.DataFrame:
+    """Runs `plan` once with every sender-side scheme of `schemes` as its policies and once per
+    FEC scheme (ARQ plus `[transport] fec`, labelled with the scheme), into `out`/<label>/; the
+    rows of all, with `policy` the scheme's label and `dual_side` marking FEC."""
+    policies = [s for s in schemes if "fec" not in s]
+    parts = []
+    if policies:
+        p = dict(plan, policy=policies)
+        df = run(p, out / "sender-side" / "scenario.toml", args)
+        df["dual_side"] = False
+        parts.append(df)
+    for s in (s for s in schemes if "fec" in s):
+        transport = dict(plan.get("transport", {}), fec=s["fec"])
+        p = dict(plan, transport=transport, policy=[{"label": s["label"], "name": "arq"}])
+        df = run(p, out / s["label"] / "scenario.toml", args)
+        df["dual_side"] = True
+        parts.append(df)
+    return pd.concat(parts, ignore_index=True)
+
+
+def wall_seconds_tree(folder: Path) -> float:
+    """Sum of the wall times of every run under `folder`."""
+    return sum(float(p.read_text()) for p in folder.rglob("wall_seconds.txt"))
+
+
+def cost_plot(
+    means: pd.DataFrame,
+    panels: list[Any],
+    panel_col: str,
+    y: str,
+    ylabel: str,
+    titles: dict[Any, str],
+    path: Path,
+) -> None:
+    """One panel per value of `panel_col`: `y` against bandwidth cost, one point per scheme
+    (dual-side schemes hollow), as AutoRec Figs. 19-20 plot them."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    markers = "osD^v<>pP*Xh"
+    for ax, panel in zip(axes[0], panels):
+        sub = means[means[panel_col] == panel]
+        for i, r in enumerate(sub.itertuples()):
+            color = f"C{i % 10}"
+            style = {"facecolors": "none", "edgecolors": color} if r.dual_side else {"c": color}
+            ax.scatter(
+                r.bandwidth_cost * 100,
+                getattr(r, y) * 100,
+                marker=markers[i % len(markers)],
+                label=r.policy,
+                **style,
+            )
+        ax.set_title(titles.get(panel, str(panel)))
+        ax.set_xlabel("bandwidth cost (%)")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][-1].legend(fontsize=7, loc="best")
+    save_figure(fig, path, dpi=110)

@@ -31,6 +31,8 @@ scripts=(
   experiments/art/fig19_nmax.py
   experiments/art/fig20_21_files.py
   experiments/burst/ge_burst.py
+  experiments/fec/fig19_rtc.py
+  experiments/fec/fig20_tambur.py
   experiments/fleet/deployment.py
 )
 # Every other script in experiments/<group>/ (ART Figs. 22 and 24, why_art, the Fig. 18 latency

@@ -84,6 +84,12 @@ pub trait App {
         Err(unexpected(stream))
     }
 
+    /// When the data of a stream this side writes is due at the peer (a video frame's playout
+    /// deadline), for dual-side FEC schemes that size repair by the time left. By default none.
+    fn stream_deadline(&self, _stream: StreamKey) -> Option<Instant> {
+        None
+    }
+
     /// When the application next has something to do on its own (the frame clock, a think
     /// time), if ever.
     fn next_wakeup(&self) -> Option<Instant>;

@@ -43,6 +43,7 @@ impl Default for RtcConfig {
 #[derive(Debug)]
 pub struct RtcSender {
     encoder: EncoderConfig,
+    deadline: Duration,
     rng: ChaCha8Rng,
     start: Instant,
     end: Instant,
@@ -55,6 +56,7 @@ impl RtcSender {
     pub fn new(config: &RtcConfig, start: Instant, duration: Duration, rng: ChaCha8Rng) -> Self {
         Self {
             encoder: config.encoder,
+            deadline: config.deadline,
             rng,
             start,
             end: start + duration,
@@ -95,6 +97,14 @@ impl App for RtcSender {
         (t < self.end).then_some(t)
     }
 
+    /// Frame `i`'s playout deadline: its capture time plus the deadline.
+    fn stream_deadline(&self, stream: StreamKey) -> Option<Instant> {
+        let StreamKey::Local(i) = stream else {
+            return None;
+        };
+        Some(clock_tick(self.start, self.encoder.fps, i) + self.deadline)
+    }
+
     fn finish(&mut self, _now: Instant) {}
 }
 
@@ -111,7 +121,44 @@ pub struct RtcOutcome {
     pub frozen: Duration,
     /// Frames due times the frame interval.
     pub playback: Duration,
+    /// Frozen time by the WebRTC statistics definition ([`webrtc_frozen`]).
+    pub frozen_webrtc: Duration,
     pub error: Option<FrameError>,
+}
+
+/// Frames of history in WebRTC's mean frame duration (webrtc-stats `freezeCount`).
+const FREEZE_HISTORY: usize = 30;
+
+/// Total frozen time as WebRTC's statistics count it (W3C webrtc-stats `freezeCount` /
+/// `totalFreezesDuration`), the percent-of-video-frozen measure of the videoconferencing FEC
+/// papers' testbeds: a rendered frame's duration (the time to the next rendered frame) is a
+/// freeze if it is at least max(3·avg, avg + 150 ms), avg the mean duration of the last 30
+/// rendered frames; the freeze lasts that whole duration. `rendered` are the playout indices of
+/// the frames shown (on time), ascending; `end` the index where playback stops; `interval` one
+/// frame's time.
+#[must_use]
+pub fn webrtc_frozen(rendered: &[u64], end: u64, interval: Duration) -> Duration {
+    let mut history: VecDeque<u64> = VecDeque::with_capacity(FREEZE_HISTORY);
+    let mut frozen_frames = 0u64;
+    let nexts = rendered.iter().skip(1).copied().chain(std::iter::once(end));
+    for (&at, next) in rendered.iter().zip(nexts) {
+        let d = next.saturating_sub(at);
+        if !history.is_empty() {
+            let avg = history.iter().sum::<u64>() as f64 / history.len() as f64;
+            let interval_ms = interval.as_secs_f64() * 1e3;
+            let threshold = (3.0 * avg).max(avg + 150.0 / interval_ms);
+            if d as f64 >= threshold {
+                frozen_frames += d;
+            }
+        }
+        if history.len() == FREEZE_HISTORY {
+            history.pop_front();
+        }
+        history.push_back(d);
+    }
+    interval
+        .checked_mul(u32::try_from(frozen_frames).unwrap_or(u32::MAX))
+        .unwrap_or(Duration::MAX)
 }
 
 /// The receiving side.
@@ -165,6 +212,7 @@ impl RtcReceiver {
             freezes: 0,
             frozen: Duration::ZERO,
             playback: Duration::ZERO,
+            frozen_webrtc: Duration::ZERO,
             error: self.error.clone(),
         })
     }
@@ -233,6 +281,7 @@ impl App for RtcReceiver {
         let mut due = 0u64;
         let (mut on_time, mut freezes, mut missed) = (0u64, 0u64, 0u64);
         let mut in_freeze = false;
+        let mut rendered = Vec::new();
         while due < self.total && self.deadline_of(due) <= now {
             let ok = usize::try_from(due)
                 .ok()
@@ -241,6 +290,7 @@ impl App for RtcReceiver {
                 .unwrap_or(false);
             if ok {
                 on_time += 1;
+                rendered.push(due);
                 in_freeze = false;
             } else {
                 missed += 1;
@@ -259,6 +309,7 @@ impl App for RtcReceiver {
             freezes,
             frozen: times(missed).unwrap_or(Duration::MAX),
             playback: times(due).unwrap_or(Duration::MAX),
+            frozen_webrtc: webrtc_frozen(&rendered, due, interval),
             error: self.error.clone(),
         });
     }
@@ -302,6 +353,12 @@ mod tests {
                 }
             }
         }
+        assert_eq!(
+            tx.stream_deadline(StreamKey::Local(3)),
+            Some(ms(400)),
+            "captured at 300 ms"
+        );
+        assert_eq!(tx.stream_deadline(StreamKey::Peer(3)), None);
         // Frame 9's deadline (1000 ms) has passed at 1000 ms; nothing later exists.
         rx.finish(ms(2000));
         let o = rx.outcome();
@@ -315,6 +372,25 @@ mod tests {
         // At 650 ms only frames 0..=5 are due (deadline <= 650).
         rx.finish(ms(650));
         assert_eq!(rx.outcome().frames_due, 6);
+    }
+
+    #[test]
+    fn webrtc_freezes_need_a_gap_well_above_the_mean() {
+        let i = Duration::from_millis(10);
+        let all: Vec<u64> = (0..100).collect();
+        assert_eq!(webrtc_frozen(&all, 100, i), Duration::ZERO);
+        // At 100 fps avg = 1 frame: a freeze is a gap of max(3, 1 + 15) = 16 frames or more.
+        // Frames 40..=54 missing: frame 39 lasts 16 frames, a freeze of 160 ms.
+        let gap: Vec<u64> = (0..100).filter(|f| !(40..55).contains(f)).collect();
+        assert_eq!(webrtc_frozen(&gap, 100, i), Duration::from_millis(160));
+        // One frame fewer missing: a 15-frame duration is no freeze.
+        let short: Vec<u64> = (0..100).filter(|f| !(40..54).contains(f)).collect();
+        assert_eq!(webrtc_frozen(&short, 100, i), Duration::ZERO);
+        // At 10 fps avg = 100 ms: max(300, 250) ms, three frame intervals.
+        let ten = Duration::from_millis(100);
+        let a: Vec<u64> = (0..20).filter(|f| !(10..12).contains(f)).collect();
+        assert_eq!(webrtc_frozen(&a, 20, ten), Duration::from_millis(300));
+        assert_eq!(webrtc_frozen(&[], 20, ten), Duration::ZERO);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The crate's one error type: what can go wrong turning a policy string into a policy.
+//! The crate's one error type: what can go wrong turning a policy (or FEC scheme) string into
+//! one, or reading the data a scheme needs.
 
 /// A policy specification that cannot be parsed. Every message lists what would be accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -8,6 +9,12 @@ pub enum Error {
 
     #[error("unknown policy `{name}`; accepted policies: {accepted}")]
     UnknownPolicy {
+        name: String,
+        accepted: &'static str,
+    },
+
+    #[error("unknown FEC scheme `{name}`; accepted schemes: {accepted}")]
+    UnknownFecScheme {
         name: String,
         accepted: &'static str,
     },
@@ -39,6 +46,9 @@ pub enum Error {
         item: String,
         accepted: String,
     },
+
+    #[error("WebRTC FEC rate table {path}: {detail}")]
+    RateTable { path: String, detail: String },
 
     #[error("inconsistent parameters for policy `{policy}`: {detail}")]
     Inconsistent {

@@ -18,6 +18,8 @@ mod bandit;
 mod burst;
 mod config;
 mod error;
+pub mod fec;
+pub mod fec_schemes;
 mod fixed;
 mod interval;
 mod ladr;
@@ -45,6 +47,7 @@ pub use config::{
     Or3Variant, PolicySpec, SchedulerConfig, TooConfig, POLICY_NAMES,
 };
 pub use error::Error;
+pub use fec::{Fec, FecScheme, FecSpec};
 pub use fixed::Fixed;
 pub use ladr::LadrRrl;
 pub use lineage::{Lineages, Recovered, SendLoss};

@@ -139,6 +139,10 @@ impl App for AppEndpoint {
         self.app().on_stream_bytes(now, stream, data, fin)
     }
 
+    fn stream_deadline(&self, stream: StreamKey) -> Option<Instant> {
+        self.app_ref().stream_deadline(stream)
+    }
+
     fn next_wakeup(&self) -> Option<Instant> {
         self.app_ref().next_wakeup()
     }

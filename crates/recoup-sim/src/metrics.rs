@@ -42,6 +42,12 @@ pub struct RunCounters {
     pub goodput_bytes: u64,
     /// Copies the congestion window held back; `None` where unknown (a qlog does not say).
     pub cwnd_holds: Option<CwndHolds>,
+    /// FEC repair packets (docs/FEC.md) and their REPAIR frame bytes: redundancy like copies.
+    pub packets_repair: u64,
+    pub bytes_repair: u64,
+    /// Packets the receiver restored from repair symbols and their stream bytes; `None` where
+    /// unknown (a sender's qlog does not say).
+    pub fec_recovered: Option<(u64, u64)>,
 }
 
 /// Copies that found the congestion window full and were not allowed beyond it.
@@ -56,7 +62,7 @@ pub struct CwndHolds {
 
 impl RunCounters {
     fn packets_sent(&self) -> u64 {
-        self.packets_new + self.packets_retransmitted + self.packets_copies
+        self.packets_new + self.packets_retransmitted + self.packets_copies + self.packets_repair
     }
 }
 
@@ -99,7 +105,7 @@ pub struct RunRow {
     pub frozen_ms_per_100s: Option<f64>,
     /// RTC: frames not complete by their deadline / frames due.
     pub deadline_miss_rate: Option<f64>,
-    /// Non-first-transmission bytes / all bytes sent.
+    /// Non-first-transmission bytes (retransmissions, copies, FEC repair) / all bytes sent.
     pub bandwidth_cost: Option<f64>,
     // Additions.
     /// Ranges whose first retransmission did not arrive, and their p95 and max latency.
@@ -117,6 +123,10 @@ pub struct RunRow {
     /// RTC: missed frames' time / playback time (AutoRec's "percent of video spent frozen",
     /// as a fraction).
     pub frozen_fraction: Option<f64>,
+    /// RTC: frozen time by the WebRTC statistics definition (a rendered frame lasting at least
+    /// max(3·avg, avg + 150 ms)) / playback time: the videoconferencing FEC testbeds' "percent of
+    /// video frozen" (AutoRec Fig. 20, Tambur), as a fraction.
+    pub video_frozen_fraction: Option<f64>,
     /// Copies the full congestion window held back before they went out, their mean wait, and
     /// held copies dropped because their data was acknowledged first (the transport's counters;
     /// empty for a qlog analysis).
@@ -134,6 +144,13 @@ pub struct RunRow {
     /// TOO's tables read its own metric.
     pub irt_ms: Option<f64>,
     pub irt_p95_ms: Option<f64>,
+    /// Dual-side FEC (docs/FEC.md): repair packets sent (also counted in `redundancy_cost`,
+    /// `bandwidth_cost`, `retran_ratio` and `packets_sent`), and the packets and stream bytes the
+    /// receiver restored from repair symbols (restored data counts as delivered: it reaches the
+    /// application through the stream like data that arrived).
+    pub repair_packets: Option<u64>,
+    pub fec_recovered_packets: Option<u64>,
+    pub fec_recovered_bytes: Option<u64>,
     /// TOO's retran_ratio (§3, Fig. 3b): packets that were not first transmissions
     /// (retransmissions and copies) / all packets sent.
     pub retran_ratio: Option<f64>,
@@ -237,7 +254,10 @@ pub fn run_row(
         .count() as u64;
     let lost = recovered.len() as u64;
     let secs = counters.duration.as_secs_f64();
-    let bytes_all = counters.bytes_new + counters.bytes_retransmitted + counters.bytes_copies;
+    let bytes_all = counters.bytes_new
+        + counters.bytes_retransmitted
+        + counters.bytes_copies
+        + counters.bytes_repair;
     let mut row = RunRow {
         policy: policy.to_owned(),
         seed,
@@ -248,7 +268,10 @@ pub fn run_row(
         recovery_latency_max_ms: latencies.last().copied(),
         recovery_latency_multi_ms: mean(&multi),
         deterioration_rate: ratio(deteriorated_count, lost),
-        redundancy_cost: ratio(counters.packets_copies, counters.packets_new),
+        redundancy_cost: ratio(
+            counters.packets_copies + counters.packets_repair,
+            counters.packets_new,
+        ),
         copies_sent: counters.packets_copies,
         goodput_mbps: (secs > 0.0).then(|| counters.goodput_bytes as f64 * 8.0 / secs / 1e6),
         goodput_reduction: None,
@@ -260,7 +283,7 @@ pub fn run_row(
         frozen_ms_per_100s: None,
         deadline_miss_rate: None,
         bandwidth_cost: ratio(
-            counters.bytes_retransmitted + counters.bytes_copies,
+            counters.bytes_retransmitted + counters.bytes_copies + counters.bytes_repair,
             bytes_all,
         ),
         lost_ranges_multi: multi.len() as u64,
@@ -273,6 +296,7 @@ pub fn run_row(
         transfers_incomplete: None,
         startup_delay_ms: None,
         frozen_fraction: None,
+        video_frozen_fraction: None,
         copies_held_by_cwnd: counters.cwnd_holds.map(|h| h.sent),
         copy_cwnd_wait_ms: counters
             .cwnd_holds
@@ -283,10 +307,13 @@ pub fn run_row(
         irt_ms: mean(&multi),
         irt_p95_ms: percentile(&multi, 0.95),
         retran_ratio: ratio(
-            counters.packets_retransmitted + counters.packets_copies,
+            counters.packets_retransmitted + counters.packets_copies + counters.packets_repair,
             counters.packets_sent(),
         ),
         retran_ratio_added: None,
+        repair_packets: (counters.packets_repair > 0).then_some(counters.packets_repair),
+        fec_recovered_packets: counters.fec_recovered.map(|(p, _)| p),
+        fec_recovered_bytes: counters.fec_recovered.map(|(_, b)| b),
     };
     match app {
         Some(AppOutcome::Live(o)) => {
@@ -313,6 +340,8 @@ pub fn run_row(
             );
             let playback = o.playback.as_secs_f64();
             row.frozen_fraction = (playback > 0.0).then(|| o.frozen.as_secs_f64() / playback);
+            row.video_frozen_fraction =
+                (playback > 0.0).then(|| o.frozen_webrtc.as_secs_f64() / playback);
             row.app_error = o.error.as_ref().map(ToString::to_string);
         }
         None => {}
@@ -387,10 +416,20 @@ impl RunRow {
             ),
             ("startup_delay_ms", self.startup_delay_ms),
             ("frozen_fraction", self.frozen_fraction),
+            ("video_frozen_fraction", self.video_frozen_fraction),
             ("irt_ms", self.irt_ms),
             ("irt_p95_ms", self.irt_p95_ms),
             ("retran_ratio", self.retran_ratio),
             ("retran_ratio_added", self.retran_ratio_added),
+            ("repair_packets", self.repair_packets.map(|v| v as f64)),
+            (
+                "fec_recovered_packets",
+                self.fec_recovered_packets.map(|v| v as f64),
+            ),
+            (
+                "fec_recovered_bytes",
+                self.fec_recovered_bytes.map(|v| v as f64),
+            ),
             (
                 "copies_held_by_cwnd",
                 self.copies_held_by_cwnd.map(|v| v as f64),
@@ -570,7 +609,41 @@ mod tests {
             packets_lost: 55,
             goodput_bytes: 5_000_000,
             cwnd_holds: None,
+            ..RunCounters::default()
         }
+    }
+
+    #[test]
+    fn fec_repair_counts_as_redundancy_and_restored_data_is_reported() {
+        let c = RunCounters {
+            packets_repair: 100,
+            bytes_repair: 100_000,
+            fec_recovered: Some((40, 48_000)),
+            ..counters()
+        };
+        let row = run_row("block", 1, &[], &c, None);
+        assert!(close(row.redundancy_cost, (70.0 + 100.0) / 1000.0));
+        assert!(close(
+            row.bandwidth_cost,
+            (30_000.0 + 70_000.0 + 100_000.0) / 1_200_000.0
+        ));
+        assert!(close(row.retran_ratio, (30.0 + 70.0 + 100.0) / 1200.0));
+        assert_eq!(row.packets_sent, 1200);
+        assert_eq!(row.copies_sent, 70, "copies stay copies");
+        assert_eq!(
+            (
+                row.repair_packets,
+                row.fec_recovered_packets,
+                row.fec_recovered_bytes
+            ),
+            (Some(100), Some(40), Some(48_000))
+        );
+        let plain = run_row("arq", 1, &[], &counters(), None);
+        assert_eq!(
+            (plain.repair_packets, plain.fec_recovered_packets),
+            (None, None),
+            "no FEC columns without FEC"
+        );
     }
 
     fn close(a: Option<f64>, b: f64) -> bool {
@@ -722,11 +795,13 @@ mod tests {
             freezes: 2,
             frozen: Duration::from_millis(10 * 50),
             playback: Duration::from_secs(10),
+            frozen_webrtc: Duration::from_millis(300),
             error: None,
         });
         let row = run_row("arq", 1, &[], &counters(), Some(&rtc));
         assert!(close(row.deadline_miss_rate, 0.05));
         assert!(close(row.frozen_fraction, 0.05));
+        assert!(close(row.video_frozen_fraction, 0.03));
     }
 
     #[test]

@@ -126,6 +126,9 @@ impl Application for AppDriver {
                         None => match conn.open_stream(self.bidi) {
                             Ok(id) => {
                                 self.local.insert(i, id);
+                                if let Some(d) = self.app.stream_deadline(key) {
+                                    conn.set_stream_deadline(id, d);
+                                }
                                 Some(id)
                             }
                             // The peer's MAX_STREAMS: wait until it grants more.
@@ -274,6 +277,9 @@ pub fn run_one_with_qlog(
                 usize::try_from(b).unwrap_or(usize::MAX)
             }),
         copies_beyond_cwnd: scenario.transport.copies_beyond_cwnd,
+        fec: scenario.transport.fec,
+        // Both ends run the same config; only the server has data to protect.
+        fec_receive: scenario.transport.fec.is_some(),
         record_recovery: true,
         seed,
         ..defaults
@@ -344,6 +350,13 @@ pub fn run_one_with_qlog(
         outcome.as_ref(),
     );
     let client_error = client.app().error.clone();
+    let fec_recovered = client
+        .app()
+        .conn
+        .and_then(|h| client.endpoint_mut().connection_mut(h))
+        .map(|c| c.stats())
+        .filter(|_| scenario.transport.fec.is_some())
+        .map(|st| (st.fec_recovered_packets, st.fec_recovered_bytes));
     let server = sim
         .downcast_mut::<QuicNode<AppDriver>>(s)
         .expect("server node is a QuicNode<AppDriver>");
@@ -373,6 +386,9 @@ pub fn run_one_with_qlog(
             wait: stats.copy_cwnd_wait,
             dropped: stats.held_copies_dropped,
         }),
+        packets_repair: stats.repair_packets_sent,
+        bytes_repair: stats.repair_bytes_sent,
+        fec_recovered,
     };
     let mut row = run_row(
         &policy.label,

@@ -31,7 +31,7 @@ use recoup_apps::transfer::{FileConfig, RpcConfig};
 use recoup_elements::{
     parse_duration, parse_rate, ElementSpec, LossSpec, PathSpec, Prob, QueueSpec, ServiceSpec,
 };
-use recoup_recovery::PolicySpec;
+use recoup_recovery::{FecSpec, PolicySpec};
 use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::loss::LossDetectionMode;
 use recoup_transport::CopiesBeyondCwnd;
@@ -404,6 +404,19 @@ pub struct TransportSpec {
     /// Which copies may exceed the congestion window (`policy`, `offmode`, `always`).
     #[serde(deserialize_with = "from_str")]
     pub copies_beyond_cwnd: CopiesBeyondCwnd,
+    /// Dual-side FEC from the server (`block:k=9,m=1`, docs/FEC.md); the simulated client
+    /// always decodes. `None`: no repair symbols.
+    #[serde(deserialize_with = "some_from_str")]
+    pub fec: Option<FecSpec>,
+}
+
+fn some_from_str<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    from_str(d).map(Some)
 }
 
 fn receive_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -1366,7 +1379,8 @@ mod tests {
                 "loss_detection",
                 "receive_window",
                 "send_buffer",
-                "copies_beyond_cwnd"
+                "copies_beyond_cwnd",
+                "fec"
             ]
         );
         assert_eq!(keys::<RawFileApp>(), ["size", "count", "interval"]);

@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use recoup_recovery::{Policy, PolicySpec, RecoveryPolicy};
+use recoup_recovery::{FecSpec, Policy, PolicySpec, RecoveryPolicy};
 
 use crate::cc::CcAlgorithm;
 use crate::error::DecodeError;
@@ -75,6 +75,14 @@ pub struct TransportConfig {
     pub policy: PolicySpec,
     /// A user policy (DESIGN.md principle 4): when set, it replaces `policy`.
     pub custom_policy: Option<PolicyFactory>,
+    /// FEC scheme for the data we send (docs/FEC.md): used only toward a peer whose transport
+    /// parameters say it decodes repair frames; toward any other peer we send plain ARQ.
+    pub fec: Option<FecSpec>,
+    /// Announce that we decode repair frames (the `recoup_fec` transport parameter), so a recoup
+    /// peer with a FEC scheme may send them to us. Off by default so that an endpoint not
+    /// using FEC sends exactly the handshake it sent before the extension existed; `recoup get`
+    /// and a simulated client with FEC in the scenario turn it on.
+    pub fec_receive: bool,
     /// RFC 9002 §6.1.1 kPacketThreshold.
     pub packet_threshold: u64,
     /// RFC 9002 §6.1.2 kTimeThreshold as a fraction (numerator, denominator): 9/8.
@@ -120,6 +128,8 @@ impl Default for TransportConfig {
             copies_beyond_cwnd: CopiesBeyondCwnd::default(),
             policy: PolicySpec::default(),
             custom_policy: None,
+            fec: None,
+            fec_receive: false,
             packet_threshold: 3,
             time_threshold: (9, 8),
             loss_detection: LossDetectionMode::Rfc9002,

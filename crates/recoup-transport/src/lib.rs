@@ -16,6 +16,7 @@ pub mod crypto;
 pub mod delivery_rate;
 pub mod endpoint;
 pub mod error;
+pub mod fec;
 pub mod frame;
 pub mod loss;
 pub mod pacing;

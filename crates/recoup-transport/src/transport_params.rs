@@ -35,6 +35,8 @@ mod id {
     pub const ACTIVE_CONNECTION_ID_LIMIT: u64 = 0x0e;
     pub const INITIAL_SOURCE_CONNECTION_ID: u64 = 0x0f;
     pub const RETRY_SOURCE_CONNECTION_ID: u64 = 0x10;
+    /// recoup's FEC extension (docs/FEC.md): the sender decodes REPAIR frames.
+    pub const RECOUP_FEC: u64 = crate::fec::TRANSPORT_PARAMETER_ID;
 }
 
 /// The smallest max_udp_payload_size allowed (§18.2).
@@ -82,6 +84,8 @@ pub struct TransportParameters {
     pub initial_source_connection_id: Option<ConnectionId>,
     /// Server only, after a Retry.
     pub retry_source_connection_id: Option<ConnectionId>,
+    /// `recoup_fec`: this endpoint decodes REPAIR frames (recoup's FEC extension).
+    pub recoup_fec: bool,
 }
 
 impl Default for TransportParameters {
@@ -104,6 +108,7 @@ impl Default for TransportParameters {
             active_connection_id_limit: 2,
             initial_source_connection_id: None,
             retry_source_connection_id: None,
+            recoup_fec: false,
         }
     }
 }
@@ -202,6 +207,7 @@ impl TransportParameters {
                 self.max_ack_delay = v;
             }
             id::DISABLE_ACTIVE_MIGRATION => self.disable_active_migration = true,
+            id::RECOUP_FEC => self.recoup_fec = true,
             id::PREFERRED_ADDRESS => {
                 self.preferred_address = Some(preferred_address(r).map_err(param_err)?);
             }
@@ -323,6 +329,9 @@ impl TransportParameters {
         if self.disable_active_migration {
             put_param(buf, id::DISABLE_ACTIVE_MIGRATION, &[]);
         }
+        if self.recoup_fec {
+            put_param(buf, id::RECOUP_FEC, &[]);
+        }
         if let Some(pa) = &self.preferred_address {
             assert!(
                 !pa.connection_id.is_empty(),
@@ -421,7 +430,23 @@ mod tests {
             active_connection_id_limit: 8,
             initial_source_connection_id: Some(ConnectionId::EMPTY),
             retry_source_connection_id: Some(ConnectionId::new(&[2; 4]).unwrap()),
+            recoup_fec: true,
         }
+    }
+
+    #[test]
+    fn recoup_fec_is_an_empty_private_parameter() {
+        let id = id::RECOUP_FEC;
+        // Not a greasing codepoint (RFC 9000 §18.1), which a peer would read as meaningless.
+        assert_ne!(id % 31, 27);
+        let p = TransportParameters::decode(&param(id, &[]), Side::Client).unwrap();
+        assert!(p.recoup_fec);
+        let fec_only = TransportParameters {
+            recoup_fec: true,
+            ..TransportParameters::default()
+        };
+        assert_eq!(encode(&fec_only), param(id, &[]));
+        assert_param_error(&param(id, &[1]), Side::Server);
     }
 
     fn encode(p: &TransportParameters) -> Vec<u8> {

@@ -10,6 +10,7 @@ pub mod bbr;
 pub mod copa;
 pub mod cubic;
 pub mod newreno;
+pub mod none;
 
 use std::fmt;
 use std::str::FromStr;
@@ -25,6 +26,7 @@ pub use bbr::Bbr;
 pub use copa::Copa;
 pub use cubic::Cubic;
 pub use newreno::NewReno;
+pub use none::NoControl;
 
 /// RFC 9000 §14: the smallest maximum datagram size every path supports.
 pub const DEFAULT_MAX_DATAGRAM_SIZE: u64 = 1200;
@@ -168,11 +170,13 @@ pub enum CcAlgorithm {
     Bbr,
     /// Copa (Arun & Balakrishnan, NSDI 2018) with δ = 0.5.
     Copa,
+    /// No congestion control (a constant-bitrate real-time sender, AutoRec §VII Fig. 20).
+    None,
 }
 
 impl CcAlgorithm {
     /// Accepted names, in the order of the error message.
-    pub const NAMES: [&'static str; 4] = ["newreno", "cubic", "bbr", "copa"];
+    pub const NAMES: [&'static str; 5] = ["newreno", "cubic", "bbr", "copa", "none"];
 
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -181,6 +185,7 @@ impl CcAlgorithm {
             CcAlgorithm::Cubic => "cubic",
             CcAlgorithm::Bbr => "bbr",
             CcAlgorithm::Copa => "copa",
+            CcAlgorithm::None => "none",
         }
     }
 }
@@ -200,6 +205,7 @@ impl FromStr for CcAlgorithm {
             "cubic" => Ok(CcAlgorithm::Cubic),
             "bbr" | "bbr1" | "bbrv1" => Ok(CcAlgorithm::Bbr),
             "copa" => Ok(CcAlgorithm::Copa),
+            "none" => Ok(CcAlgorithm::None),
             _ => Err(DecodeError::invalid(
                 "congestion controller",
                 format!(
@@ -218,6 +224,7 @@ pub enum Controller {
     Cubic(Cubic),
     Bbr(Box<Bbr>),
     Copa(Box<Copa>),
+    None(NoControl),
     Custom(Box<dyn CongestionController>),
 }
 
@@ -230,6 +237,7 @@ impl Controller {
             CcAlgorithm::Cubic => Controller::Cubic(Cubic::new(config)),
             CcAlgorithm::Bbr => Controller::Bbr(Box::new(Bbr::new(config, now))),
             CcAlgorithm::Copa => Controller::Copa(Box::new(Copa::new(config))),
+            CcAlgorithm::None => Controller::None(NoControl),
         }
     }
 }
@@ -241,6 +249,7 @@ macro_rules! dispatch {
             Controller::Cubic($c) => $e,
             Controller::Bbr($c) => $e,
             Controller::Copa($c) => $e,
+            Controller::None($c) => $e,
             Controller::Custom($c) => $e,
         }
     };
@@ -338,14 +347,20 @@ mod tests {
             assert_eq!(a.to_string(), name);
             let c = Controller::new(a, &CcConfig::default(), Instant::ZERO);
             assert_eq!(c.name(), name);
-            assert_eq!(c.window(), 12_000);
+            // RFC 9002 §7.2's initial window, except for the controller that has none.
+            let initial = if a == CcAlgorithm::None {
+                c.window()
+            } else {
+                12_000
+            };
+            assert_eq!(c.window(), initial);
         }
         assert_eq!(" BBR ".parse::<CcAlgorithm>().ok(), Some(CcAlgorithm::Bbr));
         let err = "vegas".parse::<CcAlgorithm>().expect_err("unknown");
         assert_eq!(
             err.to_string(),
             "invalid congestion controller: unknown name \"vegas\"; accepted: newreno, cubic, bbr, \
-             copa"
+             copa, none"
         );
     }
 

@@ -104,6 +104,7 @@ impl Connection {
             disable_active_migration: false,
             active_connection_id_limit: config.active_connection_id_limit,
             initial_source_connection_id: Some(scid),
+            recoup_fec: config.fec_receive,
             ..TransportParameters::default()
         }
     }
@@ -186,6 +187,7 @@ impl Connection {
             // datagram that cannot be processed.
             self.cids.set_remote_reset_token(token);
         }
+        self.fec_on_peer_params(&params);
         self.streams.set_peer_params(FlowLimits {
             initial_max_data: params.initial_max_data,
             initial_max_stream_data_bidi_local: params.initial_max_stream_data_bidi_local,

@@ -26,6 +26,7 @@
 //! points and the connection's lifecycle; `send` builds datagrams, `recv` processes them.
 
 mod cids;
+mod fec;
 mod handshake;
 mod idle;
 mod keys;
@@ -62,6 +63,7 @@ use recoup_recovery::Recovered;
 
 use cids::CidState;
 pub use cids::{CidEvent, IssuedCid};
+use fec::FecState;
 use handshake::Handshake;
 use idle::IdleTimer;
 use keys::KeyState;
@@ -164,6 +166,14 @@ pub struct ConnectionStats {
     pub held_copies_dropped: u64,
     pub key_updates: u64,
     pub spurious_losses: u64,
+    /// FEC (docs/FEC.md): packets with a repair symbol sent and their REPAIR frame bytes
+    /// (redundancy); REPAIR frames received; packets restored from repair symbols and the
+    /// stream bytes they held.
+    pub repair_packets_sent: u64,
+    pub repair_bytes_sent: u64,
+    pub repair_frames_received: u64,
+    pub fec_recovered_packets: u64,
+    pub fec_recovered_bytes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -212,6 +222,8 @@ pub struct Connection {
     qlog: Option<QlogWriter>,
     stats: ConnectionStats,
     rng: ChaCha8Rng,
+    /// recoup's FEC extension (`fec`): active only when negotiated.
+    fec: FecState,
 }
 
 impl Connection {
@@ -344,6 +356,7 @@ impl Connection {
             qlog: None,
             stats: ConnectionStats::default(),
             rng,
+            fec: FecState::new(&config),
             config,
         }
     }
@@ -638,6 +651,7 @@ impl Connection {
                 self.handshake.confirmed && self.key_update_due().0,
                 self.three_pto(),
             ),
+            self.fec_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -678,6 +692,7 @@ impl Connection {
         }
         self.on_migration_timeout(now);
         self.recovery.on_policy_timeout(now);
+        self.fec_on_timeout(now);
         if self.recovery.loss.timeout().is_some_and(|d| now >= d) {
             self.on_loss_timeout(now);
         }

@@ -44,6 +44,8 @@ pub(super) struct SentFrames {
     pub retire_cids: Vec<u64>,
     /// Largest packet number acknowledged by an ACK frame in this packet.
     pub ack_largest: Option<u64>,
+    /// Carried a FEC repair symbol.
+    pub repair: bool,
 }
 
 impl SentFrames {
@@ -412,11 +414,11 @@ impl Connection {
             let p = &lost.packet;
             self.stats.packets_lost += 1;
             if space == SpaceId::Data {
-                self.recovery.policy.on_packet_lost(
-                    now,
-                    &p.data.info(p.pn, p.time_sent, p.size),
-                    lost.trigger,
-                );
+                let info = p.data.info(p.pn, p.time_sent, p.size);
+                self.recovery
+                    .policy
+                    .on_packet_lost(now, &info, lost.trigger);
+                self.fec_on_packet_lost(now, &info, p.data.repair);
             }
             self.qlog_packet_lost(now, space, p.pn, lost.trigger);
             let signals = self.on_frames_lost(now, space, p.pn, p.time_sent, &p.data, lost.trigger);
@@ -467,6 +469,7 @@ impl Connection {
                 self.keys.update.on_acked(p.pn, now);
                 let info = p.data.info(p.pn, p.time_sent, p.size);
                 self.recovery.policy.on_packet_acked(now, &info);
+                self.fec_on_packet_acked(now, &info, p.data.repair);
             }
             self.on_frames_acked(now, space, p.pn, p.time_sent, &p.data);
         }
@@ -474,10 +477,13 @@ impl Connection {
         // packets (RFC 9002 Appendix A.7): packets acknowledged with a loss must not grow the
         // window.
         self.process_losses(now, space, outcome.losses);
+        if outcome.rtt_updated {
+            let sample = self.recovery.loss.rtt().sample();
+            self.recovery.policy.on_rtt_update(now, &sample);
+            self.fec_on_rtt_update(now, &sample);
+        }
         let recovery = &mut self.recovery;
         if outcome.rtt_updated {
-            let sample = recovery.loss.rtt().sample();
-            recovery.policy.on_rtt_update(now, &sample);
             if let Some(q) = self.qlog.as_mut() {
                 let rtt = recovery.loss.rtt();
                 q.event(

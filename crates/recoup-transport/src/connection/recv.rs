@@ -12,6 +12,7 @@ use super::{CloseError, Connection, State};
 use crate::cid::ConnectionId;
 use crate::crypto::Side;
 use crate::error::{transport_err, Error, TransportError};
+use crate::fec::source_symbol;
 use crate::frame::{frame_allowed_or_err, Frame, Frames, StreamDir};
 use crate::loss::SpaceId;
 use crate::packet::{decode_pn, FirstByte, PacketType, PartialDecode};
@@ -203,7 +204,7 @@ impl Connection {
         }
         let largest_yet = largest.is_none_or(|l| pn > l);
         let (ack_eliciting, probing) =
-            self.process_frames(now, space, packet_type, &header.dcid, from, &payload)?;
+            self.process_frames(now, space, packet_type, pn, &header.dcid, from, &payload)?;
         if space == SpaceId::Data && !probing && self.side == Side::Server {
             if from.0 != self.path.remote && largest_yet {
                 // RFC 9000 §9.3: only a non-probing packet with the highest packet number so far
@@ -233,6 +234,7 @@ impl Connection {
         now: Instant,
         space: SpaceId,
         packet_type: PacketType,
+        pn: u64,
         dcid: &ConnectionId,
         from: (SocketAddr, usize),
         payload: &[u8],
@@ -243,6 +245,8 @@ impl Connection {
         let mut ack_eliciting = false;
         let mut crypto_received = false;
         let mut probing = true;
+        // The packet's STREAM frames as a FEC source symbol, when we decode repairs.
+        let mut fec_symbol = (space == SpaceId::Data && self.fec.receiver.is_some()).then(Vec::new);
         for frame in Frames::new(payload) {
             let frame = frame?;
             let ty = frame.ty();
@@ -266,10 +270,15 @@ impl Connection {
                         .map_err(with_ty)?;
                     crypto_received = true;
                 }
-                Frame::Stream(s) => self
-                    .streams
-                    .on_stream(StreamId(s.stream_id), s.offset, s.data, s.fin)
-                    .map_err(with_ty)?,
+                Frame::Stream(s) => {
+                    self.streams
+                        .on_stream(StreamId(s.stream_id), s.offset, s.data, s.fin)
+                        .map_err(with_ty)?;
+                    if let Some(symbol) = fec_symbol.as_mut() {
+                        source_symbol(symbol, &s);
+                    }
+                }
+                Frame::Repair(r) => self.on_repair_frame(now, pn, &r).map_err(with_ty)?,
                 Frame::ResetStream {
                     stream_id,
                     error_code,
@@ -356,6 +365,9 @@ impl Connection {
                     self.confirm_handshake(now);
                 }
             }
+        }
+        if let Some(symbol) = fec_symbol.filter(|s| !s.is_empty()) {
+            self.fec_on_source_received(pn, symbol);
         }
         if crypto_received {
             self.read_crypto(now, space)?;

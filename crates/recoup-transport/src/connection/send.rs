@@ -21,16 +21,16 @@ const TAG_LEN: usize = 16;
 const MAX_STREAM_FRAMES: usize = 64;
 
 /// A packet being written into the datagram, sealed once its contents are final.
-struct Open {
+pub(super) struct Open {
     space: SpaceId,
     pn: u64,
     layout: HeaderLayout,
-    frames: SentFrames,
-    ack_eliciting: bool,
+    pub(super) frames: SentFrames,
+    pub(super) ack_eliciting: bool,
     /// Carries frames other than ACK, PADDING and CONNECTION_CLOSE (counts toward bytes in flight).
-    in_flight: bool,
+    pub(super) in_flight: bool,
     /// qlog frame descriptions, when qlog is on.
-    qlog_frames: Vec<serde_json::Value>,
+    pub(super) qlog_frames: Vec<serde_json::Value>,
     /// Carries PATH_CHALLENGE or PATH_RESPONSE: its datagram is padded (RFC 9000 §8.2.1).
     path_probe: bool,
 }
@@ -51,6 +51,7 @@ impl Connection {
         let mds = self.path.max_datagram_size;
         self.recovery
             .update_send_state(now, self.streams.has_new_data(), mds);
+        self.fec_on_send_state(now);
         let mut limit = mds;
         if let Some(budget) = self.path.amplification_budget() {
             // RFC 9000 §8.1: three times what we received until the address is validated.
@@ -173,7 +174,8 @@ impl Connection {
                 || self.streams.has_control()
                 || self.recovery.lineage.has_retransmit()
                 || self.streams.has_new_data()
-                || self.keys.update.wants_ack(self.key_update_due().0))
+                || self.keys.update.wants_ack(self.key_update_due().0)
+                || self.fec_has_repair(now))
         {
             return true;
         }
@@ -251,6 +253,12 @@ impl Connection {
             path_probe: false,
         };
         let qlog = self.qlog.is_some();
+        let data = space == SpaceId::Data && self.state == State::Established;
+        if data {
+            // A waiting repair symbol goes first, so it finds the whole packet free (source
+            // packets keep room for its header, not for an ACK as well).
+            self.fec_write_repair(now, buf, end, &mut pkt, qlog);
+        }
         // ACK first: it is what the peer needs most and it is never congestion-limited.
         let ack_wanted = {
             let s = &self.spaces[space];
@@ -264,7 +272,6 @@ impl Connection {
             || self
                 .recovery
                 .congestion_allows(now, self.path.max_datagram_size);
-        let data = space == SpaceId::Data && self.state == State::Established;
         if data {
             let q = qlog.then_some(&mut pkt.qlog_frames);
             if self.write_path_frames(buf, end, q) {
@@ -281,7 +288,8 @@ impl Connection {
         }
         if data {
             // Without window, only a copy the policy lets exceed it.
-            self.write_stream_data(now, buf, end, &mut pkt, qlog, can_send);
+            let stream_end = self.fec_stream_end(end);
+            self.write_stream_data(now, buf, stream_end, &mut pkt, qlog, can_send);
         }
         if can_send {
             if probe && !pkt.ack_eliciting && buf.len() < end {
@@ -713,6 +721,7 @@ impl Connection {
             }
             let info = pkt.frames.info(pkt.pn, now, size);
             self.recovery.policy.on_packet_sent(now, &info);
+            self.fec_on_packet_sent(now, pkt.pn, &pkt.frames);
         }
         if let Some(q) = self.qlog.as_mut() {
             let mut data = json!({
@@ -946,6 +955,13 @@ pub(super) fn packet_type_name(space: SpaceId) -> &'static str {
 
 #[cfg(feature = "test-hooks")]
 impl Connection {
+    /// Test hook: the packet number the next 1-RTT packet will carry.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn next_1rtt_pn_for_test(&self) -> u64 {
+        self.spaces[SpaceId::Data].next_pn
+    }
+
     /// Test hook (feature `test-hooks`, for the crate's own protocol-violation and bad-input
     /// tests): protects `payload` as the next 1-RTT packet to the peer, frames exactly as given
     /// (none added, no padding; a 4-byte packet number leaves room for the header-protection

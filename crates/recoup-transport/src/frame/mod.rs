@@ -33,6 +33,7 @@ mod close;
 mod data;
 mod flow;
 mod path;
+mod repair;
 mod types;
 
 pub use ack::{encode_ack, AckFrame, AckRanges, EcnCounts};
@@ -41,6 +42,7 @@ pub use data::{
     crypto_data_fit, crypto_frame_len, stream_data_fit, stream_header_len, StreamFrame,
 };
 pub use flow::{StreamDir, MAX_STREAM_COUNT};
+pub use repair::{RepairFrame, MAX_REPAIR_OVERHEAD, MAX_SYMBOL_LEN};
 pub use types::{frame_allowed, frame_allowed_or_err, FrameType};
 
 use crate::cid::{ConnectionId, StatelessResetToken};
@@ -104,6 +106,8 @@ pub enum Frame<'a> {
     PathResponse([u8; 8]),
     ConnectionClose(ConnectionClose<'a>),
     HandshakeDone,
+    /// recoup's FEC extension (docs/FEC.md): one repair symbol.
+    Repair(RepairFrame<'a>),
 }
 
 impl Frame<'_> {
@@ -167,6 +171,7 @@ impl Frame<'_> {
                 }
             }
             Self::HandshakeDone => FrameType::HANDSHAKE_DONE,
+            Self::Repair(_) => FrameType::REPAIR,
         }
     }
 
@@ -182,6 +187,7 @@ impl Frame<'_> {
             Self::Padding { len } => buf.resize(buf.len() + len, 0),
             Self::Ack(ack) => ack.encode(buf),
             Self::Stream(s) => s.encode(buf, true),
+            Self::Repair(r) => r.encode(buf),
             _ => {
                 buf.put_varint(ty.0);
                 self.encode_body(buf);
@@ -194,6 +200,7 @@ impl Frame<'_> {
             Self::Padding { .. }
             | Self::Ack(_)
             | Self::Stream(_)
+            | Self::Repair(_)
             | Self::Ping
             | Self::HandshakeDone => {}
             Self::ResetStream {
@@ -255,12 +262,14 @@ impl Frame<'_> {
     /// Bytes [`Frame::encode`] appends.
     #[must_use]
     pub fn encoded_len(&self) -> usize {
-        if let Self::Padding { len } = *self {
-            return len;
+        match *self {
+            Self::Padding { len } => return len,
+            Self::Repair(r) => return r.encoded_len(),
+            _ => {}
         }
         varint_size(self.ty().0)
             + match *self {
-                Self::Padding { .. } => 0,
+                Self::Padding { .. } | Self::Repair(_) => 0,
                 Self::Ack(ack) => ack.encoded_len() - 1,
                 Self::Stream(s) => s.encoded_len(true) - 1,
                 Self::Ping | Self::HandshakeDone => 0,
@@ -378,6 +387,7 @@ fn parse_body<'a>(r: &mut Reader<'a>, ty: FrameType) -> Result<Frame<'a>, FrameE
         0x08..=0x0f => data::parse_stream(r, ty)?,
         0x1c | 0x1d => Frame::ConnectionClose(ConnectionClose::parse(r, ty.0 == 0x1d)?),
         0x1e => Frame::HandshakeDone,
+        0x3f5e_c0de => repair::parse(r)?,
         _ => return Err(unknown_type(ty)),
     })
 }

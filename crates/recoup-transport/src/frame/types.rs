@@ -37,6 +37,9 @@ impl FrameType {
     /// CONNECTION_CLOSE signalling an application error.
     pub const APPLICATION_CLOSE: Self = Self(0x1d);
     pub const HANDSHAKE_DONE: Self = Self(0x1e);
+    /// recoup's FEC repair symbol (docs/FEC.md), a type no registry assigns, sent only to a
+    /// peer that announced the `recoup_fec` transport parameter.
+    pub const REPAIR: Self = Self(0x3f5e_c0de);
 
     pub(super) const STREAM_FIN: u64 = 0x01;
     pub(super) const STREAM_LEN: u64 = 0x02;
@@ -73,6 +76,7 @@ impl FrameType {
             0x1b => "PATH_RESPONSE",
             0x1c | 0x1d => "CONNECTION_CLOSE",
             0x1e => "HANDSHAKE_DONE",
+            0x3f5e_c0de => "RECOUP_REPAIR",
             _ => "UNKNOWN",
         }
     }
@@ -93,7 +97,7 @@ pub fn frame_allowed(frame_type: FrameType, packet_type: PacketType) -> bool {
     let (i, h, z, o) = match frame_type.0 {
         0x00 | 0x01 => (true, true, true, true),
         0x02 | 0x03 | 0x06 => (true, true, false, true),
-        0x07 | 0x1b | 0x1e => (false, false, false, true),
+        0x07 | 0x1b | 0x1e | 0x3f5e_c0de => (false, false, false, true),
         0x04 | 0x05 | 0x08..=0x1a => (false, false, true, true),
         // "ih": only the transport CONNECTION_CLOSE may be in Initial or Handshake.
         0x1c => (true, true, true, true),

@@ -1,0 +1,337 @@
+//! Hairpin (Meng et al., NSDI 2024): FEC over retransmissions, sized by the deadline left.
+//!
+//! Hairpin treats a frame as rounds of transmission: the first round sends the frame's packets,
+//! each later round re-sends what is still missing, and every round may add Reed-Solomon repair
+//! packets so that any `n` of the `n + m` packets sent recover the `n` missing ones. How many
+//! rounds remain before the frame's deadline depends on the RTT, so a round with many rounds left
+//! sends little redundancy and the last round before the deadline sends much. The number of repair
+//! packets per round minimizes the expected deadline miss plus λ times the expected bandwidth
+//! (packets sent per media packet of the frame), over every policy for the rounds left
+//! (dynamic programming). λ is the paper's trade-off weight: 1e-4 by default, 1e-1 for the
+//! low-cost and 1e-7 for the high-cost setting (AutoRec §VII, Hairpin_LC / Hairpin_HC).
+//!
+//! Losses are independent with the measured rate; round `k` (0-based) can help only if it
+//! arrives by the deadline: `rtt/2 + k·rtt ≤ deadline left` (a loss is known one RTT after its
+//! send).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use recoup_time::Instant;
+
+use super::config::HairpinConfig;
+use super::frames::{repair_windows, FrameCollector, LossFilter};
+use crate::api::{PacketInfo, RttSample, SendKind};
+use crate::fec::{FecContext, FecScheme, RepairRequest, SourcePacket};
+
+/// Hairpin's trade-off weights as AutoRec §VII names them.
+pub const LAMBDA_DEFAULT: f64 = 1e-4;
+pub const LAMBDA_LOW_COST: f64 = 1e-1;
+pub const LAMBDA_HIGH_COST: f64 = 1e-7;
+
+/// Rounds whose packets can still arrive before the deadline.
+#[must_use]
+pub fn rounds_left(deadline_left: Duration, rtt: Duration) -> u32 {
+    let half = rtt / 2;
+    if deadline_left < half {
+        return 0;
+    }
+    if rtt.is_zero() {
+        return u32::MAX;
+    }
+    let extra = (deadline_left - half).as_nanos() / rtt.as_nanos();
+    u32::try_from(extra)
+        .unwrap_or(u32::MAX - 1)
+        .saturating_add(1)
+}
+
+/// The decision for one round.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RoundPlan {
+    /// Repair packets to add to the `missing` packets of this round.
+    pub repair: usize,
+    /// Expected deadline miss probability of the frame under the plan.
+    pub miss: f64,
+    /// Expected packets sent from this round on, per media packet of the frame.
+    pub bandwidth: f64,
+}
+
+/// How many repair packets to send with `missing` packets (of a frame of `frame_packets`) when
+/// `rounds` rounds remain, at loss rate `loss` and weight `lambda`. At most `max_repair(missing)`
+/// = 2·missing + 2 repair packets are considered per round (a search bound: past it the miss
+/// probability is below 1e-7 for loss ≤ 50 %).
+#[must_use]
+pub fn plan_round(
+    missing: usize,
+    frame_packets: usize,
+    rounds: u32,
+    loss: f64,
+    lambda: f64,
+) -> RoundPlan {
+    if missing == 0 {
+        return RoundPlan {
+            repair: 0,
+            miss: 0.0,
+            bandwidth: 0.0,
+        };
+    }
+    if rounds == 0 {
+        return RoundPlan {
+            repair: 0,
+            miss: 1.0,
+            bandwidth: 0.0,
+        };
+    }
+    let p = loss.clamp(0.0, 1.0);
+    let scale = 1.0 / frame_packets.max(missing).max(1) as f64;
+    // value[n] = (miss, bandwidth) with r-1 rounds left; computed bottom-up to `rounds`, at most
+    // as many rounds as can matter (each round with loss < 1 helps; 16 is far past where the
+    // miss probability stops moving at the loss rates of interest).
+    let depth = rounds.min(16);
+    let mut next: Vec<(f64, f64)> = (0..=missing)
+        .map(|n| if n == 0 { (0.0, 0.0) } else { (1.0, 0.0) })
+        .collect();
+    let mut plan = RoundPlan {
+        repair: 0,
+        miss: 1.0,
+        bandwidth: 0.0,
+    };
+    for r in 1..=depth {
+        let mut cur = vec![(0.0, 0.0); missing + 1];
+        for n in 1..=missing {
+            let mut best: Option<(f64, usize, f64, f64)> = None;
+            for m in 0..=max_repair(n) {
+                let sent = n + m;
+                let pmf = binomial_pmf(sent, 1.0 - p);
+                let (mut miss, mut bw) = (0.0, sent as f64 * scale);
+                for (k, pk) in pmf.iter().enumerate().take(n) {
+                    miss += pk * next[n - k].0;
+                    bw += pk * next[n - k].1;
+                }
+                let j = miss + lambda * bw;
+                if best.is_none_or(|b| j < b.0 - 1e-15) {
+                    best = Some((j, m, miss, bw));
+                }
+            }
+            let (_, m, miss, bw) = best.unwrap_or((1.0, 0, 1.0, 0.0));
+            cur[n] = (miss, bw);
+            if r == depth && n == missing {
+                plan = RoundPlan {
+                    repair: m,
+                    miss,
+                    bandwidth: bw,
+                };
+            }
+        }
+        next = cur;
+    }
+    plan
+}
+
+fn max_repair(n: usize) -> usize {
+    2 * n + 2
+}
+
+/// P(k of `n` arrive), k = 0..=n, each arriving with probability `q`.
+fn binomial_pmf(n: usize, q: f64) -> Vec<f64> {
+    let mut pmf = vec![0.0; n + 1];
+    pmf[0] = 1.0;
+    // Build up one trial at a time: stable for any q, no factorials.
+    for i in 1..=n {
+        for k in (1..=i).rev() {
+            pmf[k] = pmf[k] * (1.0 - q) + pmf[k - 1] * q;
+        }
+        pmf[0] *= 1.0 - q;
+    }
+    pmf
+}
+
+/// Rounds assumed when a stream has no deadline (a transfer, not a frame): enough that the
+/// first rounds carry little redundancy.
+const ROUNDS_WITHOUT_DEADLINE: u32 = 16;
+/// Streams without a deadline whose sizes are remembered (oldest forgotten first).
+const MAX_UNDATED_STREAMS: usize = 1024;
+
+/// The Hairpin scheme: repair symbols over each round of a frame (its first transmissions, then
+/// each batch of retransmissions), as many as [`plan_round`] picks for the rounds left.
+#[derive(Debug)]
+pub struct HairpinFec {
+    config: HairpinConfig,
+    frames: FrameCollector,
+    loss: LossFilter,
+    rtt: Option<Duration>,
+    /// Per stream (frame): first-transmission packets and deadline.
+    sizes: BTreeMap<u64, (usize, Option<Instant>)>,
+    /// Retransmissions and copies sent since the last poll, per stream.
+    pending: BTreeMap<u64, (Vec<u64>, Option<Instant>)>,
+    ready: VecDeque<RepairRequest>,
+}
+
+impl HairpinFec {
+    #[must_use]
+    pub fn new(config: HairpinConfig) -> Self {
+        Self {
+            config,
+            frames: FrameCollector::default(),
+            loss: LossFilter::default(),
+            rtt: None,
+            sizes: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            ready: VecDeque::new(),
+        }
+    }
+
+    fn plan(&mut self, now: Instant, packets: &[u64], frame: usize, deadline: Option<Instant>) {
+        let rounds = match (deadline, self.rtt) {
+            (None, _) => ROUNDS_WITHOUT_DEADLINE,
+            (Some(d), Some(rtt)) => rounds_left(d - now, rtt),
+            // No RTT sample yet: this round may be the only one.
+            (Some(d), None) => u32::from(d > now),
+        };
+        if rounds == 0 {
+            return;
+        }
+        let plan = plan_round(
+            packets.len(),
+            frame,
+            rounds,
+            self.loss.mean(),
+            self.config.lambda,
+        );
+        self.ready.extend(repair_windows(packets, plan.repair));
+    }
+
+    fn forget_old(&mut self, now: Instant) {
+        self.sizes.retain(|_, (_, d)| d.is_none_or(|d| d >= now));
+        let undated = self.sizes.values().filter(|(_, d)| d.is_none()).count();
+        if undated > MAX_UNDATED_STREAMS {
+            let old: Vec<u64> = self
+                .sizes
+                .iter()
+                .filter(|(_, (_, d))| d.is_none())
+                .take(undated - MAX_UNDATED_STREAMS)
+                .map(|(s, _)| *s)
+                .collect();
+            for s in old {
+                self.sizes.remove(&s);
+            }
+        }
+    }
+}
+
+impl FecScheme for HairpinFec {
+    fn name(&self) -> &'static str {
+        "hairpin"
+    }
+
+    fn on_source_sent(&mut self, now: Instant, packet: &SourcePacket<'_>) {
+        let Some(stream) = packet.ranges.first().map(|r| r.range.stream) else {
+            return;
+        };
+        if packet.kind == SendKind::New {
+            let e = self.sizes.entry(stream).or_insert((0, packet.deadline));
+            e.0 += 1;
+            if let Some(frame) = self.frames.on_source(packet) {
+                let n = frame.packets.len();
+                self.plan(now, &frame.packets, n, frame.deadline);
+            }
+        } else {
+            let e = self
+                .pending
+                .entry(stream)
+                .or_insert_with(|| (Vec::new(), packet.deadline));
+            e.0.push(packet.pn);
+        }
+    }
+
+    fn on_packet_acked(&mut self, now: Instant, _packet: &PacketInfo<'_>, _repair: bool) {
+        self.loss.record(now, false);
+    }
+
+    fn on_packet_lost(&mut self, now: Instant, _packet: &PacketInfo<'_>, _repair: bool) {
+        self.loss.record(now, true);
+    }
+
+    fn on_rtt_update(&mut self, _now: Instant, rtt: &RttSample) {
+        self.rtt = Some(rtt.smoothed);
+    }
+
+    fn poll_repair(&mut self, now: Instant, _ctx: &FecContext) -> Option<RepairRequest> {
+        // The transport sends retransmissions before asking: what is pending is this round.
+        for (stream, (pns, deadline)) in std::mem::take(&mut self.pending) {
+            let (frame, known) = self
+                .sizes
+                .get(&stream)
+                .copied()
+                .unwrap_or((pns.len(), deadline));
+            self.plan(now, &pns, frame.max(pns.len()), known.or(deadline));
+        }
+        self.forget_old(now);
+        self.ready.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    #[test]
+    fn rounds_follow_the_deadline() {
+        // 100 ms deadline, 30 ms RTT: arrivals at 15, 45, 75 ms fit, 105 does not.
+        assert_eq!(rounds_left(ms(100), ms(30)), 3);
+        assert_eq!(rounds_left(ms(14), ms(30)), 0);
+        assert_eq!(rounds_left(ms(15), ms(30)), 1);
+        assert_eq!(rounds_left(ms(45), ms(30)), 2);
+    }
+
+    #[test]
+    fn binomial_sums_to_one() {
+        let pmf = binomial_pmf(10, 0.9);
+        assert!((pmf.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!((pmf[10] - 0.9f64.powi(10)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn last_round_hand_computed() {
+        // One packet, one round left, 10 % loss. m repair packets: miss = 0.1^(m+1),
+        // bandwidth = m+1 per packet. lambda = 1e-4: J(0) = 0.1 + 1e-4, J(1) = 0.01 + 2e-4,
+        // J(2) = 0.001 + 3e-4, J(3) = 1e-4 + 4e-4, J(4) = 1e-5 + 5e-4: the minimum is m = 3.
+        let p = plan_round(1, 1, 1, 0.1, LAMBDA_DEFAULT);
+        assert_eq!(p.repair, 3);
+        assert!((p.miss - 1e-4).abs() < 1e-12);
+        assert!((p.bandwidth - 4.0).abs() < 1e-12);
+        // lambda = 0.1: J(0) = 0.2, J(1) = 0.21: no repair.
+        assert_eq!(plan_round(1, 1, 1, 0.1, LAMBDA_LOW_COST).repair, 0);
+    }
+
+    #[test]
+    fn more_rounds_left_less_redundancy_now() {
+        for lambda in [LAMBDA_LOW_COST, LAMBDA_DEFAULT, LAMBDA_HIGH_COST] {
+            let mut last = usize::MAX;
+            for rounds in 1..=4 {
+                let p = plan_round(10, 10, rounds, 0.05, lambda);
+                assert!(p.repair <= last, "lambda {lambda} rounds {rounds}: {p:?}");
+                last = p.repair;
+            }
+        }
+        // The settings order cost and miss: HC sends most, misses least.
+        let lc = plan_round(10, 10, 2, 0.05, LAMBDA_LOW_COST);
+        let d = plan_round(10, 10, 2, 0.05, LAMBDA_DEFAULT);
+        let hc = plan_round(10, 10, 2, 0.05, LAMBDA_HIGH_COST);
+        assert!(lc.bandwidth <= d.bandwidth && d.bandwidth <= hc.bandwidth);
+        assert!(lc.miss >= d.miss && d.miss >= hc.miss);
+    }
+
+    #[test]
+    fn edge_cases() {
+        assert_eq!(plan_round(0, 10, 3, 0.1, LAMBDA_DEFAULT).repair, 0);
+        let none = plan_round(5, 10, 0, 0.1, LAMBDA_DEFAULT);
+        assert_eq!((none.repair, none.miss), (0, 1.0));
+        // No loss: nothing to add.
+        assert_eq!(plan_round(5, 10, 3, 0.0, LAMBDA_HIGH_COST).repair, 0);
+    }
+}

@@ -38,6 +38,11 @@ pub struct Download {
     pub bytes: u64,
     /// From the first packet to the last byte of the body.
     pub elapsed: Duration,
+    /// recoup's FEC extension, when the server sent repair symbols: REPAIR frames received,
+    /// and the packets and stream bytes restored from them, by the end of the body.
+    pub repair_frames: u64,
+    pub fec_recovered_packets: u64,
+    pub fec_recovered_bytes: u64,
 }
 
 /// A client ready to download; [`Client::run`] does it.
@@ -107,6 +112,7 @@ impl Client {
             stream: None,
             received: 0,
             done_at: None,
+            fec: (0, 0, 0),
             error: None,
             closed: false,
         };
@@ -118,9 +124,13 @@ impl Client {
             return Err(e);
         }
         let end = app.done_at.unwrap_or(self.start);
+        let (repair_frames, fec_recovered_packets, fec_recovered_bytes) = app.fec;
         Ok(Download {
             bytes: app.received,
             elapsed: end.saturating_duration_since(self.start),
+            repair_frames,
+            fec_recovered_packets,
+            fec_recovered_bytes,
         })
     }
 }
@@ -133,6 +143,8 @@ struct HqGet<'a> {
     stream: Option<StreamId>,
     received: u64,
     done_at: Option<Instant>,
+    /// The connection's FEC counters when the body ended (see [`Download`]).
+    fec: (u64, u64, u64),
     error: Option<Error>,
     /// The connection has been told to close (after the body or an error), or is gone.
     closed: bool,
@@ -182,6 +194,12 @@ impl HqGet<'_> {
                     .flush()
                     .map_err(|e| Error::io("writing the body", e))?;
                 self.done_at = Some(now);
+                let st = conn.stats();
+                self.fec = (
+                    st.repair_frames_received,
+                    st.fec_recovered_packets,
+                    st.fec_recovered_bytes,
+                );
                 conn.close(now, DONE_CODE, "done");
                 self.closed = true;
                 return Ok(());

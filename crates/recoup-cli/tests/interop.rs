@@ -3,6 +3,8 @@
 //!   `tests/interop/aioquic_client.py`) download 10 MB from `recoup serve`, sha256 compared;
 //! - `recoup get` downloads 10 MB from an aioquic server (`tests/interop/aioquic_server.py`);
 //! - the same with `--policy fixed:2`;
+//! - the quinn and aioquic clients from `recoup serve --fec block:k=4,m=1`: they do not offer
+//!   recoup's FEC extension, so the server's qlog must show no repair frame (docs/FEC.md);
 //! - tshark dissects a capture of one download, decrypted with the key log, without malformed
 //!   packets or expert warnings (skipped, with a message, only when tshark cannot capture).
 //!
@@ -16,8 +18,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{
-    fixture, interop_dir, now, python, read_log, recoup, run_peer, serve_files, sha256, Proc,
-    DOWNLOAD_TIMEOUT, STARTUP_TIMEOUT,
+    count_qlog, fixture, interop_dir, now, python, read_log, recoup, run_peer, serve_files, sha256,
+    Proc, DOWNLOAD_TIMEOUT, STARTUP_TIMEOUT,
 };
 
 const FILE_SIZE: usize = 10 * 1024 * 1024;
@@ -117,6 +119,35 @@ fn aioquic_client_downloads_from_recoup_serve() {
 #[test]
 fn aioquic_client_downloads_from_recoup_serve_fixed2() {
     aioquic_client_from_recoup(&["--policy", "fixed:2"], &[]);
+}
+
+/// Downloads with `client` from `recoup serve --fec ...` and checks from the server's qlog that
+/// packets went out and none carried a repair frame: the client never offered FEC.
+fn no_repair_frame_toward(client: fn(&[&str])) {
+    let qlog = tempfile::tempdir().expect("tempdir");
+    let dir = qlog.path().to_str().expect("utf-8 temp path");
+    client(&["--fec", "block:k=4,m=1", "--qlog-dir", dir]);
+    let count = count_qlog(qlog.path());
+    assert!(
+        count.packets_sent > 1000,
+        "the server's qlog is missing: {count:?}"
+    );
+    assert_eq!(
+        count.repairs, 0,
+        "repair frames to a peer without FEC: {count:?}"
+    );
+}
+
+#[test]
+fn quinn_client_from_recoup_serve_with_fec_gets_no_repair_frame() {
+    no_repair_frame_toward(quinn_client_from_recoup);
+}
+
+#[test]
+fn aioquic_client_from_recoup_serve_with_fec_gets_no_repair_frame() {
+    no_repair_frame_toward(|policy| {
+        aioquic_client_from_recoup(policy, &[]);
+    });
 }
 
 #[test]

@@ -107,6 +107,11 @@ pub struct Download {
     pub migrated_at: Option<u64>,
     /// 1-RTT key updates, ours and the server's (RFC 9001 §6).
     pub key_updates: u64,
+    /// recoup's FEC extension, when the server sent repair symbols: REPAIR frames received,
+    /// and the packets and stream bytes restored from them, by the end of the body.
+    pub repair_frames: u64,
+    pub fec_recovered_packets: u64,
+    pub fec_recovered_bytes: u64,
 }
 
 /// A client ready to download; [`Client::run`] does it.
@@ -207,6 +212,8 @@ impl Client {
             rebind: false,
             migrated_at: None,
             key_updates: 0,
+            fec: (0, 0, 0),
+            fec_final: false,
         };
         let stopped = self.driver.run(&mut app, http3::NO_ERROR)?;
         let (received, done_at, error) = match app.chosen {
@@ -227,6 +234,9 @@ impl Client {
             elapsed: end.saturating_duration_since(self.start),
             migrated_at: app.migrated_at,
             key_updates: app.key_updates,
+            repair_frames: app.fec.0,
+            fec_recovered_packets: app.fec.1,
+            fec_recovered_bytes: app.fec.2,
         })
     }
 }
@@ -259,6 +269,9 @@ struct Negotiated<'a> {
     /// Body bytes received when the client migrated.
     migrated_at: Option<u64>,
     key_updates: u64,
+    /// The connection's FEC counters (see [`Download`]), frozen when the body ends.
+    fec: (u64, u64, u64),
+    fec_final: bool,
 }
 
 enum Chosen<'a> {
@@ -396,7 +409,20 @@ impl Application for Negotiated<'_> {
             }
         }
         self.maybe_migrate(now, conn);
-        self.key_updates = conn.stats().key_updates;
+        let st = conn.stats();
+        self.key_updates = st.key_updates;
+        if !self.fec_final {
+            self.fec = (
+                st.repair_frames_received,
+                st.fec_recovered_packets,
+                st.fec_recovered_bytes,
+            );
+            self.fec_final = match &self.chosen {
+                Some(Chosen::Hq(get)) => get.done_at.is_some(),
+                Some(Chosen::H3(get)) => get.done_at.is_some(),
+                None => false,
+            };
+        }
     }
 
     fn removed(&mut self, handle: ConnectionHandle) {

@@ -117,6 +117,13 @@ pub fn run(args: Args) -> Result<(), Error> {
         mbit_per_s = download.bytes as f64 * 8.0 / download.elapsed.as_secs_f64().max(1e-9) / 1e6,
         "download complete"
     );
+    if download.repair_frames > 0 {
+        // On stderr, like the log, so that a body on stdout stays clean.
+        eprintln!(
+            "recoup get: FEC restored {} packets ({} stream bytes) from {} repair symbols",
+            download.fec_recovered_packets, download.fec_recovered_bytes, download.repair_frames
+        );
+    }
     Ok(())
 }
 

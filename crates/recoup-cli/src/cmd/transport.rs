@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use recoup_recovery::PolicySpec;
+use recoup_recovery::{FecSpec, PolicySpec};
 use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::loss::LossDetectionMode;
 use recoup_transport::TransportConfig;
@@ -18,6 +18,11 @@ pub struct TransportArgs {
     /// Loss detection: rfc9002 (RFC 9002 §6 thresholds) or rack-tlp (RFC 8985).
     #[arg(long, default_value = "rfc9002", value_parser = parse_loss_detection)]
     pub loss_detection: LossDetectionMode,
+    /// Dual-side FEC for the data this endpoint sends, e.g. `block:k=9,m=1` (docs/FEC.md):
+    /// repair symbols go only to a recoup peer that negotiated FEC; toward any other peer a
+    /// warning is logged and recovery is plain ARQ. recoup endpoints always offer to decode.
+    #[arg(long, value_name = "SCHEME", value_parser = parse_fec)]
+    pub fec: Option<FecSpec>,
     /// Write one qlog trace per connection here (default: $QLOGDIR if set).
     #[arg(long, value_name = "DIR")]
     pub qlog_dir: Option<PathBuf>,
@@ -39,6 +44,8 @@ impl TransportArgs {
             loss_detection: self.loss_detection,
             policy: self.policy.clone(),
             key_update_interval: self.key_update_interval,
+            fec: self.fec,
+            fec_receive: true,
             seed: recoup_net::os_seed(),
             ..TransportConfig::default()
         }
@@ -52,6 +59,10 @@ impl TransportArgs {
 
 fn parse_policy(s: &str) -> Result<PolicySpec, String> {
     s.parse::<PolicySpec>().map_err(|e| e.to_string())
+}
+
+fn parse_fec(s: &str) -> Result<FecSpec, String> {
+    s.parse::<FecSpec>().map_err(|e| e.to_string())
 }
 
 fn parse_cc(s: &str) -> Result<CcAlgorithm, String> {

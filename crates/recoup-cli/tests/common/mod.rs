@@ -272,6 +272,8 @@ pub struct QlogCount {
     /// Packets marked as carrying copies of lost data (`"recoup": {"kind": "copy"}`).
     pub copies: u64,
     pub retransmissions: u64,
+    /// Packets carrying a FEC repair symbol (recoup's REPAIR frame, docs/FEC.md).
+    pub repairs: u64,
 }
 
 /// Counts the packets of every `.sqlog` trace in `dir`; panics on a record that is not JSON.
@@ -297,6 +299,12 @@ pub fn count_qlog(dir: &Path) -> QlogCount {
                 Some("copy") => count.copies += 1,
                 Some("retransmission") => count.retransmissions += 1,
                 _ => {}
+            }
+            let frames = v["data"]["frames"]
+                .as_array()
+                .map_or(&[][..], Vec::as_slice);
+            if frames.iter().any(|f| f["frame_type"] == "recoup_repair") {
+                count.repairs += 1;
             }
         }
     }

@@ -14,6 +14,10 @@ fi
 rustup component add clippy rustfmt >/dev/null 2>&1 || true
 cargo --version
 
+step "qlog schema check: jsonschema (PyPI)"
+# crates/recoup-net/tests/qlog_pair.rs checks real traces with tests/qlog/validate.py.
+python3 -m pip install --quiet --disable-pip-version-check "jsonschema==4.26.0"
+
 step "interop peers: aioquic (PyPI), tshark (Debian)"
 # The interop tests (crates/recoup-cli/tests/interop.rs) run the unmodified aioquic client and
 # server; they fail loudly if aioquic is missing. tshark is optional: its test skips with a

@@ -13,6 +13,7 @@ use recoup_transport::{
     CloseReason, Connection, ConnectionHandle, Endpoint, Event, ServerConfig, TransportConfig,
 };
 
+use crate::clock::Clock;
 use crate::driver::{Application, Driver, Stopper};
 use crate::error::Error;
 use crate::hq::{self, RequestBuffer, Root};
@@ -61,12 +62,14 @@ impl Server {
         };
         let endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
         let driver = Driver::bind(options.listen, endpoint, options.gso)?;
+        let clock = *driver.clock();
         Ok(Self {
             driver,
             app: HqServer {
                 root,
                 live: options.live,
                 qlog: options.qlog,
+                clock,
                 conns: HashMap::new(),
             },
         })
@@ -93,6 +96,8 @@ struct HqServer {
     root: Option<Root>,
     live: LiveParams,
     qlog: Option<QlogDir>,
+    /// The driver's clock, for qlog's wall-clock `reference_time`.
+    clock: Clock,
     conns: HashMap<ConnectionHandle, ServerConn>,
 }
 
@@ -129,12 +134,8 @@ impl Application for HqServer {
     fn accepted(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
         tracing::info!(remote = %conn.remote_address(), "connection accepted");
         if let Some(dir) = &self.qlog {
-            let id = conn
-                .local_cids()
-                .next()
-                .map(|c| hex_id(&c))
-                .unwrap_or_default();
-            match dir.create(VantagePoint::Server, &id, now) {
+            let id = hex_id(&conn.original_dcid());
+            match dir.create(VantagePoint::Server, &id, now, self.clock.unix_ms(now)) {
                 Ok(writer) => conn.set_qlog(writer),
                 Err(e) => tracing::warn!("qlog: {e}"),
             }

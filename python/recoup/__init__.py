@@ -111,6 +111,14 @@ def _looks_like_path(text: str) -> bool:
     return "\n" not in text and ("=" not in text or text.rstrip().endswith(".toml"))
 
 
+def _is_file(text: str) -> bool:
+    # Multi-line TOML text is never a file name (and may be too long for one).
+    try:
+        return "\n" not in text and Path(text).is_file()
+    except OSError:
+        return False
+
+
 def load_plan(scenario: Scenario) -> tuple[str, str | None, str | None]:
     """Resolves a scenario to ``(toml_text, base_dir, name)``.
 
@@ -123,10 +131,9 @@ def load_plan(scenario: Scenario) -> tuple[str, str | None, str | None]:
     """
     if isinstance(scenario, Mapping):
         return to_toml(scenario), None, None
-    if isinstance(scenario, str) and not Path(scenario).is_file():
-        if not _looks_like_path(scenario):
-            return scenario, None, None
-    elif not isinstance(scenario, (str, os.PathLike)):
+    if isinstance(scenario, str) and not _looks_like_path(scenario) and not _is_file(scenario):
+        return scenario, None, None
+    if not isinstance(scenario, (str, os.PathLike)):
         raise TypeError(
             f"scenario must be a path, TOML text or a dict, not {type(scenario).__name__}"
         )

@@ -4,11 +4,11 @@ summary's statistics, units, paths that do not exist, the version, and the plots
 from __future__ import annotations
 
 import importlib.metadata
-import tomllib
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import tomllib
 
 import recoup
 from recoup.plot import compare

@@ -57,6 +57,7 @@ def small_result() -> recoup.Results:
 
 def records(df: pd.DataFrame) -> list[dict]:
     """Rows as dicts with None for missing values, as the simulator returns them."""
+
     def plain(v: object) -> object:
         missing = v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
         return None if missing else v

@@ -36,6 +36,7 @@ __version__: str = version()
 __all__ = [
     "Results",
     "UNITS",
+    "frame",
     "__version__",
     "run",
     "sweep",
@@ -104,6 +105,17 @@ class Results(NamedTuple):
     summary: pd.DataFrame
     axes: list[str]
 
+    def write(self, directory: str | os.PathLike[str], fmt: str = "csv") -> list[Path]:
+        """Writes ``runs.<fmt>`` and ``summary.<fmt>`` into ``directory`` (created if
+        missing): ``csv``, ``json`` or ``parquet`` (needs pyarrow); returns the paths."""
+        from recoup.tables import FORMATS, write
+
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown format {fmt!r}; the formats are {', '.join(FORMATS)}")
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        return [write(self.runs, out / f"runs.{fmt}"), write(self.summary, out / f"summary.{fmt}")]
+
 
 def _looks_like_path(text: str) -> bool:
     # TOML text holding a scenario has a `key = value` line; a one-line string without `=`, or
@@ -143,17 +155,19 @@ def load_plan(scenario: Scenario) -> tuple[str, str | None, str | None]:
     return path.read_text(encoding="utf-8"), str(path.resolve().parent), path.stem
 
 
-def _run_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Run rows as a DataFrame with a dtype per column even when every value is missing:
-    text columns ``string``, counts ``int64`` (``Int64`` when some are missing), the rest
-    ``float64``."""
+def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Result rows as a DataFrame with a dtype per column even when every value is missing:
+    text columns (``scenario``, ``policy``, ``app_error`` and any holding strings) ``string``,
+    integers ``int64`` (``Int64`` when some are missing), the rest ``float64``."""
     import pandas as pd
 
     df = pd.DataFrame(rows)
     for column in df.columns:
         values = [v for v in df[column] if v is not None]
-        if column in TEXT_COLUMNS:
+        if column in TEXT_COLUMNS or any(isinstance(v, str) for v in values):
             df[column] = df[column].astype("string")
+        elif values and all(isinstance(v, bool) for v in values):
+            df[column] = df[column].astype("boolean" if len(values) < len(df) else "bool")
         elif values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             df[column] = df[column].astype("int64" if len(values) == len(df) else "Int64")
         else:
@@ -219,12 +233,12 @@ def _results(
     rows: list[dict[str, Any]], text: str, base_dir: str | None, name: str | None
 ) -> Results:
     axes, by_point = _axis_columns(text, base_dir, name)
-    runs = _run_frame(rows)
+    runs = frame(rows)
     summary = summarize(rows)
-    for frame in (runs, summary):
-        _add_axes(frame, axes, by_point)
-        frame.attrs["units"] = {c: UNITS[c] for c in frame.columns if c not in TEXT_COLUMNS}
-        frame.attrs["axes"] = axes
+    for table in (runs, summary):
+        _add_axes(table, axes, by_point)
+        table.attrs["units"] = {c: UNITS[c] for c in table.columns if c not in TEXT_COLUMNS}
+        table.attrs["axes"] = axes
     return Results(
         _sorted(runs, axes, ["policy", "seed"]),
         _sorted(summary, axes, []),

@@ -36,6 +36,31 @@ pub const PANELS: [(&str, &str, &str, f64); 4] = [
     ("Freezes", "freezes per 100 s", "freezes_per_100s", 1.0),
 ];
 
+/// The headline panels of `PANELS` whose metric has a value in `summary`; a live stream's
+/// freezes give way to an RTC call's deadline misses (AutoRec §VII measures RTC by frames that
+/// miss their playback deadline), so no panel is drawn empty.
+#[must_use]
+pub fn headline_panels(summary: &[SummaryRow]) -> Vec<Panel> {
+    let measured = |metric: &str| {
+        summary
+            .iter()
+            .any(|s| s.metric == metric && s.mean.is_some())
+    };
+    PANELS
+        .iter()
+        .map(|p| p.2)
+        .map(|m| {
+            if m == "freezes_per_100s" && !measured(m) && measured("deadline_miss_rate") {
+                "deadline_miss_rate"
+            } else {
+                m
+            }
+        })
+        .filter(|m| measured(m))
+        .map(Panel::of)
+        .collect()
+}
+
 /// Loads the font once per process; the plotting library keeps a `'static` reference.
 fn register() -> Result<(), String> {
     static FONT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
@@ -120,7 +145,7 @@ pub fn compare_png(path: &Path, results: &[PointResult]) -> Result<(), String> {
             policies.push(&r.policy);
         }
     }
-    let panels: Vec<Panel> = PANELS.iter().map(|p| Panel::of(p.2)).collect();
+    let panels = headline_panels(&point.summary);
     bars_png(
         path,
         &format!("recoup compare: {}", point.scenario),
@@ -154,6 +179,9 @@ pub fn lines_png(
     register()?;
     draw_lines(path, title, x, series, panels).map_err(|e| format!("{}: {e}", path.display()))
 }
+
+/// Legend entries per row under a sweep plot.
+const LEGEND_COLUMNS: usize = 3;
 
 /// Rows and columns of panels: two columns from two panels on.
 fn grid(panels: usize) -> (usize, usize) {
@@ -216,10 +244,26 @@ fn draw_lines(
         0.5
     };
     let (rows, cols) = grid(panels.len());
-    let root = BitMapBackend::new(path, (700 * cols as u32, 500 * rows as u32)).into_drawing_area();
+    // One legend for the figure, in a strip below the panels, so it never covers a line.
+    let per_row = LEGEND_COLUMNS.min(series.len()).max(1);
+    let legend_h = 32 * series.len().div_ceil(per_row) as u32 + 12;
+    let width = 700 * cols as u32;
+    let root = BitMapBackend::new(path, (width, 500 * rows as u32 + legend_h)).into_drawing_area();
     root.fill(&WHITE)?;
     let root = root.titled(title, ("sans-serif", 28))?;
-    for (area, p) in root.split_evenly((rows, cols)).iter().zip(panels) {
+    let plots_h = root.dim_in_pixel().1.saturating_sub(legend_h);
+    let (plots, legend) = root.split_vertically(plots_h);
+    for (i, s) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let x = 20 + (i % per_row) as i32 * (width / per_row as u32) as i32;
+        let y = 6 + (i / per_row) as i32 * 32;
+        legend.draw(&PathElement::new(
+            vec![(x, y + 9), (x + 30, y + 9)],
+            color.stroke_width(3),
+        ))?;
+        legend.draw(&Text::new(s.label.clone(), (x + 38, y), ("sans-serif", 16)))?;
+    }
+    for (area, p) in plots.split_evenly((rows, cols)).iter().zip(panels) {
         let lines: Vec<Vec<(f64, Stat)>> = series
             .iter()
             .map(|s| {
@@ -267,17 +311,12 @@ fn draw_lines(
             mesh.x_labels(c.len());
         }
         mesh.draw()?;
-        for (i, (s, line)) in series.iter().zip(&lines).enumerate() {
+        for (i, line) in lines.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(LineSeries::new(
-                    line.iter().map(|&(xv, (m, _, _))| (xv, m)),
-                    color.stroke_width(2),
-                ))?
-                .label(s.label.as_str())
-                .legend(move |(lx, ly)| {
-                    PathElement::new(vec![(lx, ly), (lx + 20, ly)], color.stroke_width(2))
-                });
+            chart.draw_series(LineSeries::new(
+                line.iter().map(|&(xv, (m, _, _))| (xv, m)),
+                color.stroke_width(2),
+            ))?;
             chart.draw_series(
                 line.iter()
                     .map(|&(xv, (m, _, _))| Circle::new((xv, m), 4, color.filled())),
@@ -288,12 +327,6 @@ fn draw_lines(
                 },
             ))?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()?;
     }
     root.present()?;
     Ok(())
@@ -363,4 +396,67 @@ where
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(metric: &str, mean: Option<f64>) -> SummaryRow {
+        SummaryRow {
+            policy: "arq".into(),
+            metric: metric.into(),
+            n: u64::from(mean.is_some()),
+            mean,
+            std: None,
+            p50: mean,
+            p95: mean,
+            p99: mean,
+            ci95_low: None,
+            ci95_high: None,
+        }
+    }
+
+    fn metrics(summary: &[SummaryRow]) -> Vec<String> {
+        headline_panels(summary)
+            .into_iter()
+            .map(|p| p.metric)
+            .collect()
+    }
+
+    #[test]
+    fn panels_without_values_are_left_out_and_rtc_shows_deadline_misses() {
+        let live = [
+            row("recovery_latency_multi_ms", Some(80.0)),
+            row("deterioration_rate", Some(0.03)),
+            row("redundancy_cost", Some(0.0)),
+            row("freezes_per_100s", Some(0.2)),
+            row("deadline_miss_rate", None),
+        ];
+        assert_eq!(
+            metrics(&live),
+            [
+                "recovery_latency_multi_ms",
+                "deterioration_rate",
+                "redundancy_cost",
+                "freezes_per_100s"
+            ]
+        );
+        // An RTC call (ge-burst) has no freezes: its deadline misses take the panel.
+        let rtc = [
+            row("recovery_latency_multi_ms", None),
+            row("deterioration_rate", Some(0.03)),
+            row("redundancy_cost", Some(0.1)),
+            row("freezes_per_100s", None),
+            row("deadline_miss_rate", Some(0.01)),
+        ];
+        assert_eq!(
+            metrics(&rtc),
+            [
+                "deterioration_rate",
+                "redundancy_cost",
+                "deadline_miss_rate"
+            ]
+        );
+    }
 }

@@ -10,4 +10,5 @@ pub mod run;
 pub mod serve;
 pub mod simulate;
 pub mod sweep;
+pub mod tables;
 pub mod transport;

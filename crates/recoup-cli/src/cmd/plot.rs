@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use recoup_sim::metrics::SummaryRow;
 
 use super::simulate::Error;
-use crate::plot::{Panel, Series, XAxis, PANELS};
+use crate::plot::{Panel, Series, XAxis};
 
 /// Plot a results directory (DIR/summary.csv of `recoup run`, `sweep` or `compare`).
 ///
@@ -144,7 +144,7 @@ fn read_summary(dir: &Path) -> Result<Vec<Named>, Error> {
     Ok(rows)
 }
 
-/// The panels asked for, or the headline metrics the directory has.
+/// The panels asked for, or the headline metrics the directory has values of.
 fn panels(rows: &[Named], asked: &[String]) -> Result<Vec<Panel>, Error> {
     let mut valid: Vec<&str> = Vec::new();
     for (_, r) in rows {
@@ -153,14 +153,11 @@ fn panels(rows: &[Named], asked: &[String]) -> Result<Vec<Panel>, Error> {
         }
     }
     if asked.is_empty() {
-        let headline: Vec<Panel> = PANELS
-            .iter()
-            .filter(|p| valid.contains(&p.2))
-            .map(|p| Panel::of(p.2))
-            .collect();
+        let summary: Vec<SummaryRow> = rows.iter().map(|(_, r)| r.clone()).collect();
+        let headline = crate::plot::headline_panels(&summary);
         if headline.is_empty() {
             return Err(Error::Usage(format!(
-                "none of the default metrics in the results; choose with --metric: {}",
+                "none of the default metrics has a value in the results; choose with --metric: {}",
                 valid.join(", ")
             )));
         }

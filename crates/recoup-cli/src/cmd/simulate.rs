@@ -15,6 +15,8 @@ use recoup_sim::run::{jobs, run_one_with_qlog};
 use recoup_sim::scenario::{Scenario, ScenarioError};
 use serde::Serialize;
 
+use super::tables::{write_groups, Format};
+
 /// Why a simulation command failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -222,8 +224,13 @@ struct Named<'a, T> {
     row: &'a T,
 }
 
-/// Writes `runs.{csv,json}` and `summary.{csv,json}` into `dir`; returns the paths written.
-pub fn write_outputs(dir: &Path, results: &[PointResult]) -> Result<Vec<PathBuf>, Error> {
+/// Writes `runs.<ext>` and `summary.<ext>` into `dir` in each format; returns the paths
+/// written.
+pub fn write_outputs(
+    dir: &Path,
+    results: &[PointResult],
+    formats: &[Format],
+) -> Result<Vec<PathBuf>, Error> {
     std::fs::create_dir_all(dir).map_err(|source| Error::Io {
         path: dir.to_owned(),
         source,
@@ -236,12 +243,9 @@ pub fn write_outputs(dir: &Path, results: &[PointResult]) -> Result<Vec<PathBuf>
         .iter()
         .map(|r| (r.scenario.as_str(), r.summary.as_slice()))
         .collect();
-    Ok(vec![
-        write_table_csv(&dir.join("runs.csv"), &runs)?,
-        write_table_json(&dir.join("runs.json"), &runs)?,
-        write_table_csv(&dir.join("summary.csv"), &summary)?,
-        write_table_json(&dir.join("summary.json"), &summary)?,
-    ])
+    let mut written = write_groups(dir, "runs", &runs, formats)?;
+    written.extend(write_groups(dir, "summary", &summary, formats)?);
+    Ok(written)
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>, Error> {
@@ -292,7 +296,10 @@ pub fn write_table_csv<T: Serialize>(
     Ok(path.to_owned())
 }
 
-fn write_table_json<T: Serialize>(path: &Path, groups: &[(&str, &[T])]) -> Result<PathBuf, Error> {
+pub fn write_table_json<T: Serialize>(
+    path: &Path,
+    groups: &[(&str, &[T])],
+) -> Result<PathBuf, Error> {
     let rows: Vec<Named<'_, T>> = groups
         .iter()
         .flat_map(|(name, rows)| {

@@ -37,6 +37,18 @@ if ! command -v tshark >/dev/null 2>&1; then
 fi
 command -v tshark >/dev/null 2>&1 && tshark --version | head -1
 
+step "browser: Debian's chromium (the HTTP/3 live player test)"
+# crates/recoup-cli/tests/browser.rs plays a live stream from recoup serve in headless Chromium
+# over HTTP/3; it fails, with a message, if chromium is missing.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "chromium not installed (needs root for apt-get): the browser test will fail" >&2
+  fi
+fi
+command -v chromium >/dev/null 2>&1 && chromium --version 2>/dev/null | tail -1
+
 step "C compiler (the C ABI test compiles a C host)"
 if ! command -v cc >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

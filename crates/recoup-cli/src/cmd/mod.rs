@@ -6,6 +6,7 @@ pub mod get;
 pub mod link;
 pub mod plot;
 pub mod population;
+pub mod report;
 pub mod run;
 pub mod serve;
 pub mod simulate;

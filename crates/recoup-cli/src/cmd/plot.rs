@@ -34,7 +34,7 @@ pub struct Args {
 }
 
 /// A summary row with its scenario point.
-type Named = (String, SummaryRow);
+pub(super) type Named = (String, SummaryRow);
 
 pub fn run(args: Args) -> Result<(), Error> {
     let rows = read_summary(&args.dir)?;
@@ -69,7 +69,7 @@ pub fn run(args: Args) -> Result<(), Error> {
 
 /// Reads DIR/summary.csv: the columns `scenario`, `policy`, `metric`, `n`, `mean`, `ci95_low`
 /// and `ci95_high` are required, the other statistics read when present.
-fn read_summary(dir: &Path) -> Result<Vec<Named>, Error> {
+pub(super) fn read_summary(dir: &Path) -> Result<Vec<Named>, Error> {
     if !dir.is_dir() {
         return Err(Error::Usage(format!(
             "{}: no such results directory (write one with recoup run, sweep or compare)",

@@ -44,7 +44,8 @@ pub fn run(args: Args) -> Result<(), Error> {
     .load(&args.scenario)?;
     let qlog_dir = args.qlog.then(|| args.out.join("qlog"));
     let results = simulate::run_all(&scenarios, args.jobs, qlog_dir.as_deref())?;
-    let written = simulate::write_outputs(&args.out, &results, &args.format)?;
+    let mut written = simulate::write_outputs(&args.out, &results, &args.format)?;
+    written.push(simulate::keep_scenario(&args.scenario, &args.out)?);
     let runs: usize = results.iter().map(|r| r.runs.len()).sum();
     println!("{runs} runs over {} scenario point(s)", results.len());
     simulate::print_written(&written);

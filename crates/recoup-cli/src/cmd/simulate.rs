@@ -248,6 +248,21 @@ pub fn write_outputs(
     Ok(written)
 }
 
+/// Copies the scenario file into `dir/scenario.toml`, so the results carry what made them
+/// (`recoup report` shows it).
+pub fn keep_scenario(scenario: &Path, dir: &Path) -> Result<PathBuf, Error> {
+    let to = dir.join("scenario.toml");
+    let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
+    if same(scenario, &to) {
+        return Ok(to);
+    }
+    std::fs::copy(scenario, &to).map_err(|source| Error::Io {
+        path: to.clone(),
+        source,
+    })?;
+    Ok(to)
+}
+
 fn create(path: &Path) -> Result<BufWriter<File>, Error> {
     File::create(path)
         .map(BufWriter::new)

@@ -157,7 +157,8 @@ pub fn run(args: Args) -> Result<(), Error> {
     }
     let rows = finished.into_iter().chain(done).collect();
     let results = simulate::assemble(&scenarios, rows)?;
-    let written = simulate::write_outputs(&args.out, &results, &args.format)?;
+    let mut written = simulate::write_outputs(&args.out, &results, &args.format)?;
+    written.push(simulate::keep_scenario(&args.plan, &args.out)?);
     println!(
         "{} runs over {} scenario point(s) ({} new)",
         work.len(),

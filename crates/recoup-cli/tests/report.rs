@@ -71,7 +71,10 @@ fn report_is_one_page_that_chromium_renders() {
     run_ok(recoup().arg("report").arg(&out));
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
     // Self-contained: the plot is inside, nothing is loaded from elsewhere.
-    assert!(html.contains("src=\"data:image/png;base64,iVBORw0KGgo"), "no embedded PNG");
+    assert!(
+        html.contains("src=\"data:image/png;base64,iVBORw0KGgo"),
+        "no embedded PNG"
+    );
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
     assert!(html.contains("<h2>report</h2>") && html.contains("<td>autorec</td>"));
     assert!(html.contains("Redundancy cost") && html.contains("&plusmn;"));

@@ -11,6 +11,7 @@ pub mod driver;
 pub mod error;
 pub mod hq;
 pub mod link;
+pub mod link_log;
 pub mod live;
 pub mod qlog_dir;
 pub mod server;

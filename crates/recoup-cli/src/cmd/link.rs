@@ -114,6 +114,10 @@ pub struct Args {
     /// Exit after this long (default: until Ctrl-C).
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// Log the downlink (server → client) per packet into FILE, in the format of mm-link's
+    /// --downlink-log: `T + BYTES` arrivals, `T - BYTES DELAY` departures, times in ms.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<std::path::PathBuf>,
 }
 
 fn parse_rate(s: &str) -> Result<u64, String> {
@@ -241,6 +245,9 @@ pub fn run(args: Args) -> Result<(), Error> {
     let options = args.options()?;
     tracing::info!(down = ?options.down, up = ?options.up, "paths");
     let mut relay = Relay::bind(options)?;
+    if let Some(path) = &args.log {
+        relay.log_downlink(path)?;
+    }
     let stopper = relay.stopper();
     ctrlc::set_handler(move || stopper.stop())
         .map_err(|e| Error::Config(format!("Ctrl-C handler: {e}")))?;

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
+use recoup_net::link_log::LogEvent;
 use recoup_sim::metrics::SummaryRow;
 
 use crate::cmd::simulate::PointResult;
@@ -182,6 +183,129 @@ pub fn lines_png(
 
 /// Legend entries per row under a sweep plot.
 const LEGEND_COLUMNS: usize = 3;
+
+/// Width of a throughput bin in a link graph.
+const LINK_BIN_MS: u64 = 100;
+
+/// An mm-graph-style picture of a link log into a PNG at `path`: offered (arrivals) and
+/// delivered (departures) throughput in 100 ms bins, and each datagram's delay through the link
+/// at its departure.
+pub fn link_log_png(path: &Path, title: &str, events: &[LogEvent]) -> Result<(), String> {
+    register()?;
+    draw_link_log(path, title, events).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn draw_link_log(
+    path: &Path,
+    title: &str,
+    events: &[LogEvent],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let end_ms = events
+        .iter()
+        .map(|e| match *e {
+            LogEvent::Arrival { ms, .. }
+            | LogEvent::Departure { ms, .. }
+            | LogEvent::Opportunity { ms, .. } => ms,
+        })
+        .max()
+        .ok_or("the log has no events")?;
+    let bins = (end_ms / LINK_BIN_MS + 1) as usize;
+    let mut offered = vec![0u64; bins];
+    let mut delivered = vec![0u64; bins];
+    let mut delays: Vec<(f64, f64)> = Vec::new();
+    for e in events {
+        match *e {
+            LogEvent::Arrival { ms, bytes } => offered[(ms / LINK_BIN_MS) as usize] += bytes,
+            LogEvent::Departure {
+                ms,
+                bytes,
+                delay_ms,
+            } => {
+                delivered[(ms / LINK_BIN_MS) as usize] += bytes;
+                delays.push((ms as f64 / 1e3, delay_ms as f64));
+            }
+            LogEvent::Opportunity { .. } => {}
+        }
+    }
+    let mbps = |bytes: u64| bytes as f64 * 8.0 / (LINK_BIN_MS as f64 * 1e3);
+    let series = |v: &[u64]| -> Vec<(f64, f64)> {
+        v.iter()
+            .enumerate()
+            .map(|(i, &b)| ((i as u64 * LINK_BIN_MS) as f64 / 1e3, mbps(b)))
+            .collect()
+    };
+    let (offered, delivered) = (series(&offered), series(&delivered));
+    let x_hi = (end_ms as f64 / 1e3).max(0.1);
+    let rate_hi = offered
+        .iter()
+        .chain(&delivered)
+        .map(|p| p.1)
+        .fold(0.0_f64, f64::max)
+        .max(0.1)
+        * 1.15;
+    let delay_hi = delays.iter().map(|p| p.1).fold(0.0_f64, f64::max).max(1.0) * 1.15;
+    let root = BitMapBackend::new(path, (1200, 900)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(title, ("sans-serif", 28))?;
+    let (top, bottom) = root.split_vertically(430);
+    let mut chart = ChartBuilder::on(&top)
+        .caption(
+            format!("Throughput ({LINK_BIN_MS} ms bins)"),
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..x_hi, 0.0..rate_hi)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("Mbit/s")
+        .label_style(("sans-serif", 16))
+        .draw()?;
+    for (i, (label, points)) in [("offered (arrivals)", &offered), ("delivered", &delivered)]
+        .into_iter()
+        .enumerate()
+    {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))?
+            .label(label)
+            .legend(move |(lx, ly)| {
+                PathElement::new(vec![(lx, ly), (lx + 20, ly)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    let mut chart = ChartBuilder::on(&bottom)
+        .caption("Per-packet delay through the link", ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..x_hi, 0.0..delay_hi)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("delay (ms)")
+        .label_style(("sans-serif", 16))
+        .draw()?;
+    let color = Palette99::pick(2).to_rgba();
+    chart.draw_series(
+        delays
+            .iter()
+            .map(|&(t, d)| Circle::new((t, d), 2, color.filled())),
+    )?;
+    root.present()?;
+    Ok(())
+}
 
 /// Rows and columns of panels: two columns from two panels on.
 fn grid(panels: usize) -> (usize, usize) {

@@ -7,7 +7,8 @@ use recoup_sim::metrics::SummaryRow;
 use super::simulate::Error;
 use crate::plot::{Panel, Series, XAxis};
 
-/// Plot a results directory (DIR/summary.csv of `recoup run`, `sweep` or `compare`).
+/// Plot a results directory (DIR/summary.csv of `recoup run`, `sweep` or `compare`), or the
+/// per-packet log of `recoup link --log` (throughput and delay over time, as mm-graph draws).
 ///
 /// One scenario point: bar charts, one bar per policy, as `recoup compare` draws them. A sweep:
 /// the mean of each metric over the sweep axis, one line per policy, with the 95 % confidence
@@ -18,9 +19,10 @@ use crate::plot::{Panel, Series, XAxis};
 #[command(after_help = "Examples:
   recoup plot recoup-compare
   recoup plot results/alpha --metric recovery_latency_multi_ms --metric redundancy_cost
-  recoup plot results/grid --x path.rtt --out rtt.png")]
+  recoup plot results/grid --x path.rtt --out rtt.png
+  recoup plot down.log --out down.png")]
 pub struct Args {
-    /// Results directory holding summary.csv.
+    /// Results directory holding summary.csv, or a `recoup link --log` file.
     pub dir: PathBuf,
     /// Metric to plot (a `metric` of summary.csv; repeat for more panels).
     #[arg(long, value_name = "NAME")]
@@ -37,6 +39,9 @@ pub struct Args {
 pub(super) type Named = (String, SummaryRow);
 
 pub fn run(args: Args) -> Result<(), Error> {
+    if args.dir.is_file() {
+        return link_graph(&args.dir, args.out);
+    }
     let rows = read_summary(&args.dir)?;
     let panels = panels(&rows, &args.metric)?;
     let out = args.out.unwrap_or_else(|| args.dir.join("plot.png"));
@@ -63,6 +68,23 @@ pub fn run(args: Args) -> Result<(), Error> {
         crate::plot::lines_png(&out, &format!("recoup sweep: {base}"), &x, &series, &panels)
             .map_err(|e| Error::Usage(format!("no plot: {e}")))?;
     }
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
+/// The graph of a `recoup link --log` (or `mm-link --downlink-log`) file, into FILE.png beside
+/// it by default.
+fn link_graph(log: &Path, out: Option<PathBuf>) -> Result<(), Error> {
+    let text = std::fs::read_to_string(log).map_err(|source| Error::Io {
+        path: log.to_owned(),
+        source,
+    })?;
+    let (_, events) = recoup_net::link_log::parse(&text)
+        .map_err(|e| Error::Usage(format!("{}: {e}", log.display())))?;
+    let out = out.unwrap_or_else(|| log.with_extension("png"));
+    let title = format!("recoup link: {}", log.display());
+    crate::plot::link_log_png(&out, &title, &events)
+        .map_err(|e| Error::Usage(format!("no plot: {e}")))?;
     println!("wrote {}", out.display());
     Ok(())
 }

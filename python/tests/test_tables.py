@@ -94,7 +94,7 @@ def test_cli_writes_parquet_that_pandas_reads(results: recoup.Results, tmp_path)
     )
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.iterdir()) == [
-        "runs.csv", "runs.parquet", "summary.csv", "summary.parquet",
+        "runs.csv", "runs.parquet", "scenario.toml", "summary.csv", "summary.parquet",
     ]  # fmt: skip
     runs = pd.read_parquet(out / "runs.parquet")
     csv = pd.read_csv(out / "runs.csv")

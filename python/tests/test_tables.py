@@ -119,3 +119,21 @@ def test_cli_names_an_unknown_format(tmp_path) -> None:
     )
     assert done.returncode != 0
     assert "xml" in done.stderr and "parquet" in done.stderr, done.stderr
+
+
+def test_population_writes_parquet_too(tmp_path) -> None:
+    out = tmp_path / "fleet"
+    done = subprocess.run(
+        [recoup_bin(), "population", str(ROOT / "scenarios/fleet/deployment.toml")]
+        + ["--streams", "2", "--out", str(out), "--format", "parquet", "--jobs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["cdf.parquet", "fleet.parquet", "runs.parquet", "streams.parquet"]
+    runs = pd.read_parquet(out / "runs.parquet")
+    streams = pd.read_parquet(out / "streams.parquet")
+    assert len(streams) == 2 and len(runs) == 2 * runs["policy"].nunique()
+    assert runs["lost_ranges"].dtype == "int64"

@@ -14,6 +14,10 @@ fi
 rustup component add clippy rustfmt >/dev/null 2>&1 || true
 cargo --version
 
+step "qlog schema check: jsonschema (PyPI)"
+# crates/recoup-net/tests/qlog_pair.rs checks real traces with tests/qlog/validate.py.
+python3 -m pip install --quiet --disable-pip-version-check "jsonschema==4.26.0"
+
 step "interop peers: aioquic (PyPI), tshark (Debian)"
 # The interop tests (crates/recoup-cli/tests/interop.rs) run the unmodified aioquic client and
 # server; they fail loudly if aioquic is missing. tshark is optional: its test skips with a
@@ -77,13 +81,13 @@ cargo test --workspace --locked
 
 step "python package recoup: build (maturin), pytest, ruff"
 # The recoup package (pyproject.toml, python/recoup) wraps crates/recoup-py. Its tests compare
-# the local and Ray sweep backends and draw plots, so they need these packages.
+# the local and Ray sweep backends, draw plots and read Parquet back, so they need these packages.
 python3 -m pip install --quiet --disable-pip-version-check \
-  "maturin==1.16.0" "pytest==9.2.0" "pandas==3.1.1" "matplotlib==3.11.2" "ray==2.60.0" "ruff==0.17.6"
+  "maturin==1.16.0" "pytest==9.2.0" "pandas==3.1.1" "matplotlib==3.11.2" "ray==2.60.0" "ruff==0.17.6" "pyarrow==25.0.1"
 wheel_dir="$(mktemp -d)"
 trap 'rm -rf "$wheel_dir"' EXIT
 python3 -m maturin build --release --locked -m crates/recoup-py/Cargo.toml -i python3 -o "$wheel_dir"
 python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel_dir"/recoup-*.whl
-python3 -m ruff check python experiments tests/interop
-python3 -m ruff format --check python experiments tests/interop
+python3 -m ruff check python experiments tests/interop tests/qlog
+python3 -m ruff format --check python experiments tests/interop tests/qlog
 python3 -m pytest -q python/tests

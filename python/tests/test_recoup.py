@@ -51,12 +51,22 @@ DESIGN_COLUMNS = [
 
 
 @pytest.fixture(scope="module")
-def small_result() -> dict:
+def small_result() -> recoup.Results:
     return recoup.run(SMALL)
 
 
-def test_run_rows_have_design_columns_and_deliver(small_result: dict) -> None:
-    runs = small_result["runs"]
+def records(df: pd.DataFrame) -> list[dict]:
+    """Rows as dicts with None for missing values, as the simulator returns them."""
+
+    def plain(v: object) -> object:
+        missing = v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+        return None if missing else v
+
+    return [{k: plain(v) for k, v in row.items()} for row in df.astype(object).to_dict("records")]
+
+
+def test_run_rows_have_design_columns_and_deliver(small_result: recoup.Results) -> None:
+    runs = records(small_result.runs)
     assert [(r["policy"], r["seed"]) for r in runs] == [
         ("arq", 1), ("arq", 2), ("autorec", 1), ("autorec", 2),
     ]  # fmt: skip
@@ -72,21 +82,24 @@ def test_run_rows_have_design_columns_and_deliver(small_result: dict) -> None:
     assert all(r["goodput_reduction"] == 0.0 for r in arq)
     autorec = [r for r in runs if r["policy"] == "autorec"]
     assert all(r["copies_sent"] > 0 for r in autorec)
-    summary = small_result["summary"]
-    assert [(s["policy"], s["runs"]) for s in summary] == [("arq", 2), ("autorec", 2)]
+    summary = small_result.summary
+    latency = summary[summary["metric"] == "recovery_latency_ms"]
+    assert list(zip(latency["policy"], latency["n"])) == [("arq", 2), ("autorec", 2)]
+    assert (latency["ci95_low"] <= latency["mean"]).all()
+    assert (latency["mean"] <= latency["ci95_high"]).all()
 
 
-def test_same_seed_same_rows(small_result: dict) -> None:
+def test_same_seed_same_rows(small_result: recoup.Results) -> None:
     again = recoup.run(SMALL)
-    assert again["runs"] == small_result["runs"]
+    pd.testing.assert_frame_equal(again.runs, small_result.runs)
     # Different seeds differ: the rows are not constant.
-    first, second = small_result["runs"][0], small_result["runs"][1]
+    first, second = records(small_result.runs)[:2]
     assert first["seed"] != second["seed"] and first != {**second, "seed": first["seed"]}
 
 
-def test_single_run_matches_full_run(small_result: dict) -> None:
+def test_single_run_matches_full_run(small_result: recoup.Results) -> None:
     one = recoup.run_one_toml(SMALL, None, 0, "autorec", 2)
-    expected = small_result["runs"][3]
+    expected = records(small_result.runs)[3]
     # A single run cannot know the baseline's goodput and retran_ratio; everything else is the
     # same.
     assert one == {**expected, "goodput_reduction": None, "retran_ratio_added": None}
@@ -95,11 +108,11 @@ def test_single_run_matches_full_run(small_result: dict) -> None:
 def test_run_reads_a_file_and_overrides(tmp_path) -> None:
     path = tmp_path / "plan.toml"
     path.write_text(SMALL.replace('name = "small"\n', ""), encoding="utf-8")
-    rows = recoup.run(path, seeds=1, duration_s=1.0)["runs"]
-    assert [(r["scenario"], r["policy"], r["seed"]) for r in rows] == [
+    rows = recoup.run(path, seeds=1, duration_s=1.0).runs
+    assert list(zip(rows["scenario"], rows["policy"], rows["seed"])) == [
         ("plan", "arq", 1), ("plan", "autorec", 1),
     ]  # fmt: skip
-    assert recoup.run(str(path), seeds=1, duration_s=1.0)["runs"] == rows
+    pd.testing.assert_frame_equal(recoup.run(str(path), seeds=1, duration_s=1.0).runs, rows)
 
 
 def test_bad_toml_names_the_key() -> None:
@@ -117,39 +130,36 @@ def test_bad_toml_names_the_key() -> None:
         recoup.run_one_toml(SMALL, None, 5, "arq", 1)
 
 
+# Listed out of order: text order (100ms < 20ms < 60ms) differs from numeric order.
 SWEEP = (
     SMALL.replace('name = "small"', 'name = "grid"')
     + """
 [sweep]
-"path.rtt" = ["20ms", "60ms"]
+"path.rtt" = ["60ms", "100ms", "20ms"]
 """
 )
 
 
 @pytest.fixture(scope="module")
-def local_sweep() -> pd.DataFrame:
+def local_sweep() -> recoup.Results:
     return recoup.sweep(SWEEP, backend="local", processes=2, duration_s=2.0)
 
 
-def test_local_sweep_matches_run(local_sweep: pd.DataFrame) -> None:
-    assert len(local_sweep) == 2 * 2 * 2
-    keys = list(zip(local_sweep["scenario"], local_sweep["policy"], local_sweep["seed"]))
+def test_local_sweep_matches_run(local_sweep: recoup.Results) -> None:
+    runs = local_sweep.runs
+    assert len(runs) == 3 * 2 * 2
+    assert local_sweep.axes == ["path.rtt"]
+    # Sorted by the axis numerically, then policy and seed.
+    assert list(runs["path.rtt"].astype(str)[::4]) == ["20ms", "60ms", "100ms"]
+    keys = list(zip(runs["path.rtt"].cat.codes, runs["policy"], runs["seed"]))
     assert keys == sorted(keys)
-    assert local_sweep["app_error"].isna().all()
-    direct = sorted(
-        recoup.run(SWEEP, duration_s=2.0)["runs"],
-        key=lambda r: (r["scenario"], r["policy"], r["seed"]),
-    )
-    for row, expected in zip(local_sweep.to_dict("records"), direct):
-        for column, value in expected.items():
-            got = row[column]
-            if value is None:
-                assert got is None or (isinstance(got, float) and math.isnan(got)), column
-            else:
-                assert got == value, column
+    assert runs["app_error"].isna().all()
+    direct = recoup.run(SWEEP, duration_s=2.0)
+    pd.testing.assert_frame_equal(direct.runs, runs)
+    pd.testing.assert_frame_equal(direct.summary, local_sweep.summary)
 
 
-def test_ray_sweep_equals_local(local_sweep: pd.DataFrame, monkeypatch) -> None:
+def test_ray_sweep_equals_local(local_sweep: recoup.Results, monkeypatch) -> None:
     import ray  # installed by scripts/test.sh: a missing ray fails here rather than skipping
 
     # The machine reaches only package registries: no usage report home.
@@ -158,7 +168,8 @@ def test_ray_sweep_equals_local(local_sweep: pd.DataFrame, monkeypatch) -> None:
         remote = recoup.sweep(SWEEP, backend="ray", duration_s=2.0)
     finally:
         ray.shutdown()
-    pd.testing.assert_frame_equal(remote, local_sweep)
+    pd.testing.assert_frame_equal(remote.runs, local_sweep.runs)
+    pd.testing.assert_frame_equal(remote.summary, local_sweep.summary)
 
 
 def test_unknown_backend() -> None:
@@ -166,25 +177,25 @@ def test_unknown_backend() -> None:
         recoup.sweep(SMALL, backend="spark")
 
 
-def test_compare_writes_png(local_sweep: pd.DataFrame, tmp_path) -> None:
+def test_compare_writes_png(local_sweep: recoup.Results, tmp_path) -> None:
     out = tmp_path / "compare.png"
     compare(local_sweep, out)
     data = out.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 5_000
 
 
-def test_run_accepts_a_dict(small_result: dict) -> None:
+def test_run_accepts_a_dict(small_result: recoup.Results) -> None:
     from recoup._toml import dumps
 
     assert tomllib.loads(dumps(tomllib.loads(SMALL))) == tomllib.loads(SMALL)
-    assert recoup.run(tomllib.loads(SMALL))["runs"] == small_result["runs"]
+    pd.testing.assert_frame_equal(recoup.run(tomllib.loads(SMALL)).runs, small_result.runs)
 
 
-def test_sweep_accepts_a_dict(local_sweep) -> None:
+def test_sweep_accepts_a_dict(local_sweep: recoup.Results) -> None:
     plan = tomllib.loads(SWEEP)
     assert set(plan["sweep"]) == {"path.rtt"}
     again = recoup.sweep(plan, backend="local", processes=2, duration_s=2.0)
-    assert again.equals(local_sweep)
+    pd.testing.assert_frame_equal(again.runs, local_sweep.runs)
 
 
 def test_bad_dicts_are_errors() -> None:
@@ -196,7 +207,7 @@ def test_bad_dicts_are_errors() -> None:
         recoup.run(42)  # type: ignore[arg-type]
 
 
-def test_fleet_ray_jobs_equal_single_runs(small_result: dict, monkeypatch) -> None:
+def test_fleet_ray_jobs_equal_single_runs(small_result: recoup.Results, monkeypatch) -> None:
     # `recoup population --ray` hands its runs to `python -m recoup.fleet`: each job one stream's
     # scenario text, a policy and a seed; the rows come back in job order.
     import ray  # installed by scripts/test.sh: a missing ray fails here rather than skipping
@@ -204,7 +215,7 @@ def test_fleet_ray_jobs_equal_single_runs(small_result: dict, monkeypatch) -> No
     from recoup.fleet import run_jobs
 
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
-    runs = small_result["runs"]
+    runs = records(small_result.runs)
     jobs = [
         {"toml": SMALL, "name": "small", "policy": r["policy"], "seed": r["seed"]} for r in runs
     ]

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
+use recoup_net::link_log::LogEvent;
 use recoup_sim::metrics::SummaryRow;
 
 use crate::cmd::simulate::PointResult;
@@ -35,6 +36,31 @@ pub const PANELS: [(&str, &str, &str, f64); 4] = [
     ),
     ("Freezes", "freezes per 100 s", "freezes_per_100s", 1.0),
 ];
+
+/// The headline panels of `PANELS` whose metric has a value in `summary`; a live stream's
+/// freezes give way to an RTC call's deadline misses (AutoRec §VII measures RTC by frames that
+/// miss their playback deadline), so no panel is drawn empty.
+#[must_use]
+pub fn headline_panels(summary: &[SummaryRow]) -> Vec<Panel> {
+    let measured = |metric: &str| {
+        summary
+            .iter()
+            .any(|s| s.metric == metric && s.mean.is_some())
+    };
+    PANELS
+        .iter()
+        .map(|p| p.2)
+        .map(|m| {
+            if m == "freezes_per_100s" && !measured(m) && measured("deadline_miss_rate") {
+                "deadline_miss_rate"
+            } else {
+                m
+            }
+        })
+        .filter(|m| measured(m))
+        .map(Panel::of)
+        .collect()
+}
 
 /// Loads the font once per process; the plotting library keeps a `'static` reference.
 fn register() -> Result<(), String> {
@@ -120,7 +146,7 @@ pub fn compare_png(path: &Path, results: &[PointResult]) -> Result<(), String> {
             policies.push(&r.policy);
         }
     }
-    let panels: Vec<Panel> = PANELS.iter().map(|p| Panel::of(p.2)).collect();
+    let panels = headline_panels(&point.summary);
     bars_png(
         path,
         &format!("recoup compare: {}", point.scenario),
@@ -153,6 +179,132 @@ pub fn lines_png(
 ) -> Result<(), String> {
     register()?;
     draw_lines(path, title, x, series, panels).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Legend entries per row under a sweep plot.
+const LEGEND_COLUMNS: usize = 3;
+
+/// Width of a throughput bin in a link graph.
+const LINK_BIN_MS: u64 = 100;
+
+/// An mm-graph-style picture of a link log into a PNG at `path`: offered (arrivals) and
+/// delivered (departures) throughput in 100 ms bins, and each datagram's delay through the link
+/// at its departure.
+pub fn link_log_png(path: &Path, title: &str, events: &[LogEvent]) -> Result<(), String> {
+    register()?;
+    draw_link_log(path, title, events).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn draw_link_log(
+    path: &Path,
+    title: &str,
+    events: &[LogEvent],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let end_ms = events
+        .iter()
+        .map(|e| match *e {
+            LogEvent::Arrival { ms, .. }
+            | LogEvent::Departure { ms, .. }
+            | LogEvent::Opportunity { ms, .. } => ms,
+        })
+        .max()
+        .ok_or("the log has no events")?;
+    let bins = (end_ms / LINK_BIN_MS + 1) as usize;
+    let mut offered = vec![0u64; bins];
+    let mut delivered = vec![0u64; bins];
+    let mut delays: Vec<(f64, f64)> = Vec::new();
+    for e in events {
+        match *e {
+            LogEvent::Arrival { ms, bytes } => offered[(ms / LINK_BIN_MS) as usize] += bytes,
+            LogEvent::Departure {
+                ms,
+                bytes,
+                delay_ms,
+            } => {
+                delivered[(ms / LINK_BIN_MS) as usize] += bytes;
+                delays.push((ms as f64 / 1e3, delay_ms as f64));
+            }
+            LogEvent::Opportunity { .. } => {}
+        }
+    }
+    let mbps = |bytes: u64| bytes as f64 * 8.0 / (LINK_BIN_MS as f64 * 1e3);
+    let series = |v: &[u64]| -> Vec<(f64, f64)> {
+        v.iter()
+            .enumerate()
+            .map(|(i, &b)| ((i as u64 * LINK_BIN_MS) as f64 / 1e3, mbps(b)))
+            .collect()
+    };
+    let (offered, delivered) = (series(&offered), series(&delivered));
+    let x_hi = (end_ms as f64 / 1e3).max(0.1);
+    let rate_hi = offered
+        .iter()
+        .chain(&delivered)
+        .map(|p| p.1)
+        .fold(0.0_f64, f64::max)
+        .max(0.1)
+        * 1.15;
+    let delay_hi = delays.iter().map(|p| p.1).fold(0.0_f64, f64::max).max(1.0) * 1.15;
+    let root = BitMapBackend::new(path, (1200, 900)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(title, ("sans-serif", 28))?;
+    let (top, bottom) = root.split_vertically(430);
+    let mut chart = ChartBuilder::on(&top)
+        .caption(
+            format!("Throughput ({LINK_BIN_MS} ms bins)"),
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..x_hi, 0.0..rate_hi)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("Mbit/s")
+        .label_style(("sans-serif", 16))
+        .draw()?;
+    for (i, (label, points)) in [("offered (arrivals)", &offered), ("delivered", &delivered)]
+        .into_iter()
+        .enumerate()
+    {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))?
+            .label(label)
+            .legend(move |(lx, ly)| {
+                PathElement::new(vec![(lx, ly), (lx + 20, ly)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    let mut chart = ChartBuilder::on(&bottom)
+        .caption("Per-packet delay through the link", ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..x_hi, 0.0..delay_hi)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("delay (ms)")
+        .label_style(("sans-serif", 16))
+        .draw()?;
+    let color = Palette99::pick(2).to_rgba();
+    chart.draw_series(
+        delays
+            .iter()
+            .map(|&(t, d)| Circle::new((t, d), 2, color.filled())),
+    )?;
+    root.present()?;
+    Ok(())
 }
 
 /// Rows and columns of panels: two columns from two panels on.
@@ -216,10 +368,26 @@ fn draw_lines(
         0.5
     };
     let (rows, cols) = grid(panels.len());
-    let root = BitMapBackend::new(path, (700 * cols as u32, 500 * rows as u32)).into_drawing_area();
+    // One legend for the figure, in a strip below the panels, so it never covers a line.
+    let per_row = LEGEND_COLUMNS.min(series.len()).max(1);
+    let legend_h = 32 * series.len().div_ceil(per_row) as u32 + 12;
+    let width = 700 * cols as u32;
+    let root = BitMapBackend::new(path, (width, 500 * rows as u32 + legend_h)).into_drawing_area();
     root.fill(&WHITE)?;
     let root = root.titled(title, ("sans-serif", 28))?;
-    for (area, p) in root.split_evenly((rows, cols)).iter().zip(panels) {
+    let plots_h = root.dim_in_pixel().1.saturating_sub(legend_h);
+    let (plots, legend) = root.split_vertically(plots_h);
+    for (i, s) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let x = 20 + (i % per_row) as i32 * (width / per_row as u32) as i32;
+        let y = 6 + (i / per_row) as i32 * 32;
+        legend.draw(&PathElement::new(
+            vec![(x, y + 9), (x + 30, y + 9)],
+            color.stroke_width(3),
+        ))?;
+        legend.draw(&Text::new(s.label.clone(), (x + 38, y), ("sans-serif", 16)))?;
+    }
+    for (area, p) in plots.split_evenly((rows, cols)).iter().zip(panels) {
         let lines: Vec<Vec<(f64, Stat)>> = series
             .iter()
             .map(|s| {
@@ -267,17 +435,12 @@ fn draw_lines(
             mesh.x_labels(c.len());
         }
         mesh.draw()?;
-        for (i, (s, line)) in series.iter().zip(&lines).enumerate() {
+        for (i, line) in lines.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(LineSeries::new(
-                    line.iter().map(|&(xv, (m, _, _))| (xv, m)),
-                    color.stroke_width(2),
-                ))?
-                .label(s.label.as_str())
-                .legend(move |(lx, ly)| {
-                    PathElement::new(vec![(lx, ly), (lx + 20, ly)], color.stroke_width(2))
-                });
+            chart.draw_series(LineSeries::new(
+                line.iter().map(|&(xv, (m, _, _))| (xv, m)),
+                color.stroke_width(2),
+            ))?;
             chart.draw_series(
                 line.iter()
                     .map(|&(xv, (m, _, _))| Circle::new((xv, m), 4, color.filled())),
@@ -288,12 +451,6 @@ fn draw_lines(
                 },
             ))?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()?;
     }
     root.present()?;
     Ok(())
@@ -363,4 +520,67 @@ where
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(metric: &str, mean: Option<f64>) -> SummaryRow {
+        SummaryRow {
+            policy: "arq".into(),
+            metric: metric.into(),
+            n: u64::from(mean.is_some()),
+            mean,
+            std: None,
+            p50: mean,
+            p95: mean,
+            p99: mean,
+            ci95_low: None,
+            ci95_high: None,
+        }
+    }
+
+    fn metrics(summary: &[SummaryRow]) -> Vec<String> {
+        headline_panels(summary)
+            .into_iter()
+            .map(|p| p.metric)
+            .collect()
+    }
+
+    #[test]
+    fn panels_without_values_are_left_out_and_rtc_shows_deadline_misses() {
+        let live = [
+            row("recovery_latency_multi_ms", Some(80.0)),
+            row("deterioration_rate", Some(0.03)),
+            row("redundancy_cost", Some(0.0)),
+            row("freezes_per_100s", Some(0.2)),
+            row("deadline_miss_rate", None),
+        ];
+        assert_eq!(
+            metrics(&live),
+            [
+                "recovery_latency_multi_ms",
+                "deterioration_rate",
+                "redundancy_cost",
+                "freezes_per_100s"
+            ]
+        );
+        // An RTC call (ge-burst) has no freezes: its deadline misses take the panel.
+        let rtc = [
+            row("recovery_latency_multi_ms", None),
+            row("deterioration_rate", Some(0.03)),
+            row("redundancy_cost", Some(0.1)),
+            row("freezes_per_100s", None),
+            row("deadline_miss_rate", Some(0.01)),
+        ];
+        assert_eq!(
+            metrics(&rtc),
+            [
+                "deterioration_rate",
+                "redundancy_cost",
+                "deadline_miss_rate"
+            ]
+        );
+    }
 }

@@ -152,14 +152,11 @@ impl Client {
         let mut driver = Driver::bind(bind, endpoint, options.gso)?;
         let start = driver.clock().now();
         let handle = driver.endpoint_mut().connect(start, &config, remote)?;
+        let unix_ms = driver.clock().unix_ms(start);
         if let Some(dir) = &options.qlog {
             if let Some(conn) = driver.endpoint_mut().connection_mut(handle) {
-                let id = conn
-                    .local_cids()
-                    .next()
-                    .map(|c| hex_id(&c))
-                    .unwrap_or_default();
-                match dir.create(VantagePoint::Client, &id, start) {
+                let id = hex_id(&conn.original_dcid());
+                match dir.create(VantagePoint::Client, &id, start, unix_ms) {
                     Ok(writer) => conn.set_qlog(writer),
                     Err(e) => tracing::warn!("qlog: {e}"),
                 }

@@ -8,12 +8,23 @@ use recoup_time::Instant;
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
     epoch: std::time::Instant,
+    /// The wall clock at `epoch`, milliseconds since the Unix epoch (qlog's `reference_time`).
+    epoch_unix_ms: f64,
 }
 
 impl Clock {
     #[must_use]
     pub fn new() -> Self {
-        Self { epoch: real_now() }
+        Self {
+            epoch: real_now(),
+            epoch_unix_ms: wall_now_unix_ms(),
+        }
+    }
+
+    /// `at` on the wall clock, milliseconds since the Unix epoch.
+    #[must_use]
+    pub fn unix_ms(&self, at: Instant) -> f64 {
+        self.epoch_unix_ms + at.saturating_duration_since(Instant::ZERO).as_secs_f64() * 1e3
     }
 
     /// Now, as the transport counts time.
@@ -43,6 +54,16 @@ fn real_now() -> std::time::Instant {
     std::time::Instant::now()
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "recoup-net is the real-time driver: it alone reads the clock (DESIGN.md principle 1)"
+)]
+fn wall_now_unix_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +77,8 @@ mod tests {
         assert!(b.saturating_duration_since(a) >= Duration::from_millis(2));
         assert_eq!(clock.until(a), Duration::ZERO);
         assert!(clock.until(b + Duration::from_secs(10)) > Duration::from_secs(9));
+        // 2020-01-01 in Unix milliseconds: the wall clock, not the monotonic one.
+        assert!(clock.unix_ms(a) > 1.577e12);
+        assert!(clock.unix_ms(b) - clock.unix_ms(a) >= 2.0);
     }
 }

@@ -14,6 +14,7 @@ pub mod error;
 pub mod hq;
 pub mod http3;
 pub mod link;
+pub mod link_log;
 pub mod live;
 pub mod origin;
 pub mod qlog_dir;

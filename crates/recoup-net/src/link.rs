@@ -15,6 +15,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::Path;
 use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
@@ -25,6 +26,7 @@ use recoup_time::Instant;
 use crate::clock::Clock;
 use crate::driver::{bind_udp, poll_events, RecvBatch, Stopper};
 use crate::error::Error;
+use crate::link_log::LinkLog;
 
 const LISTEN: Token = Token(0);
 const WAKER: Token = Token(1);
@@ -382,6 +384,8 @@ pub struct Relay {
     readable: Vec<Token>,
     recv: RecvBatch,
     report: LinkReport,
+    /// The downlink's per-packet log (`--log`).
+    log: Option<LinkLog>,
 }
 
 impl Relay {
@@ -409,6 +413,7 @@ impl Relay {
             readable: Vec::new(),
             recv: RecvBatch::new(),
             report: LinkReport::default(),
+            log: None,
         })
     }
 
@@ -417,6 +422,13 @@ impl Relay {
         self.listen
             .local_addr()
             .map_err(|e| Error::io("local address", e))
+    }
+
+    /// Logs the downlink (server → client) per packet into `path`, in mm-link's
+    /// `--downlink-log` format ([`crate::link_log`]).
+    pub fn log_downlink(&mut self, path: &Path) -> Result<(), Error> {
+        self.log = Some(LinkLog::create(path, self.clock.unix_ms(Instant::ZERO))?);
+        Ok(())
     }
 
     #[must_use]
@@ -448,6 +460,9 @@ impl Relay {
             self.forget(id);
         }
         self.report.elapsed = self.clock.now().saturating_duration_since(start);
+        if let Some(log) = self.log.as_mut() {
+            log.flush();
+        }
         Ok(self.report.clone())
     }
 
@@ -531,8 +546,13 @@ impl Relay {
             c.down_counts.0 += 1;
             self.report.down.datagrams_in += 1;
             self.report.down.bytes_in += payload.len() as u64;
-            c.down
-                .push(Datagram::new(upstream, c.addr, payload.to_vec()), now);
+            let mut d = Datagram::new(upstream, c.addr, payload.to_vec());
+            if let Some(log) = self.log.as_mut() {
+                log.arrival(now, payload.len());
+                // The arrival time rides in the datagram's tracing tag to its departure.
+                d.id = now.saturating_duration_since(Instant::ZERO).as_nanos() as u64;
+            }
+            c.down.push(d, now);
         }
         Ok(())
     }
@@ -586,6 +606,7 @@ impl Relay {
             listen_state,
             clock,
             report,
+            log,
             ..
         } = self;
         for c in clients.values_mut() {
@@ -605,6 +626,10 @@ impl Relay {
             c.down.run_until(now);
             while let Some((due, d)) = c.down.out.pop_front() {
                 c.down_counts.1 += 1;
+                if let Some(log) = log.as_mut() {
+                    let arrived = Instant::ZERO + Duration::from_nanos(d.id);
+                    log.departure(due, d.payload.len(), arrived);
+                }
                 send(
                     listen_state,
                     listen,

@@ -29,12 +29,14 @@ impl QlogDir {
         &self.dir
     }
 
-    /// Creates the directory if needed and starts a trace for one connection.
+    /// Creates the directory if needed and starts a trace for one connection, named by its
+    /// ODCID; `start` is the trace's time 0, `unix_ms` the same moment on the wall clock.
     pub fn create(
         &self,
         vantage: VantagePoint,
         odcid: &str,
         start: Instant,
+        unix_ms: f64,
     ) -> Result<QlogWriter, Error> {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| Error::io(format!("qlog dir {}", self.dir.display()), e))?;
@@ -48,17 +50,14 @@ impl QlogDir {
         Ok(QlogWriter::new(
             Box::new(BufWriter::new(file)),
             vantage,
-            odcid,
             start,
+            unix_ms,
         ))
     }
 }
 
 /// Hex of connection ID bytes, as qlog names a connection.
-#[must_use]
-pub fn hex_id(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use recoup_transport::qlog::hex as hex_id;
 
 #[cfg(test)]
 mod tests {
@@ -71,8 +70,10 @@ mod tests {
         let id = hex_id(&[0xab, 0x01]);
         assert_eq!(id, "ab01");
         let mut w = qlog
-            .create(VantagePoint::Server, &id, Instant::ZERO)
+            .create(VantagePoint::Server, &id, Instant::ZERO, 1.7e12)
             .expect("create");
+        // The connection writes the header when it takes the writer.
+        w.write_header(&id);
         w.flush();
         drop(w);
         let text = std::fs::read_to_string(dir.path().join("q/ab01_server.sqlog")).expect("read");

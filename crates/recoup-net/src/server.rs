@@ -16,6 +16,7 @@ use recoup_transport::{
     CloseReason, Connection, ConnectionHandle, Endpoint, Event, ServerConfig, TransportConfig,
 };
 
+use crate::clock::Clock;
 use crate::content::{Content, Sources};
 use crate::driver::{Application, Driver, Stopper};
 use crate::error::Error;
@@ -91,6 +92,7 @@ impl Server {
             Some(url) => Some(Origin::new(&url, driver.wakeup())?),
             None => None,
         };
+        let clock = *driver.clock();
         Ok(Self {
             driver,
             app: FileServer {
@@ -100,6 +102,7 @@ impl Server {
                     origin,
                 }),
                 qlog: options.qlog,
+                clock,
                 conns: HashMap::new(),
             },
         })
@@ -125,6 +128,8 @@ impl Server {
 struct FileServer {
     sources: Arc<Sources>,
     qlog: Option<QlogDir>,
+    /// The driver's clock, for qlog's wall-clock `reference_time`.
+    clock: Clock,
     conns: HashMap<ConnectionHandle, Session>,
 }
 
@@ -170,12 +175,8 @@ impl Application for FileServer {
     fn accepted(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
         tracing::info!(remote = %conn.remote_address(), "connection accepted");
         if let Some(dir) = &self.qlog {
-            let id = conn
-                .local_cids()
-                .next()
-                .map(|c| hex_id(&c))
-                .unwrap_or_default();
-            match dir.create(VantagePoint::Server, &id, now) {
+            let id = hex_id(&conn.original_dcid());
+            match dir.create(VantagePoint::Server, &id, now, self.clock.unix_ms(now)) {
                 Ok(writer) => conn.set_qlog(writer),
                 Err(e) => tracing::warn!("qlog: {e}"),
             }

@@ -5,12 +5,14 @@
 //! its relay and is bounded by the relay's own `duration`.
 
 use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use recoup_elements::PathSpec;
 use recoup_net::clock::Clock;
+use recoup_net::link_log::{parse, LogEvent};
 use recoup_net::{LinkOptions, LinkReport, Relay, Stopper};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -25,6 +27,11 @@ struct Running {
 
 impl Running {
     fn start(upstream: SocketAddr, up: &str, down: &str) -> Self {
+        Self::start_logged(upstream, up, down, None)
+    }
+
+    /// With the downlink logged into `log` (`recoup link --log`).
+    fn start_logged(upstream: SocketAddr, up: &str, down: &str, log: Option<PathBuf>) -> Self {
         let options = LinkOptions {
             listen: "127.0.0.1:0".parse().expect("addr"),
             upstream,
@@ -39,6 +46,9 @@ impl Running {
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
             let mut relay = Relay::bind(options).expect("bind relay");
+            if let Some(path) = &log {
+                relay.log_downlink(path).expect("create the log");
+            }
             tx.send((relay.local_addr().expect("addr"), relay.stopper()))
                 .expect("send");
             relay.run().expect("relay run")
@@ -241,4 +251,63 @@ fn loss_rate_matches_the_configured_loss() {
     // And every missing datagram is one the loss model dropped, none the OS.
     assert_eq!(report.up.lost, lost);
     assert_eq!(report.up.datagrams_in, count);
+}
+
+#[test]
+fn downlink_log_parses_back_with_every_datagram_and_its_delay() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let clock = Clock::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("down.log");
+    // An echo server behind the link: what it sends back crosses the logged downlink.
+    let echo = socket();
+    let echo_addr = echo.local_addr().expect("addr");
+    let link = Running::start_logged(echo_addr, "", "delay 20ms", Some(log.clone()));
+    let client = socket();
+    let count = 200;
+    let replies = std::thread::scope(|s| {
+        let echo_thread = s.spawn(|| {
+            let mut buf = [0u8; 2048];
+            for _ in 0..count {
+                let (n, from) = echo.recv_from(&mut buf).expect("echo input");
+                echo.send_to(&buf[..n], from).expect("echo");
+            }
+        });
+        let r = s.spawn(|| drain(&client, clock, Duration::from_millis(500)));
+        send_paced(link.addr, &client, clock, count, 100, 1000.0);
+        echo_thread.join().expect("echo thread");
+        r.join().expect("client")
+    });
+    let report = link.stop();
+    assert_eq!(replies.len() as u64, count);
+    let text = std::fs::read_to_string(&log).expect("log written");
+    let (init, events) = parse(&text).expect("the log parses");
+    assert!(init.is_some_and(|ms| ms > 1_577_000_000_000), "{init:?}");
+    let arrivals: Vec<(u64, u64)> = events
+        .iter()
+        .filter_map(|e| match *e {
+            LogEvent::Arrival { ms, bytes } => Some((ms, bytes)),
+            _ => None,
+        })
+        .collect();
+    let departures: Vec<(u64, u64, u64)> = events
+        .iter()
+        .filter_map(|e| match *e {
+            LogEvent::Departure {
+                ms,
+                bytes,
+                delay_ms,
+            } => Some((ms, bytes, delay_ms)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(arrivals.len() as u64, report.down.datagrams_in);
+    assert_eq!(departures.len() as u64, report.down.delivered);
+    assert_eq!(departures.len() as u64, count);
+    // Each datagram left the 20 ms delay line 20 ms (scheduled time) after it arrived, in order.
+    for ((a_ms, a_bytes), (d_ms, d_bytes, delay)) in arrivals.iter().zip(&departures) {
+        assert_eq!((*a_bytes, *d_bytes), (100, 100));
+        assert_eq!(*delay, 20, "arrived {a_ms} ms, left {d_ms} ms");
+        assert!((19..=21).contains(&(d_ms - a_ms)), "{a_ms} -> {d_ms}");
+    }
 }

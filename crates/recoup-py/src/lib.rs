@@ -7,20 +7,28 @@ use std::time::Duration;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use rayon::prelude::*;
-use recoup_sim::metrics::{fill_baseline_columns, RunRow};
+use recoup_sim::metrics::{fill_baseline_columns, summarize, RunRow};
 use recoup_sim::run::{jobs, run_one};
-use recoup_sim::scenario::{load_str, Scenario};
-use serde::Serialize;
+use recoup_sim::scenario::{load_str, sweep_points, Scenario};
+use serde::{Deserialize, Serialize};
 
 /// The policy other policies' goodput is measured against (as `recoup run` does).
 const BASELINE: &str = "arq";
 
-/// A run's row with its sweep point's name in front.
+/// A row with its sweep point's name in front.
 #[derive(Serialize)]
-struct Named<'a> {
+struct Named<'a, T> {
     scenario: &'a str,
     #[serde(flatten)]
-    row: &'a RunRow,
+    row: &'a T,
+}
+
+/// A run row as it comes back from Python, its sweep point's name in front.
+#[derive(Deserialize)]
+struct NamedOwned {
+    scenario: String,
+    #[serde(flatten)]
+    row: RunRow,
 }
 
 /// Parses `text` and applies the overrides to every sweep point.
@@ -105,7 +113,7 @@ fn run_toml<'py>(
             })
             .collect::<PyResult<_>>()
     })?;
-    let named: Vec<Named<'_>> = scenarios
+    let named: Vec<Named<'_, RunRow>> = scenarios
         .iter()
         .zip(&points)
         .flat_map(|(s, runs)| {
@@ -185,8 +193,75 @@ fn run_one_toml<'py>(
     )
 }
 
+/// Each sweep point's name and axes, `(name, [(axis, value), ...])`, in the order `run_toml`
+/// returns points; values keep their TOML type (numbers stay numbers).
+#[pyfunction]
+#[pyo3(signature = (text, base_dir=None, name=None))]
+fn sweep_axes_toml<'py>(
+    py: Python<'py>,
+    text: &str,
+    base_dir: Option<&str>,
+    name: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let scenarios = load(text, base_dir, None, None, name)?;
+    let points = sweep_points(text, name.unwrap_or("scenario"))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let named: Vec<(&str, Vec<(String, toml::Value)>)> = scenarios
+        .iter()
+        .map(|s| s.name.as_str())
+        .zip(points)
+        .collect();
+    to_python(py, &named)
+}
+
+/// The statistics of `recoup run`'s summary.csv over run rows given as a JSON list (each with
+/// its `scenario`): per sweep point (in order of first appearance), policy and metric, the
+/// number of values, mean, std, p50/p95/p99 and the 95 % confidence interval.
+#[pyfunction]
+fn summarize_json<'py>(py: Python<'py>, rows_json: &str) -> PyResult<Bound<'py, PyAny>> {
+    let rows: Vec<NamedOwned> = serde_json::from_str(rows_json)
+        .map_err(|e| PyValueError::new_err(format!("run rows: {e}")))?;
+    let mut points: Vec<(String, Vec<RunRow>)> = Vec::new();
+    for r in rows {
+        match points.iter_mut().find(|(name, _)| *name == r.scenario) {
+            Some((_, runs)) => runs.push(r.row),
+            None => points.push((r.scenario, vec![r.row])),
+        }
+    }
+    let summary: Vec<Vec<_>> = points.iter().map(|(_, runs)| summarize(runs)).collect();
+    let named: Vec<Named<'_, _>> = points
+        .iter()
+        .zip(&summary)
+        .flat_map(|((name, _), rows)| {
+            rows.iter().map(move |row| Named {
+                scenario: name,
+                row,
+            })
+        })
+        .collect();
+    to_python(py, &named)
+}
+
+/// Seconds in a duration such as `60ms` or `1.5s`, as scenario files write them.
+#[pyfunction]
+fn duration_seconds(text: &str) -> PyResult<f64> {
+    recoup_elements::parse_duration(text)
+        .map(|d| d.as_secs_f64())
+        .map_err(PyValueError::new_err)
+}
+
+/// The package version (the workspace's).
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(sweep_axes_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(summarize_json, m)?)?;
+    m.add_function(wrap_pyfunction!(duration_seconds, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(run_toml, m)?)?;
     m.add_function(wrap_pyfunction!(plan_toml, m)?)?;
     m.add_function(wrap_pyfunction!(run_one_toml, m)?)?;

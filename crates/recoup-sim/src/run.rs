@@ -214,6 +214,10 @@ pub fn qlog_file_name(scenario: &str, policy: &str, seed: u64, vantage: VantageP
         .collect()
 }
 
+/// qlog's `reference_time` of simulated runs: simulated time 0 is the Unix epoch, so that a
+/// run's traces are a pure function of (scenario, seed).
+pub const SIM_REFERENCE_TIME_MS: f64 = 0.0;
+
 fn qlog_writer(
     dir: &Path,
     name: String,
@@ -227,15 +231,11 @@ fn qlog_writer(
             path: path.clone(),
             source,
         })?;
-    let odcid = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
     Ok(QlogWriter::new(
         Box::new(BufWriter::new(file)),
         vantage,
-        &odcid,
         start,
+        SIM_REFERENCE_TIME_MS,
     ))
 }
 

@@ -591,6 +591,19 @@ pub fn load_str(
     Ok(out)
 }
 
+/// Each sweep point's axis values, in the order [`load_str`] returns the points (one point
+/// with no axes without a `[sweep]`), so results can carry one typed column per axis.
+pub fn sweep_points(
+    src: &str,
+    file: &str,
+) -> Result<Vec<Vec<(String, toml::Value)>>, ScenarioError> {
+    let raw: RawFile = toml::from_str(src).map_err(|e| parse_error(file, src, &e))?;
+    match &raw.sweep {
+        Some(sweep) => expand_axes(sweep, &raw, file),
+        None => Ok(vec![Vec::new()]),
+    }
+}
+
 fn display_value(v: &toml::Value) -> String {
     match v {
         toml::Value::String(s) => s.clone(),

@@ -292,8 +292,8 @@ fn qlog_of_a_lossy_run_with_copies() {
     p.client_conn().set_qlog(QlogWriter::new(
         Box::new(sink.clone()),
         VantagePoint::Client,
-        "c0ffee",
         now,
+        0.0,
     ));
     p.handshake();
     let payload = data(300_000, s);

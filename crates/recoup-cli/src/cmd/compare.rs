@@ -57,7 +57,11 @@ pub fn run(args: Args) -> Result<(), Error> {
         print!("{}", table(point));
         println!();
     }
-    let mut written = simulate::write_outputs(&args.out, &results)?;
+    let mut written = simulate::write_outputs(
+        &args.out,
+        &results,
+        &[super::tables::Format::Csv, super::tables::Format::Json],
+    )?;
     let png = args.out.join("compare.png");
     match crate::plot::compare_png(&png, &results) {
         Ok(()) => written.push(png),

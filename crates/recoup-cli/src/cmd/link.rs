@@ -114,6 +114,10 @@ pub struct Args {
     /// Exit after this long (default: until Ctrl-C).
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// Log the downlink (server → client) per packet into FILE, in the format of mm-link's
+    /// --downlink-log: `T + BYTES` arrivals, `T - BYTES DELAY` departures, times in ms.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<std::path::PathBuf>,
 }
 
 fn parse_rate(s: &str) -> Result<u64, String> {
@@ -237,10 +241,58 @@ impl Args {
     }
 }
 
+/// A direction's elements in the order a datagram crosses them, in the words of the flags
+/// (`bernoulli 5% | droptail | rate 12 Mbit/s | delay 30 ms`), for the log.
+fn describe(path: &PathSpec) -> String {
+    let pct = |p: Prob| format!("{:.3}%", p.fraction() * 100.0);
+    let ms = |d: Duration| format!("{} ms", d.as_secs_f64() * 1e3);
+    let parts: Vec<String> = path
+        .elements
+        .iter()
+        .map(|e| match e {
+            ElementSpec::Loss(LossSpec::Bernoulli(p)) => format!("bernoulli {}", pct(*p)),
+            ElementSpec::Loss(LossSpec::SlottedGe { slot, .. }) => {
+                format!("slotted-gemodel per {}", ms(*slot))
+            }
+            ElementSpec::Loss(LossSpec::GilbertElliott(_)) => "gemodel".into(),
+            ElementSpec::Loss(LossSpec::FourState(_)) => "state".into(),
+            ElementSpec::Loss(LossSpec::Replay(file)) => format!("replay {}", file.display()),
+            ElementSpec::Loss(LossSpec::OnOff { mean_on, mean_off }) => {
+                format!("onoff {} on, {} off", ms(*mean_on), ms(*mean_off))
+            }
+            ElementSpec::Link { service, queue } => {
+                let queue = match queue {
+                    QueueSpec::Infinite => "infinite queue",
+                    QueueSpec::DropTail(_) => "droptail",
+                    QueueSpec::DropHead(_) => "drophead",
+                    QueueSpec::CoDel { .. } => "codel",
+                };
+                match service {
+                    ServiceSpec::Rate(bps) => {
+                        format!("{queue} | rate {} Mbit/s", *bps as f64 / 1e6)
+                    }
+                    ServiceSpec::Trace(file) => format!("{queue} | trace {}", file.display()),
+                }
+            }
+            ElementSpec::Delay { delay, jitter } if jitter.is_zero() => {
+                format!("delay {}", ms(*delay))
+            }
+            ElementSpec::Delay { delay, jitter } => {
+                format!("delay {} ± {}", ms(*delay), ms(*jitter))
+            }
+        })
+        .collect();
+    parts.join(" | ")
+}
+
 pub fn run(args: Args) -> Result<(), Error> {
     let options = args.options()?;
-    tracing::info!(down = ?options.down, up = ?options.up, "paths");
+    tracing::info!("down (server -> client): {}", describe(&options.down));
+    tracing::info!("up (client -> server): {}", describe(&options.up));
     let mut relay = Relay::bind(options)?;
+    if let Some(path) = &args.log {
+        relay.log_downlink(path)?;
+    }
     let stopper = relay.stopper();
     ctrlc::set_handler(move || stopper.stop())
         .map_err(|e| Error::Config(format!("Ctrl-C handler: {e}")))?;
@@ -267,6 +319,31 @@ mod tests {
         Cli::try_parse_from(argv)
             .map(|c| c.args)
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn paths_are_logged_in_words_not_debug_text() {
+        let args = parse(&[
+            "--rtt",
+            "60ms",
+            "--rate",
+            "12Mbps",
+            "--loss",
+            "bernoulli 5%",
+            "--queue",
+            "droptail packets=100",
+            "--down-jitter",
+            "2ms",
+        ])
+        .expect("valid");
+        assert_eq!(
+            describe(&args.path("down").expect("down")),
+            "bernoulli 5.000% | droptail | rate 12 Mbit/s | delay 30 ms ± 2 ms"
+        );
+        assert_eq!(
+            describe(&args.path("up").expect("up")),
+            "bernoulli 5.000% | droptail | rate 12 Mbit/s | delay 30 ms"
+        );
     }
 
     #[test]

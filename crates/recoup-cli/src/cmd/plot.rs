@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use recoup_sim::metrics::SummaryRow;
 
 use super::simulate::Error;
-use crate::plot::{Panel, Series, XAxis, PANELS};
+use crate::plot::{Panel, Series, XAxis};
 
-/// Plot a results directory (DIR/summary.csv of `recoup run`, `sweep` or `compare`).
+/// Plot a results directory (DIR/summary.csv of `recoup run`, `sweep` or `compare`), or the
+/// per-packet log of `recoup link --log` (throughput and delay over time, as mm-graph draws).
 ///
 /// One scenario point: bar charts, one bar per policy, as `recoup compare` draws them. A sweep:
 /// the mean of each metric over the sweep axis, one line per policy, with the 95 % confidence
@@ -18,9 +19,10 @@ use crate::plot::{Panel, Series, XAxis, PANELS};
 #[command(after_help = "Examples:
   recoup plot recoup-compare
   recoup plot results/alpha --metric recovery_latency_multi_ms --metric redundancy_cost
-  recoup plot results/grid --x path.rtt --out rtt.png")]
+  recoup plot results/grid --x path.rtt --out rtt.png
+  recoup plot down.log --out down.png")]
 pub struct Args {
-    /// Results directory holding summary.csv.
+    /// Results directory holding summary.csv, or a `recoup link --log` file.
     pub dir: PathBuf,
     /// Metric to plot (a `metric` of summary.csv; repeat for more panels).
     #[arg(long, value_name = "NAME")]
@@ -34,9 +36,12 @@ pub struct Args {
 }
 
 /// A summary row with its scenario point.
-type Named = (String, SummaryRow);
+pub(super) type Named = (String, SummaryRow);
 
 pub fn run(args: Args) -> Result<(), Error> {
+    if args.dir.is_file() {
+        return link_graph(&args.dir, args.out);
+    }
     let rows = read_summary(&args.dir)?;
     let panels = panels(&rows, &args.metric)?;
     let out = args.out.unwrap_or_else(|| args.dir.join("plot.png"));
@@ -67,9 +72,26 @@ pub fn run(args: Args) -> Result<(), Error> {
     Ok(())
 }
 
+/// The graph of a `recoup link --log` (or `mm-link --downlink-log`) file, into FILE.png beside
+/// it by default.
+fn link_graph(log: &Path, out: Option<PathBuf>) -> Result<(), Error> {
+    let text = std::fs::read_to_string(log).map_err(|source| Error::Io {
+        path: log.to_owned(),
+        source,
+    })?;
+    let (_, events) = recoup_net::link_log::parse(&text)
+        .map_err(|e| Error::Usage(format!("{}: {e}", log.display())))?;
+    let out = out.unwrap_or_else(|| log.with_extension("png"));
+    let title = format!("recoup link: {}", log.display());
+    crate::plot::link_log_png(&out, &title, &events)
+        .map_err(|e| Error::Usage(format!("no plot: {e}")))?;
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
 /// Reads DIR/summary.csv: the columns `scenario`, `policy`, `metric`, `n`, `mean`, `ci95_low`
 /// and `ci95_high` are required, the other statistics read when present.
-fn read_summary(dir: &Path) -> Result<Vec<Named>, Error> {
+pub(super) fn read_summary(dir: &Path) -> Result<Vec<Named>, Error> {
     if !dir.is_dir() {
         return Err(Error::Usage(format!(
             "{}: no such results directory (write one with recoup run, sweep or compare)",
@@ -144,7 +166,7 @@ fn read_summary(dir: &Path) -> Result<Vec<Named>, Error> {
     Ok(rows)
 }
 
-/// The panels asked for, or the headline metrics the directory has.
+/// The panels asked for, or the headline metrics the directory has values of.
 fn panels(rows: &[Named], asked: &[String]) -> Result<Vec<Panel>, Error> {
     let mut valid: Vec<&str> = Vec::new();
     for (_, r) in rows {
@@ -153,14 +175,11 @@ fn panels(rows: &[Named], asked: &[String]) -> Result<Vec<Panel>, Error> {
         }
     }
     if asked.is_empty() {
-        let headline: Vec<Panel> = PANELS
-            .iter()
-            .filter(|p| valid.contains(&p.2))
-            .map(|p| Panel::of(p.2))
-            .collect();
+        let summary: Vec<SummaryRow> = rows.iter().map(|(_, r)| r.clone()).collect();
+        let headline = crate::plot::headline_panels(&summary);
         if headline.is_empty() {
             return Err(Error::Usage(format!(
-                "none of the default metrics in the results; choose with --metric: {}",
+                "none of the default metrics has a value in the results; choose with --metric: {}",
                 valid.join(", ")
             )));
         }

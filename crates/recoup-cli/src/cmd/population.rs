@@ -2,7 +2,7 @@
 //! on a Ray cluster through the Python package.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use recoup_sim::metrics::RunRow;
@@ -11,13 +11,15 @@ use recoup_sim::scenario::Scenario;
 use serde::Serialize;
 
 use super::simulate::{self, Error, Job};
+use super::tables;
 
 /// Simulate a deployment fleet: N live streams whose bitrate, RTT and loss are drawn from a
 /// population file's distributions, each running every policy of the file on its own seed.
 ///
 /// Writes DIR/runs.csv (one row per stream and policy, the stream in the `scenario` column),
 /// DIR/streams.csv (each stream's draws), DIR/fleet.csv (per policy and metric: mean and
-/// percentiles over streams) and DIR/cdf.csv (each metric's CDF over streams, 0..100 %).
+/// percentiles over streams) and DIR/cdf.csv (each metric's CDF over streams, 0..100 %); with
+/// `--format`, the same tables as JSON or Parquet too.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   recoup population scenarios/fleet/deployment.toml --streams 200 --out results/fleet
@@ -40,6 +42,10 @@ pub struct Args {
     /// Ray cluster address (default: a local Ray).
     #[arg(long, value_name = "ADDR", requires = "ray")]
     pub ray_address: Option<String>,
+    /// Table formats, comma-separated: csv, json, parquet (Parquet is written by python3 with
+    /// the recoup package, pandas and pyarrow).
+    #[arg(long, value_name = "FORMAT", value_enum, value_delimiter = ',', default_values = ["csv"])]
+    pub format: Vec<super::tables::Format>,
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
@@ -81,29 +87,19 @@ pub fn run(args: Args) -> Result<(), Error> {
         .map(|r| (r.scenario.as_str(), r.runs.as_slice()))
         .collect();
     let params: Vec<_> = streams.iter().map(|s| s.params.clone()).collect();
-    let written = vec![
-        simulate::write_table_csv(&args.out.join("runs.csv"), &groups)?,
-        write_csv(&args.out.join("streams.csv"), &params)?,
-        write_csv(&args.out.join("fleet.csv"), &fleet_summary(&runs))?,
-        write_csv(&args.out.join("cdf.csv"), &fleet_cdf(&runs))?,
-    ];
+    let f = &args.format;
+    let mut written = tables::write_groups(&args.out, "runs", &groups, f)?;
+    written.extend(tables::write_rows(&args.out, "streams", &params, f)?);
+    written.extend(tables::write_rows(
+        &args.out,
+        "fleet",
+        &fleet_summary(&runs),
+        f,
+    )?);
+    written.extend(tables::write_rows(&args.out, "cdf", &fleet_cdf(&runs), f)?);
     print_headline(&fleet_summary(&runs), n);
     simulate::print_written(&written);
     Ok(())
-}
-
-fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<PathBuf, Error> {
-    let file = std::fs::File::create(path).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    recoup_sim::metrics::write_csv(rows, std::io::BufWriter::new(file)).map_err(|e| {
-        Error::Write {
-            path: path.to_owned(),
-            detail: e.to_string(),
-        }
-    })?;
-    Ok(path.to_owned())
 }
 
 /// The papers' headline numbers per policy: fleet means (and p95 over streams).

@@ -35,6 +35,10 @@ pub struct Args {
     /// DIR/qlog/<scenario>-<policy>-<seed>-{server,client}.sqlog (simulated time).
     #[arg(long)]
     pub qlog: bool,
+    /// Table formats, comma-separated: csv, json, parquet (Parquet is written by python3 with
+    /// the recoup package, pandas and pyarrow).
+    #[arg(long, value_name = "FORMAT", value_enum, value_delimiter = ',', default_values = ["csv", "json"])]
+    pub format: Vec<super::tables::Format>,
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
@@ -45,7 +49,8 @@ pub fn run(args: Args) -> Result<(), Error> {
     .load(&args.scenario)?;
     let qlog_dir = args.qlog.then(|| args.out.join("qlog"));
     let results = simulate::run_all(&scenarios, args.jobs, qlog_dir.as_deref())?;
-    let written = simulate::write_outputs(&args.out, &results)?;
+    let mut written = simulate::write_outputs(&args.out, &results, &args.format)?;
+    written.push(simulate::keep_scenario(&args.scenario, &args.out)?);
     let runs: usize = results.iter().map(|r| r.runs.len()).sum();
     println!("{runs} runs over {} scenario point(s)", results.len());
     simulate::print_written(&written);

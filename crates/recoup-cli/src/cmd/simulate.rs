@@ -15,6 +15,8 @@ use recoup_sim::run::{jobs, run_one_with_qlog};
 use recoup_sim::scenario::{Scenario, ScenarioError};
 use serde::Serialize;
 
+use super::tables::{write_groups, Format};
+
 /// Why a simulation command failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -222,8 +224,13 @@ struct Named<'a, T> {
     row: &'a T,
 }
 
-/// Writes `runs.{csv,json}` and `summary.{csv,json}` into `dir`; returns the paths written.
-pub fn write_outputs(dir: &Path, results: &[PointResult]) -> Result<Vec<PathBuf>, Error> {
+/// Writes `runs.<ext>` and `summary.<ext>` into `dir` in each format; returns the paths
+/// written.
+pub fn write_outputs(
+    dir: &Path,
+    results: &[PointResult],
+    formats: &[Format],
+) -> Result<Vec<PathBuf>, Error> {
     std::fs::create_dir_all(dir).map_err(|source| Error::Io {
         path: dir.to_owned(),
         source,
@@ -236,12 +243,24 @@ pub fn write_outputs(dir: &Path, results: &[PointResult]) -> Result<Vec<PathBuf>
         .iter()
         .map(|r| (r.scenario.as_str(), r.summary.as_slice()))
         .collect();
-    Ok(vec![
-        write_table_csv(&dir.join("runs.csv"), &runs)?,
-        write_table_json(&dir.join("runs.json"), &runs)?,
-        write_table_csv(&dir.join("summary.csv"), &summary)?,
-        write_table_json(&dir.join("summary.json"), &summary)?,
-    ])
+    let mut written = write_groups(dir, "runs", &runs, formats)?;
+    written.extend(write_groups(dir, "summary", &summary, formats)?);
+    Ok(written)
+}
+
+/// Copies the scenario file into `dir/scenario.toml`, so the results carry what made them
+/// (`recoup report` shows it).
+pub fn keep_scenario(scenario: &Path, dir: &Path) -> Result<PathBuf, Error> {
+    let to = dir.join("scenario.toml");
+    let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
+    if same(scenario, &to) {
+        return Ok(to);
+    }
+    std::fs::copy(scenario, &to).map_err(|source| Error::Io {
+        path: to.clone(),
+        source,
+    })?;
+    Ok(to)
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>, Error> {
@@ -292,7 +311,10 @@ pub fn write_table_csv<T: Serialize>(
     Ok(path.to_owned())
 }
 
-fn write_table_json<T: Serialize>(path: &Path, groups: &[(&str, &[T])]) -> Result<PathBuf, Error> {
+pub fn write_table_json<T: Serialize>(
+    path: &Path,
+    groups: &[(&str, &[T])],
+) -> Result<PathBuf, Error> {
     let rows: Vec<Named<'_, T>> = groups
         .iter()
         .flat_map(|(name, rows)| {

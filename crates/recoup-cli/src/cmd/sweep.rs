@@ -51,6 +51,10 @@ pub struct Args {
     /// Discard the runs of a different plan found in DIR instead of refusing to start.
     #[arg(long)]
     pub force: bool,
+    /// Table formats, comma-separated: csv, json, parquet (Parquet is written by python3 with
+    /// the recoup package, pandas and pyarrow).
+    #[arg(long, value_name = "FORMAT", value_enum, value_delimiter = ',', default_values = ["csv", "json"])]
+    pub format: Vec<super::tables::Format>,
 }
 
 /// The journal's first line.
@@ -153,7 +157,8 @@ pub fn run(args: Args) -> Result<(), Error> {
     }
     let rows = finished.into_iter().chain(done).collect();
     let results = simulate::assemble(&scenarios, rows)?;
-    let written = simulate::write_outputs(&args.out, &results)?;
+    let mut written = simulate::write_outputs(&args.out, &results, &args.format)?;
+    written.push(simulate::keep_scenario(&args.plan, &args.out)?);
     println!(
         "{} runs over {} scenario point(s) ({} new)",
         work.len(),

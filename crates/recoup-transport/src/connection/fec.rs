@@ -1,10 +1,10 @@
 //! The connection's hooks into the FEC extension (`crate::fec`, docs/FEC.md): negotiation,
 //! source symbols of sent and received packets, writing REPAIR frames, restoring lost packets.
 
+use crate::qlog::{Event, FecRecovered, QlogFrame};
 use recoup_recovery::fec::FecContext;
 use recoup_recovery::{FecScheme, PacketInfo, RttSample, SendState};
 use recoup_time::Instant;
-use serde_json::json;
 
 use super::send::Open;
 use super::{Connection, SentFrames};
@@ -154,11 +154,8 @@ impl Connection {
         }
         Frame::Repair(frame).encode(buf);
         if qlog {
-            pkt.qlog_frames.push(json!({
-                "frame_type": "recoup_repair", "first_packet_number": frame.first_pn,
-                "sources": frame.sources(), "repairs": frame.repairs, "index": frame.index,
-                "length": frame.symbol.len(),
-            }));
+            pkt.qlog_frames
+                .push(QlogFrame::of(&Frame::Repair(frame), None));
         }
         sender.pop();
         pkt.frames.repair = true;
@@ -286,10 +283,12 @@ impl Connection {
             self.stats.fec_recovered_packets += 1;
             self.stats.fec_recovered_bytes += bytes;
             if let Some(q) = self.qlog.as_mut() {
-                q.event(
+                q.log(
                     now,
-                    "recoup:fec_recovered",
-                    json!({"packet_number": restored.pn, "stream_bytes": bytes}),
+                    Event::FecRecovered(FecRecovered {
+                        packet_number: restored.pn,
+                        stream_bytes: bytes,
+                    }),
                 );
             }
             if let Some(r) = self.fec.receiver.as_mut() {

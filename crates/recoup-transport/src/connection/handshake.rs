@@ -208,6 +208,15 @@ impl Connection {
             .max_datagram_size
             .min(params.max_udp_payload_size.try_into().unwrap_or(usize::MAX))
             .max(crate::config::MIN_INITIAL_SIZE);
+        if let Some(q) = self.qlog.as_mut() {
+            q.log(
+                now,
+                crate::qlog::Event::ParametersSet(crate::qlog::ParametersSet::of(
+                    crate::qlog::Owner::Remote,
+                    &params,
+                )),
+            );
+        }
         self.handshake.peer_params = Some(params);
         Ok(())
     }

@@ -13,9 +13,9 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::qlog::QlogFrame;
 use rand::RngCore;
 use recoup_time::Instant;
-use serde_json::json;
 
 use super::path::Path;
 use super::Connection;
@@ -297,7 +297,7 @@ impl Connection {
         &mut self,
         buf: &mut Vec<u8>,
         end: usize,
-        qlog: Option<&mut Vec<serde_json::Value>>,
+        qlog: Option<&mut Vec<QlogFrame>>,
     ) -> bool {
         let remote = self.path.remote;
         let mut wrote = Vec::new();
@@ -315,7 +315,7 @@ impl Connection {
             };
             Frame::PathResponse(r.data).encode(buf);
             self.migration.stats.responses_sent += 1;
-            wrote.push("path_response");
+            wrote.push(QlogFrame::of(&Frame::PathResponse(r.data), None));
         }
         if buf.len() + 9 <= end {
             if let Some(v) = self.migration.validation.as_mut().filter(|v| v.pending) {
@@ -325,11 +325,11 @@ impl Connection {
                 v.sent.push(data);
                 v.pending = false;
                 self.migration.stats.challenges_sent += 1;
-                wrote.push("path_challenge");
+                wrote.push(QlogFrame::of(&Frame::PathChallenge(data), None));
             }
         }
         if let Some(q) = qlog {
-            q.extend(wrote.iter().map(|t| json!({ "frame_type": t })));
+            q.extend(wrote.iter().cloned());
         }
         !wrote.is_empty()
     }

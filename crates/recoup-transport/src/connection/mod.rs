@@ -54,7 +54,7 @@ use crate::config::{ClientConfig, ServerConfig, TransportConfig};
 use crate::crypto::Side;
 use crate::error::{Error, TransportError, TransportErrorCode};
 use crate::loss::{PerSpace, SpaceId};
-use crate::qlog::QlogWriter;
+use crate::qlog::{self, ConnectionClosed, ConnectionStarted, Owner, ParametersSet, QlogWriter};
 use crate::stateless_reset::ResetKey;
 use crate::streams::{FlowLimits, StreamEvent, StreamId, Streams};
 use crate::tls::TlsSession;
@@ -220,6 +220,8 @@ pub struct Connection {
     /// Connection-level events for the application (stream events come from `streams`).
     events: VecDeque<Event>,
     qlog: Option<QlogWriter>,
+    /// A server's first received packet, logged when a qlog writer arrives.
+    qlog_first: Option<(Instant, qlog::Event)>,
     stats: ConnectionStats,
     rng: ChaCha8Rng,
     /// recoup's FEC extension (`fec`): active only when negotiated.
@@ -354,6 +356,7 @@ impl Connection {
             idle: IdleTimer::new(config.max_idle_timeout, now),
             events: VecDeque::new(),
             qlog: None,
+            qlog_first: None,
             stats: ConnectionStats::default(),
             rng,
             fec: FecState::new(&config),
@@ -361,9 +364,68 @@ impl Connection {
         }
     }
 
-    /// Writes a qlog trace of this connection to `writer` from now on.
-    pub fn set_qlog(&mut self, writer: QlogWriter) {
+    /// Writes a qlog trace of this connection to `writer` from now on: the header naming the
+    /// connection by its original destination connection ID (so both ends' traces pair),
+    /// `connection_started`, our transport parameters, and a server's first Initial.
+    pub fn set_qlog(&mut self, mut writer: QlogWriter) {
+        let now = writer.start();
+        writer.write_header(&qlog::hex(&self.handshake.original_dcid));
+        let remote = self.path.remote;
+        writer.log(
+            now,
+            qlog::Event::ConnectionStarted(ConnectionStarted {
+                ip_version: if remote.is_ipv4() { "ipv4" } else { "ipv6" }.into(),
+                dst_ip: remote.ip().to_string(),
+                dst_port: remote.port(),
+                src_cid: qlog::hex(&self.cids.initial_local()),
+                dst_cid: qlog::hex(&self.cids.remote()),
+            }),
+        );
+        let odcid = (self.side == Side::Server).then_some(self.handshake.original_dcid);
+        let params = Self::local_params(&self.config, self.cids.initial_local(), odcid);
+        writer.log(
+            now,
+            qlog::Event::ParametersSet(ParametersSet::of(Owner::Local, &params)),
+        );
+        if let Some(params) = &self.handshake.peer_params {
+            writer.log(
+                now,
+                qlog::Event::ParametersSet(ParametersSet::of(Owner::Remote, params)),
+            );
+        }
+        if let Some((at, event)) = self.qlog_first.take() {
+            writer.log(at, event);
+        }
         self.qlog = Some(writer);
+    }
+
+    /// The destination connection ID of the client's first Initial, which names the connection
+    /// in both ends' qlog traces.
+    #[must_use]
+    pub fn original_dcid(&self) -> ConnectionId {
+        self.handshake.original_dcid
+    }
+
+    fn qlog_closed(&mut self, now: Instant, owner: Owner, err: Option<&CloseError>) {
+        let Some(q) = self.qlog.as_mut() else {
+            return;
+        };
+        let trigger = match err {
+            None => "idle_timeout",
+            Some(e) if e.application => "application",
+            Some(e) if e.code == 0 => "clean",
+            Some(_) => "error",
+        };
+        q.log(
+            now,
+            qlog::Event::ConnectionClosed(ConnectionClosed {
+                owner,
+                connection_code: err.filter(|e| !e.application).map(|e| e.code),
+                application_code: err.filter(|e| e.application).map(|e| e.code),
+                reason: err.map(|e| e.reason.clone()).filter(|r| !r.is_empty()),
+                trigger: trigger.into(),
+            }),
+        );
     }
 
     // ----- state -----
@@ -596,6 +658,7 @@ impl Connection {
     }
 
     fn enter_closing(&mut self, now: Instant, err: CloseError) {
+        self.qlog_closed(now, Owner::Local, Some(&err));
         self.state = State::Closing {
             until: now + self.three_pto(),
             frame: err,
@@ -617,6 +680,7 @@ impl Connection {
         self.state = State::Draining {
             until: now + self.three_pto(),
         };
+        self.qlog_closed(now, Owner::Remote, Some(&err));
         self.events
             .push_back(Event::Closed(CloseReason::Remote(err)));
         self.flush_qlog();
@@ -679,6 +743,7 @@ impl Connection {
         }
         if self.idle.deadline().is_some_and(|d| now >= d) {
             self.state = State::Closed;
+            self.qlog_closed(now, Owner::Local, None);
             self.events
                 .push_back(Event::Closed(CloseReason::IdleTimeout));
             self.flush_qlog();

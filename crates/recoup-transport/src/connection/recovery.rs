@@ -16,7 +16,6 @@ use recoup_recovery::{
     SendState, SentRange,
 };
 use recoup_time::Instant;
-use serde_json::json;
 
 use super::send::packet_type_name;
 use super::Connection;
@@ -27,6 +26,7 @@ use crate::error::TransportError;
 use crate::frame::AckFrame;
 use crate::loss::{LossConfig, LossDetection, SpaceId};
 use crate::pacing::{Pacer, DEFAULT_BURST_PACKETS};
+use crate::qlog::{CcDetail, Event, MetricsUpdated, PacketHeader, PacketLost};
 use crate::streams::{ControlFrame, StreamId};
 
 /// What a sent packet carried, kept until it is acknowledged or lost.
@@ -438,6 +438,14 @@ impl Connection {
                 losses.persistent_congestion,
                 self.recovery.loss.rtt(),
             );
+            self.qlog_congestion_state(now);
+        }
+    }
+
+    /// Logs the congestion controller's state when it changed.
+    fn qlog_congestion_state(&mut self, now: Instant) {
+        if let Some(q) = self.qlog.as_mut() {
+            q.congestion_state(now, self.recovery.cc.state());
         }
     }
 
@@ -486,21 +494,22 @@ impl Connection {
         if outcome.rtt_updated {
             if let Some(q) = self.qlog.as_mut() {
                 let rtt = recovery.loss.rtt();
-                q.event(
+                let cc = &recovery.cc;
+                q.log(
                     now,
-                    "recovery:metrics_updated",
-                    json!({
-                        "min_rtt": ms(rtt.min()), "smoothed_rtt": ms(rtt.smoothed()),
-                        "latest_rtt": ms(rtt.latest()), "rtt_variance": ms(rtt.var()),
-                        "congestion_window": recovery.cc.window(),
-                        "bytes_in_flight": recovery.loss.bytes_in_flight(),
-                        // As before this ACK's update, in bytes/s: BBR's state and bandwidth
-                        // filter show why its window collapses (e.g. after ProbeRTT).
-                        "recoup": {
-                            "cc_state": recovery.cc.state(),
-                            "bandwidth_estimate": recovery.cc.bandwidth_estimate(),
-                            "pacing_rate": recovery.cc.pacing_rate(),
-                        },
+                    Event::MetricsUpdated(MetricsUpdated {
+                        min_rtt: ms(rtt.min()),
+                        smoothed_rtt: ms(rtt.smoothed()),
+                        latest_rtt: ms(rtt.latest()),
+                        rtt_variance: ms(rtt.var()),
+                        congestion_window: cc.window(),
+                        bytes_in_flight: recovery.loss.bytes_in_flight(),
+                        pacing_rate: cc.pacing_rate().map(|r| r.saturating_mul(8)),
+                        recoup: Some(CcDetail {
+                            cc_state: cc.state().into(),
+                            bandwidth_estimate: cc.bandwidth_estimate(),
+                            pacing_rate: cc.pacing_rate(),
+                        }),
                     }),
                 );
             }
@@ -521,6 +530,7 @@ impl Connection {
                 app_limited,
             });
         }
+        self.qlog_congestion_state(now);
         Ok(())
     }
 
@@ -537,12 +547,14 @@ impl Connection {
                 recoup_recovery::LossTrigger::TimeThreshold => "time_threshold",
                 recoup_recovery::LossTrigger::Pto => "pto_expired",
             };
-            q.event(
+            q.log(
                 now,
-                "recovery:packet_lost",
-                json!({
-                    "header": {"packet_type": packet_type_name(space), "packet_number": pn},
-                    "trigger": trigger,
+                Event::PacketLost(PacketLost {
+                    header: PacketHeader {
+                        packet_type: packet_type_name(space).into(),
+                        packet_number: pn,
+                    },
+                    trigger: trigger.into(),
                 }),
             );
         }

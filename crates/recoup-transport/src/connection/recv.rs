@@ -3,7 +3,6 @@
 use std::net::SocketAddr;
 
 use recoup_time::Instant;
-use serde_json::json;
 
 use super::migration::is_probing;
 use super::send::packet_type_name;
@@ -16,6 +15,7 @@ use crate::fec::source_symbol;
 use crate::frame::{frame_allowed_or_err, Frame, Frames, StreamDir};
 use crate::loss::SpaceId;
 use crate::packet::{decode_pn, FirstByte, PacketType, PartialDecode};
+use crate::qlog::{Event, PacketEvent, PacketHeader, QlogFrame, RawInfo};
 use crate::streams::StreamId;
 
 impl Connection {
@@ -191,16 +191,27 @@ impl Connection {
         // Logged before its frames are processed, with them, so that a reader of the trace sees
         // an ACK before the losses it declares (as aioquic and quinn log), and can rebuild
         // what was acknowledged from the trace alone (`recoup analyze`).
-        if let Some(q) = self.qlog.as_mut() {
-            q.event(
-                now,
-                "transport:packet_received",
-                json!({
-                    "header": {"packet_type": packet_type_name(space), "packet_number": pn},
-                    "raw": {"length": header.packet.len()},
-                    "frames": qlog_received_frames(&payload),
-                }),
-            );
+        if self.qlog.is_some() || (self.side == Side::Server && self.qlog_first.is_none()) {
+            let exponent =
+                (space == SpaceId::Data).then_some(self.handshake.peer_ack_delay_exponent);
+            let event = Event::PacketReceived(PacketEvent {
+                header: PacketHeader {
+                    packet_type: packet_type_name(space).into(),
+                    packet_number: pn,
+                },
+                raw: RawInfo {
+                    length: header.packet.len() as u64,
+                },
+                frames: qlog_received_frames(&payload, exponent),
+                trigger: None,
+                recoup: None,
+            });
+            match self.qlog.as_mut() {
+                Some(q) => q.log(now, event),
+                // A server's first Initial arrives before its driver can hand it a writer:
+                // kept for the trace it may be given (`set_qlog`).
+                None => self.qlog_first = Some((now, event)),
+            }
         }
         let largest_yet = largest.is_none_or(|l| pn > l);
         let (ack_eliciting, probing) =
@@ -396,24 +407,12 @@ impl Connection {
     }
 }
 
-/// qlog descriptions of a received packet's frames: ACK ranges and STREAM ranges in full, other
-/// frames by type. Stops at the first undecodable frame (processing then rejects the packet).
-fn qlog_received_frames(payload: &[u8]) -> Vec<serde_json::Value> {
-    let mut out = Vec::new();
-    for frame in Frames::new(payload) {
-        let Ok(frame) = frame else { break };
-        out.push(match &frame {
-            Frame::Padding { .. } => continue,
-            Frame::Ack(ack) => {
-                let ranges: Vec<[u64; 2]> = ack.ranges().map(|r| [*r.start(), *r.end()]).collect();
-                json!({"frame_type": "ack", "acked_ranges": ranges})
-            }
-            Frame::Stream(s) => json!({
-                "frame_type": "stream", "stream_id": s.stream_id, "offset": s.offset,
-                "length": s.data.len(), "fin": s.fin,
-            }),
-            other => json!({"frame_type": other.ty().name().to_ascii_lowercase()}),
-        });
-    }
-    out
+/// qlog descriptions of a received packet's frames, every field kept (padding left out).
+/// Stops at the first undecodable frame (processing then rejects the packet).
+fn qlog_received_frames(payload: &[u8], ack_delay_exponent: Option<u8>) -> Vec<QlogFrame> {
+    Frames::new(payload)
+        .map_while(Result::ok)
+        .filter(|f| !matches!(f, Frame::Padding { .. }))
+        .map(|f| QlogFrame::of(&f, ack_delay_exponent))
+        .collect()
 }

@@ -2,7 +2,6 @@
 
 use recoup_recovery::{DataRange, LossId, RecoveryPolicy, SendKind, SentRange};
 use recoup_time::Instant;
-use serde_json::json;
 
 use super::{Connection, SentFrames, State, Transmit};
 use crate::cc::CongestionController;
@@ -13,6 +12,7 @@ use crate::frame::{
 };
 use crate::loss::{SentPacket, SpaceId};
 use crate::packet::{pn_len_for, Header, HeaderLayout, QUIC_VERSION_1};
+use crate::qlog::{Event, PacketEvent, PacketHeader, QlogFrame, RawInfo, SendKindInfo};
 use crate::streams::{ControlFrame, StreamId};
 
 /// Room kept for the AEAD tag.
@@ -30,7 +30,7 @@ pub(super) struct Open {
     /// Carries frames other than ACK, PADDING and CONNECTION_CLOSE (counts toward bytes in flight).
     pub(super) in_flight: bool,
     /// qlog frame descriptions, when qlog is on.
-    pub(super) qlog_frames: Vec<serde_json::Value>,
+    pub(super) qlog_frames: Vec<QlogFrame>,
     /// Carries PATH_CHALLENGE or PATH_RESPONSE: its datagram is padded (RFC 9000 §8.2.1).
     path_probe: bool,
 }
@@ -298,7 +298,7 @@ impl Connection {
                 pkt.ack_eliciting = true;
                 pkt.in_flight = true;
                 if qlog {
-                    pkt.qlog_frames.push(json!({"frame_type": "ping"}));
+                    pkt.qlog_frames.push(QlogFrame::Ping);
                 }
             }
             if probe && pkt.ack_eliciting {
@@ -355,8 +355,14 @@ impl Connection {
                 .take(32)
                 .map(|r| [r.start, r.end - 1])
                 .collect();
-            pkt.qlog_frames
-                .push(json!({"frame_type": "ack", "acked_ranges": ranges}));
+            let delay_ms = (delay << self.config.ack_delay_exponent) as f64 / 1e3;
+            pkt.qlog_frames.push(QlogFrame::Ack {
+                ack_delay: (space == SpaceId::Data).then_some(delay_ms),
+                acked_ranges: ranges,
+                ect1: None,
+                ect0: None,
+                ce: None,
+            });
         }
         self.spaces[space].on_ack_sent();
     }
@@ -392,8 +398,10 @@ impl Connection {
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
             if qlog {
-                pkt.qlog_frames
-                    .push(json!({"frame_type": "crypto", "offset": offset, "length": data.len()}));
+                pkt.qlog_frames.push(QlogFrame::Crypto {
+                    offset,
+                    length: data.len() as u64,
+                });
             }
         }
     }
@@ -406,27 +414,25 @@ impl Connection {
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
             if qlog {
-                pkt.qlog_frames
-                    .push(json!({"frame_type": "handshake_done"}));
+                pkt.qlog_frames.push(QlogFrame::HandshakeDone);
             }
         }
         while buf.len() + 40 <= end {
             let Some(c) = self.cids.poll_new() else {
                 break;
             };
-            Frame::NewConnectionId {
+            let frame = Frame::NewConnectionId {
                 seq: c.seq,
                 retire_prior_to: 0,
                 cid: c.cid,
                 reset_token: c.reset_token,
-            }
-            .encode(buf);
+            };
+            frame.encode(buf);
             pkt.frames.new_cids.push(c.seq);
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
             if qlog {
-                pkt.qlog_frames
-                    .push(json!({"frame_type": "new_connection_id", "sequence_number": c.seq}));
+                pkt.qlog_frames.push(QlogFrame::of(&frame, None));
             }
         }
         while buf.len() + 9 <= end {
@@ -434,6 +440,11 @@ impl Connection {
                 break;
             };
             Frame::RetireConnectionId { seq }.encode(buf);
+            if qlog {
+                pkt.qlog_frames.push(QlogFrame::RetireConnectionId {
+                    sequence_number: seq,
+                });
+            }
             pkt.frames.retire_cids.push(seq);
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
@@ -442,8 +453,7 @@ impl Connection {
             let frame = control_frame(c);
             frame.encode(buf);
             if qlog {
-                pkt.qlog_frames
-                    .push(json!({"frame_type": frame.ty().name()}));
+                pkt.qlog_frames.push(QlogFrame::of(&frame, None));
             }
             pkt.frames.control.push(c);
             pkt.ack_eliciting = true;
@@ -641,10 +651,12 @@ impl Connection {
         pkt.ack_eliciting = true;
         pkt.in_flight = true;
         if qlog {
-            pkt.qlog_frames.push(json!({
-                "frame_type": "stream", "stream_id": id.0, "offset": offset,
-                "length": len, "fin": fin,
-            }));
+            pkt.qlog_frames.push(QlogFrame::Stream {
+                stream_id: id.0,
+                offset,
+                length: len as u64,
+                fin,
+            });
         }
     }
 
@@ -724,22 +736,26 @@ impl Connection {
             self.fec_on_packet_sent(now, pkt.pn, &pkt.frames);
         }
         if let Some(q) = self.qlog.as_mut() {
-            let mut data = json!({
-                "header": {"packet_type": packet_type_name(space), "packet_number": pkt.pn},
-                "raw": {"length": size},
-                "frames": pkt.qlog_frames,
-            });
-            match pkt.frames.kind {
-                Some(SendKind::Copy) => {
-                    data["trigger"] = json!("recoup_copy");
-                    data["recoup"] = json!({"kind": "copy"});
-                }
-                Some(SendKind::Retransmission) => {
-                    data["recoup"] = json!({"kind": "retransmission"});
-                }
-                _ => {}
-            }
-            q.event(now, "transport:packet_sent", data);
+            let (trigger, kind) = match pkt.frames.kind {
+                Some(SendKind::Copy) => (Some("recoup_copy"), Some("copy")),
+                Some(SendKind::Retransmission) => (None, Some("retransmission")),
+                _ => (None, None),
+            };
+            q.log(
+                now,
+                Event::PacketSent(PacketEvent {
+                    header: PacketHeader {
+                        packet_type: packet_type_name(space).into(),
+                        packet_number: pkt.pn,
+                    },
+                    raw: RawInfo {
+                        length: size as u64,
+                    },
+                    frames: pkt.qlog_frames,
+                    trigger: trigger.map(str::to_owned),
+                    recoup: kind.map(|k| SendKindInfo { kind: k.into() }),
+                }),
+            );
         }
         if pkt.in_flight {
             let in_flight = self.recovery.loss.bytes_in_flight();
@@ -798,7 +814,13 @@ impl Connection {
                     reason,
                 }
             };
-            Frame::ConnectionClose(frame).encode(&mut buf);
+            let frame = Frame::ConnectionClose(frame);
+            frame.encode(&mut buf);
+            let qlog_frames = if self.qlog.is_some() {
+                vec![QlogFrame::of(&frame, None)]
+            } else {
+                Vec::new()
+            };
             open = Some(Open {
                 space,
                 pn,
@@ -806,9 +828,7 @@ impl Connection {
                 frames: SentFrames::default(),
                 ack_eliciting: false,
                 in_flight: false,
-                qlog_frames: vec![
-                    json!({"frame_type": "connection_close", "error_code": err.code}),
-                ],
+                qlog_frames,
                 path_probe: false,
             });
         }
@@ -841,7 +861,7 @@ impl Connection {
             frames: SentFrames::default(),
             ack_eliciting: true,
             in_flight: true,
-            qlog_frames: vec![json!({"frame_type": "path_response"})],
+            qlog_frames: vec![QlogFrame::of(&Frame::PathResponse(data), None)],
             path_probe: true,
         };
         self.seal(now, pkt, &mut buf, Some(size));

@@ -16,16 +16,19 @@ const MAX_REQUEST: usize = 8 * 1024;
 pub struct Server {
     endpoint: quinn::Endpoint,
     root: Arc<PathBuf>,
+    retry: bool,
 }
 
 impl Server {
-    pub fn bind(listen: SocketAddr, root: &Path) -> Result<Self, Error> {
+    /// With `retry`, every client is sent a Retry before its handshake goes on.
+    pub fn bind(listen: SocketAddr, root: &Path, retry: bool) -> Result<Self, Error> {
         let endpoint = quinn::Endpoint::server(tls::self_signed_server()?, listen)
             .map_err(Error::io("server socket"))?;
         let root = root.canonicalize().map_err(Error::io("root"))?;
         Ok(Self {
             endpoint,
             root: Arc::new(root),
+            retry,
         })
     }
 
@@ -38,6 +41,12 @@ impl Server {
     /// Serves until the endpoint is closed.
     pub async fn run(self) {
         while let Some(incoming) = self.endpoint.accept().await {
+            if self.retry && !incoming.remote_address_validated() {
+                if let Err(e) = incoming.retry() {
+                    tracing::warn!("retry: {e}");
+                }
+                continue;
+            }
             let root = self.root.clone();
             tokio::spawn(async move {
                 match incoming.await {

@@ -13,6 +13,7 @@ pub mod hq;
 pub mod link;
 pub mod live;
 pub mod qlog_dir;
+pub mod rebind;
 pub mod server;
 mod stream_io;
 pub mod tls;

@@ -1,20 +1,41 @@
-//! `quinn-client URL -o FILE`: download one file over hq-interop with quinn, print the goodput.
+//! `quinn-client URL... (-o FILE | -d DIR)`: download files over hq-interop with quinn, print
+//! the goodput. Exits with 127 (the QUIC interop runner's "unsupported") for `--h3`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use recoup_interop::client::{get_all, parse_url, Download, Options};
 
-/// Download a file over hq-interop (HTTP/0.9 over QUIC) with the unmodified quinn client.
-/// Certificates are not checked. Honours SSLKEYLOGFILE.
+/// Download files over hq-interop (HTTP/0.9 over QUIC) with the unmodified quinn client, all on
+/// one connection (each on its own stream) unless --multiconnect. Certificates are not
+/// checked. Honours SSLKEYLOGFILE.
 #[derive(Parser, Debug)]
 struct Args {
-    /// https://HOST:PORT/PATH
-    url: String,
-    /// Where the body goes.
+    /// https://HOST:PORT/PATH, all on the same server.
+    #[arg(required = true)]
+    urls: Vec<String>,
+    /// Where the body of the one URL goes.
+    #[arg(short, long, conflicts_with = "dir")]
+    output: Option<PathBuf>,
+    /// Each body goes to DIR/<last path segment>.
     #[arg(short, long)]
-    output: PathBuf,
+    dir: Option<PathBuf>,
+    /// One connection per URL, one after the other.
+    #[arg(long)]
+    multiconnect: bool,
+    /// Update the 1-RTT keys once data flows.
+    #[arg(long)]
+    keyupdate: bool,
+    /// Move to a new local port once data flows (active migration).
+    #[arg(long)]
+    migrate: bool,
+    /// HTTP/3: not supported by this peer.
+    #[arg(long)]
+    h3: bool,
 }
+
+const UNSUPPORTED: u8 = 127;
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -22,6 +43,10 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
+    if args.h3 {
+        eprintln!("quinn-client: HTTP/3 is not supported");
+        return ExitCode::from(UNSUPPORTED);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -32,9 +57,41 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let options = Options {
+        key_update: args.keyupdate,
+        migrate: args.migrate,
+    };
     let result = runtime.block_on(async {
-        let (addr, host, path) = recoup_interop::client::parse_url(&args.url)?;
-        recoup_interop::client::get(addr, &host, &path, &args.output).await
+        let mut requests = Vec::new();
+        for url in &args.urls {
+            let (addr, host, path) = parse_url(url)?;
+            let out = match (&args.output, &args.dir) {
+                (Some(o), None) if args.urls.len() == 1 => o.clone(),
+                (None, Some(d)) => d.join(path.rsplit('/').next().unwrap_or_default()),
+                _ => {
+                    return Err(recoup_interop::Error::Usage(
+                        "give -o FILE with one URL, or -d DIR".into(),
+                    ))
+                }
+            };
+            requests.push((addr, host, (path, out)));
+        }
+        let (addr, host) = (requests[0].0, requests[0].1.clone());
+        let requests: Vec<(String, PathBuf)> = requests.into_iter().map(|r| r.2).collect();
+        if args.multiconnect {
+            let mut total = Download {
+                bytes: 0,
+                elapsed: std::time::Duration::ZERO,
+            };
+            for r in requests {
+                let d = get_all(addr, &host, std::slice::from_ref(&r), options).await?;
+                total.bytes += d.bytes;
+                total.elapsed += d.elapsed;
+            }
+            Ok(total)
+        } else {
+            get_all(addr, &host, &requests, options).await
+        }
     });
     match result {
         Ok(d) => {

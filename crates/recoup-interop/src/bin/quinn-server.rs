@@ -14,10 +14,20 @@ struct Args {
     listen: SocketAddr,
     #[arg(long)]
     root: PathBuf,
+    /// Send a Retry to every new client (address validation, RFC 9000 §8.1).
+    #[arg(long)]
+    retry: bool,
+    /// HTTP/3: not supported by this peer (exits with 127, the interop runner's "unsupported").
+    #[arg(long)]
+    h3: bool,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.h3 {
+        eprintln!("quinn-server: HTTP/3 is not supported");
+        return ExitCode::from(127);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
@@ -33,7 +43,7 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let server = recoup_interop::server::Server::bind(args.listen, &args.root)?;
+        let server = recoup_interop::server::Server::bind(args.listen, &args.root, args.retry)?;
         println!("listening on {}", server.local_addr()?);
         tokio::select! {
             () = server.run() => {}

@@ -167,21 +167,24 @@ class Proc:
 
 def server_cmd(peer, bins, root, mode, policy):
     if peer == "recoup":
-        cmd = [os.path.join(bins, "recoup"), "serve", "--listen", "127.0.0.1:0", "--root", root]
+        cmd = [os.path.join(bins, "recoup"), "serve", "--no-gso", "--listen", "127.0.0.1:0"]
+        cmd += ["--root", root]
         if policy:
             cmd += ["--policy", policy]
         return cmd + RECOUP_SERVE_MODE.get(mode, [])
     if peer == "aioquic":
         cmd = [sys.executable, os.path.join(HERE, "aioquic_server.py"), "--root", root]
         return cmd + (["--retry"] if mode == "retry" else [])
-    cmd = [os.path.join(bins, "quinn-server"), "--listen", "127.0.0.1:0", "--root", root]
+    cmd = [os.path.join(bins, "quinn-server"), "--no-gso", "--listen", "127.0.0.1:0"]
+    cmd += ["--root", root]
     return cmd + {"retry": ["--retry"], "h3": ["--h3"]}.get(mode, [])
 
 
 def client_cmds(peer, bins, urls, out, mode, timeout):
     """The client processes to run one after the other."""
     if peer == "recoup":
-        get = [os.path.join(bins, "recoup"), "get", "--insecure"] + RECOUP_GET_MODE.get(mode, [])
+        get = [os.path.join(bins, "recoup"), "get", "--no-gso", "--insecure"]
+        get += RECOUP_GET_MODE.get(mode, [])
         if mode == "multiconnect":
             return [get + [u, "-o", os.path.join(out, u.rsplit("/", 1)[1])] for u in urls]
         if len(urls) == 1:
@@ -197,12 +200,14 @@ def client_cmds(peer, bins, urls, out, mode, timeout):
     if peer == "aioquic":
         cmd = [sys.executable, os.path.join(HERE, "aioquic_client.py"), "--timeout", str(timeout)]
     else:
-        cmd = [os.path.join(bins, "quinn-client")]
+        cmd = [os.path.join(bins, "quinn-client"), "--no-gso"]
     return [cmd + flags + ["-d", out] + urls]
 
 
 class Trace:
-    """The datagrams of one capture, decrypted by tshark, one dict per UDP datagram."""
+    """The datagrams of one leg's capture (those to or from `port`), decrypted by tshark, one
+    dict per UDP datagram. Each leg has its own capture: every datagram crosses both legs, and
+    tshark would take the second copy for a retransmission of the first."""
 
     FIELDS = [
         "ip.src",
@@ -225,10 +230,9 @@ class Trace:
         "tls.handshake.extensions_alpn_str",
     ]
 
-    def __init__(self, pcap, keylog, ports):
+    def __init__(self, pcap, keylog, port):
         cmd = ["tshark", "-r", pcap, "-o", f"tls.keylog_file:{keylog}"]
-        for p in ports:
-            cmd += ["-d", f"udp.port=={p},quic"]
+        cmd += ["-d", f"udp.port=={port},quic"]
         cmd += ["-Y", "quic", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]
         for f in self.FIELDS:
             cmd += ["-e", f]
@@ -243,15 +247,8 @@ class Trace:
                 d[f] = v.split(",") if v else []
             d["src"] = (d["ip.src"][0], int(d["udp.srcport"][0]))
             d["dst"] = (d["ip.dst"][0], int(d["udp.dstport"][0]))
+            d["from_port"] = d["src"][1] == port
             self.datagrams.append(d)
-
-    def leg(self, port):
-        """Datagrams to or from `port`, each tagged with whether it came from that port."""
-        out = []
-        for d in self.datagrams:
-            if d["src"][1] == port or d["dst"][1] == port:
-                out.append(dict(d, from_port=d["src"][1] == port))
-        return out
 
 
 def long_packets(d, ptype):
@@ -274,9 +271,8 @@ class Check:
 def check_run(case, spec, ctx, chk):
     """The runner's checks for `case` on the capture and the link's report."""
     server_port, link_port = ctx["server_port"], ctx["link_port"]
-    trace = Trace(ctx["pcap"], ctx["keylog"], [server_port, link_port])
-    server_leg = trace.leg(server_port)
-    client_leg = trace.leg(link_port)
+    server_leg = Trace(ctx["pcap"] + ".server", ctx["keylog"], server_port).datagrams
+    client_leg = Trace(ctx["pcap"] + ".client", ctx["keylog"], link_port).datagrams
     from_server = [d for d in server_leg if d["from_port"]]
     to_server = [d for d in server_leg if not d["from_port"]]
     from_client = [d for d in client_leg if not d["from_port"]]
@@ -294,7 +290,7 @@ def check_run(case, spec, ctx, chk):
     chk.expect(len(scids) == want, f"expected {want} handshake(s), saw {len(scids)}")
     chk.expect(versions == {QUIC_V1}, f"expected QUIC version 1 only, saw {sorted(versions)}")
 
-    retries = [d for d in trace.datagrams if long_packets(d, 3) and d["src"][1] in (server_port,)]
+    retries = [d for d in from_server if long_packets(d, 3)]
     if case == "retry":
         check_retry(from_server, to_server, chk)
     else:
@@ -449,11 +445,9 @@ def count_copies(qlog_dir):
     return n
 
 
-def start_capture(ports, pcap, log):
-    filt = " or ".join(f"udp port {p}" for p in ports)
-    cap = Proc("tshark", ["tshark", "-i", "lo", "-f", filt, "-w", pcap], log)
+def start_capture(port, pcap, log):
+    cap = Proc("dumpcap", ["dumpcap", "-i", "lo", "-f", f"udp port {port}", "-w", pcap], log)
     cap.wait_for(r"Capturing on", 15)
-    time.sleep(0.3)
     return cap
 
 
@@ -473,6 +467,9 @@ def run_one(case, spec, server, client, bins, work):
         names.append(name)
     keylog = os.path.join(run_dir, "keys.log")
     qlog_server = os.path.join(run_dir, "qlog-server")
+    qlog_client = os.path.join(run_dir, "qlog-client")
+    os.makedirs(qlog_server)
+    os.makedirs(qlog_client)
     timeout = spec.get("timeout", 60)
     procs = []
     chk = Check()
@@ -499,14 +496,18 @@ def run_one(case, spec, server, client, bins, work):
         server_port = int(server_addr.rsplit(":", 1)[1])
         link_port = int(link_addr.rsplit(":", 1)[1])
         pcap = os.path.join(run_dir, "capture.pcapng")
-        cap = start_capture([server_port, link_port], pcap, os.path.join(run_dir, "tshark.log"))
-        procs.append(cap)
+        caps = [
+            start_capture(server_port, pcap + ".server", os.path.join(run_dir, "dumpcap.server")),
+            start_capture(link_port, pcap + ".client", os.path.join(run_dir, "dumpcap.client")),
+        ]
+        procs += caps
+        time.sleep(0.3)  # dumpcap reports before its first poll
 
         urls = [f"https://{link_addr}/{n}" for n in names]
         env = dict(
             os.environ,
             SSLKEYLOGFILE=keylog + ".client",
-            QLOGDIR=os.path.join(run_dir, "qlog-client"),
+            QLOGDIR=qlog_client,
         )
         deadline = time.monotonic() + timeout
         client_log = os.path.join(run_dir, "client.log")
@@ -527,7 +528,8 @@ def run_one(case, spec, server, client, bins, work):
                 if not chk.expect(rc == 0, f"client exited with {rc}"):
                     break
         time.sleep(0.5)  # the last packets reach the capture
-        cap.stop()
+        for cap in caps:
+            cap.stop()
         link_report = link.stop()
         srv.stop()
         with open(keylog, "w") as out:
@@ -561,7 +563,8 @@ def run_one(case, spec, server, client, bins, work):
     except Skip as s:
         return "unsupported", str(s).splitlines()[0]
     except Exception as e:  # a harness failure is a failed run, with its reason
-        chk.expect(False, f"{type(e).__name__}: {e}")
+        text = str(e).strip().splitlines()
+        chk.expect(False, f"{type(e).__name__}: {' / '.join(text[:1] + text[-1:])[:300]}")
     finally:
         for p in procs:
             p.stop(signal.SIGKILL)
@@ -570,7 +573,7 @@ def run_one(case, spec, server, client, bins, work):
         client_log = os.path.join(run_dir, "client.log")
         if os.path.exists(client_log):
             with open(client_log, errors="replace") as f:
-                lines = [ln for ln in f.read().splitlines() if ln.strip()]
+                lines = [ln for ln in f.read().splitlines() if ln.strip() and ln[:2] != "$ "]
             tail = " | client: " + " / ".join(lines[-2:])[:300]
         return "failed", "; ".join(chk.failures) + tail
     return "succeeded", "; ".join(chk.notes)

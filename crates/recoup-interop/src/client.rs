@@ -55,6 +55,8 @@ pub struct Options {
     pub key_update: bool,
     /// Move to a new local socket once data flows (RFC 9000 §9).
     pub migrate: bool,
+    /// Send without GSO, so a loopback capture shows each datagram (not one per batch).
+    pub no_gso: bool,
 }
 
 /// Downloads `path` from `addr` over hq-interop into `out`, then closes the connection.
@@ -88,7 +90,13 @@ pub async fn get_all(
     .parse()
     .map_err(|_| Error::Usage("bind address".into()))?;
     let mut endpoint = quinn::Endpoint::client(bind).map_err(Error::io("client socket"))?;
-    endpoint.set_default_client_config(tls::insecure_client()?);
+    let mut config = tls::insecure_client()?;
+    if options.no_gso {
+        let mut transport = quinn::TransportConfig::default();
+        transport.enable_segmentation_offload(false);
+        config.transport_config(std::sync::Arc::new(transport));
+    }
+    endpoint.set_default_client_config(config);
     let start = tokio::time::Instant::now();
     let conn = endpoint.connect(addr, server_name)?.await?;
     let events = std::sync::Arc::new(Events {

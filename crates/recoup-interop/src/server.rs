@@ -19,16 +19,30 @@ pub struct Server {
     retry: bool,
 }
 
+/// How the server behaves beyond serving files.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServerOptions {
+    /// Send a Retry to every new client (RFC 9000 §8.1).
+    pub retry: bool,
+    /// Send without GSO, so a loopback capture shows each datagram (not one per batch).
+    pub no_gso: bool,
+}
+
 impl Server {
-    /// With `retry`, every client is sent a Retry before its handshake goes on.
-    pub fn bind(listen: SocketAddr, root: &Path, retry: bool) -> Result<Self, Error> {
-        let endpoint = quinn::Endpoint::server(tls::self_signed_server()?, listen)
-            .map_err(Error::io("server socket"))?;
+    pub fn bind(listen: SocketAddr, root: &Path, options: ServerOptions) -> Result<Self, Error> {
+        let mut config = tls::self_signed_server()?;
+        if options.no_gso {
+            let mut transport = quinn::TransportConfig::default();
+            transport.enable_segmentation_offload(false);
+            config.transport_config(Arc::new(transport));
+        }
+        let endpoint =
+            quinn::Endpoint::server(config, listen).map_err(Error::io("server socket"))?;
         let root = root.canonicalize().map_err(Error::io("root"))?;
         Ok(Self {
             endpoint,
             root: Arc::new(root),
-            retry,
+            retry: options.retry,
         })
     }
 

@@ -30,6 +30,9 @@ struct Args {
     /// Move to a new local port once data flows (active migration).
     #[arg(long)]
     migrate: bool,
+    /// Send without GSO (a loopback capture then shows each datagram).
+    #[arg(long)]
+    no_gso: bool,
     /// HTTP/3: not supported by this peer.
     #[arg(long)]
     h3: bool,
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
     let options = Options {
         key_update: args.keyupdate,
         migrate: args.migrate,
+        no_gso: args.no_gso,
     };
     let result = runtime.block_on(async {
         let mut requests = Vec::new();

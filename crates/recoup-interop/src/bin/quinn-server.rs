@@ -17,6 +17,9 @@ struct Args {
     /// Send a Retry to every new client (address validation, RFC 9000 §8.1).
     #[arg(long)]
     retry: bool,
+    /// Send without GSO (a loopback capture then shows each datagram).
+    #[arg(long)]
+    no_gso: bool,
     /// HTTP/3: not supported by this peer (exits with 127, the interop runner's "unsupported").
     #[arg(long)]
     h3: bool,
@@ -43,7 +46,14 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let server = recoup_interop::server::Server::bind(args.listen, &args.root, args.retry)?;
+        let server = recoup_interop::server::Server::bind(
+            args.listen,
+            &args.root,
+            recoup_interop::server::ServerOptions {
+                retry: args.retry,
+                no_gso: args.no_gso,
+            },
+        )?;
         println!("listening on {}", server.local_addr()?);
         tokio::select! {
             () = server.run() => {}

@@ -146,7 +146,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--root", required=True)
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--retry", action="store_true")
+    parser.add_argument("--retry", action="store_true", help="send a Retry to every new client")
     try:
         asyncio.run(main(parser.parse_args()))
     except KeyboardInterrupt:

@@ -1,5 +1,7 @@
 //! `tracing` output on stderr, filtered by `RUST_LOG` (default: info for recoup, warnings else).
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 pub fn init() {
@@ -8,5 +10,7 @@ pub fn init() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for a person reading a terminal, not in a log file or a pipe.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }

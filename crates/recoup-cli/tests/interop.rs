@@ -13,26 +13,16 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{
     count_qlog, fixture, interop_dir, link_command, now, python, read_log, recoup, run_peer,
-    sha256, Proc, DOWNLOAD_TIMEOUT, STARTUP_TIMEOUT,
+    serve_files, sha256, Proc, DOWNLOAD_TIMEOUT, STARTUP_TIMEOUT,
 };
 
 const FILE_SIZE: usize = 10 * 1024 * 1024;
-
-fn recoup_serve(root: &Path, extra: &[&str]) -> (Proc, SocketAddr) {
-    let mut cmd = Command::new(recoup());
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
-        .arg(root)
-        .args(extra)
-        .env("RUST_LOG", "info");
-    Proc::server("recoup serve", cmd)
-}
 
 /// `recoup serve` with `policy`; a policy other than the default is reached through a link
 /// with 2 % loss each way, so that it has losses to act on, and writes qlog into `qlog`.
@@ -44,7 +34,7 @@ struct Served {
 
 fn recoup_serve_for(root: &Path, policy: &[&str], qlog: &Path) -> Served {
     if policy.is_empty() {
-        let (server, addr) = recoup_serve(root, policy);
+        let (server, addr) = serve_files(root, policy);
         return Served {
             server,
             link: None,
@@ -166,7 +156,7 @@ fn recoup_get_from_aioquic(policy: &[&str]) {
 }
 
 #[test]
-fn quinn_client_downloads_from_recoup_serve() {
+fn quinn_client_downloads_from_serve_files() {
     quinn_client_from_recoup(&[]);
 }
 
@@ -176,7 +166,7 @@ fn quinn_client_downloads_from_recoup_serve_fixed2() {
 }
 
 #[test]
-fn aioquic_client_downloads_from_recoup_serve() {
+fn aioquic_client_downloads_from_serve_files() {
     aioquic_client_from_recoup(&[]);
 }
 
@@ -199,7 +189,7 @@ fn recoup_get_downloads_from_aioquic_server_fixed2() {
 #[test]
 fn traversal_is_refused_and_the_server_keeps_serving() {
     let (root, data) = fixture("file.bin", 1000);
-    let (mut server, addr) = recoup_serve(root.path(), &[]);
+    let (mut server, addr) = serve_files(root.path(), &[]);
     let out = tempfile::tempdir().expect("tempdir");
     for path in ["/../file.bin", "/%2e%2e/etc/passwd", "/missing"] {
         let status = Command::new(recoup())

@@ -21,6 +21,11 @@ use crate::url::Url;
 /// Application close code after a complete download: no error.
 const DONE_CODE: u64 = 0;
 
+/// After this long without a datagram from the server the client sends a PING: a server that
+/// restarted answers with a stateless reset (RFC 9000 §10.3), reported at once instead of after
+/// the idle timeout.
+const SILENCE_PING: Duration = Duration::from_secs(1);
+
 /// What `recoup get` needs.
 #[derive(Debug)]
 pub struct GetOptions {
@@ -30,6 +35,8 @@ pub struct GetOptions {
     pub qlog: Option<QlogDir>,
     /// Batch datagrams with UDP GSO where the OS supports it.
     pub gso: bool,
+    /// How long to wait for the server to complete the handshake before giving up.
+    pub timeout: Duration,
 }
 
 /// What a finished download measured.
@@ -47,6 +54,8 @@ pub struct Client {
     handle: ConnectionHandle,
     path: String,
     start: Instant,
+    remote: SocketAddr,
+    timeout: Duration,
 }
 
 impl Client {
@@ -85,6 +94,8 @@ impl Client {
             handle,
             path: options.url.path,
             start,
+            remote,
+            timeout: options.timeout,
         })
     }
 
@@ -109,6 +120,10 @@ impl Client {
             done_at: None,
             error: None,
             closed: false,
+            remote: self.remote,
+            timeout: self.timeout,
+            deadline: self.start + self.timeout,
+            heard: (0, self.start),
         };
         let stopped = self.driver.run(&mut app, DONE_CODE)?;
         if stopped {
@@ -136,6 +151,12 @@ struct HqGet<'a> {
     error: Option<Error>,
     /// The connection has been told to close (after the body or an error), or is gone.
     closed: bool,
+    remote: SocketAddr,
+    timeout: Duration,
+    /// Give up if the handshake has not completed by then.
+    deadline: Instant,
+    /// Datagrams received from the server so far, and when the count last grew.
+    heard: (u64, Instant),
 }
 
 impl HqGet<'_> {
@@ -212,6 +233,19 @@ impl Application for HqGet<'_> {
         if handle != self.handle {
             return;
         }
+        if !conn.is_established() && !self.closed && now >= self.deadline {
+            let secs = self.timeout.as_secs_f64();
+            let why = if conn.stats().packets_received == 0 {
+                format!("no response from {} after {secs} s", self.remote)
+            } else {
+                format!(
+                    "the handshake with {} did not complete after {secs} s",
+                    self.remote
+                )
+            };
+            self.fail(now, conn, Error::Connection(why));
+            return;
+        }
         while let Some(event) = conn.poll_event() {
             match event {
                 Event::Connected => {
@@ -227,14 +261,22 @@ impl Application for HqGet<'_> {
                     }
                 }
                 Event::Stream(StreamEvent::Reset { id, code }) if Some(id) == self.stream => {
-                    self.fail(
-                        now,
-                        conn,
-                        Error::Refused(format!("the server reset the stream (code {code:#x})")),
-                    );
+                    let error = if code == hq::NOT_FOUND_CODE {
+                        Error::NotFound(self.path.clone())
+                    } else {
+                        Error::Refused(format!("the server reset the stream (code {code:#x})"))
+                    };
+                    self.fail(now, conn, error);
                 }
                 Event::Stream(_) => {}
             }
+        }
+        let received = conn.stats().datagrams_received;
+        if received != self.heard.0 {
+            self.heard = (received, now);
+        } else if self.stream.is_some() && !self.closed && now >= self.heard.1 + SILENCE_PING {
+            conn.ping();
+            self.heard.1 = now;
         }
         if let (Some(id), None, false) = (self.stream, self.done_at, self.closed) {
             if let Err(e) = self.read_body(now, conn, id) {
@@ -252,11 +294,26 @@ impl Application for HqGet<'_> {
     fn finished(&self) -> bool {
         self.closed
     }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        if self.closed {
+            return None;
+        }
+        Some(match self.stream {
+            None => self.deadline,
+            Some(_) => self.heard.1 + SILENCE_PING,
+        })
+    }
 }
 
 fn describe_close(reason: &CloseReason) -> String {
     match reason {
         CloseReason::IdleTimeout => "timed out (no answer from the server)".into(),
+        CloseReason::StatelessReset => {
+            "the server reset the connection (a stateless reset: it no longer has this \
+             connection, having restarted or lost its state)"
+                .into()
+        }
         CloseReason::Local(e) => format!("closed locally: code {:#x} {}", e.code, e.reason),
         CloseReason::Remote(e) => format!("closed by the server: code {:#x} {}", e.code, e.reason),
     }

@@ -12,9 +12,23 @@ pub const ALPN: &[u8] = b"hq-interop";
 /// Longest request line accepted; a peer sending more is refused before it can grow the buffer.
 pub const MAX_REQUEST: usize = 8 * 1024;
 
-/// Application error code on a stream reset when a request is refused (bad request, not found,
-/// outside the root). hq-interop defines no codes; the peer only needs to see the stream fail.
+/// Application error code on a stream reset when a request is refused (bad request, outside the
+/// root). hq-interop defines no codes; the peer only needs to see the stream fail.
 pub const REFUSED_CODE: u64 = 0x10;
+
+/// Application error code on a stream reset when the requested file does not exist; 0x194 is
+/// 404, so that a client (ours reports "not found") or a person reading a trace can tell a
+/// missing file from other refusals.
+pub const NOT_FOUND_CODE: u64 = 0x194;
+
+/// The reset code for a request refused with `error`.
+#[must_use]
+pub fn refusal_code(error: &Error) -> u64 {
+    match error {
+        Error::NotFound(_) => NOT_FOUND_CODE,
+        _ => REFUSED_CODE,
+    }
+}
 
 /// The request line for `path` as a client sends it.
 #[must_use]

@@ -39,6 +39,8 @@ pub struct ServeOptions {
     pub qlog: Option<QlogDir>,
     /// Batch datagrams with UDP GSO where the OS supports it.
     pub gso: bool,
+    /// Answer each new client with a Retry and accept it only with the token (RFC 9000 §8.1.2).
+    pub retry: bool,
 }
 
 /// A bound server; [`Server::run`] serves until stopped.
@@ -55,11 +57,21 @@ impl Server {
             .live
             .validate()
             .map_err(|e| Error::Config(format!("live stream defaults: {e}")))?;
+        let reset_secret = stateless_reset_secret(&options.identity);
         let config = ServerConfig {
             tls: tls::server_tls(options.identity)?,
             transport: options.transport,
         };
-        let endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
+        let mut endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
+        endpoint.set_stateless_reset_key(&reset_secret);
+        if options.retry {
+            // The key authenticates tokens only this process issued; a restart forgets it,
+            // which only costs clients in the middle of a handshake another Retry round.
+            let mut key = [0u8; 32];
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
+                .map_err(|_| Error::Config("no randomness for the Retry token key".into()))?;
+            endpoint.require_retry(&key);
+        }
         let driver = Driver::bind(options.listen, endpoint, options.gso)?;
         Ok(Self {
             driver,
@@ -251,8 +263,9 @@ impl ServerConn {
             }
             Err(e) => {
                 tracing::info!(%remote, stream = id.0, "request refused: {e}");
-                conn.stream_reset(now, id, hq::REFUSED_CODE).ok();
-                conn.stream_stop(id, hq::REFUSED_CODE).ok();
+                let code = hq::refusal_code(&e);
+                conn.stream_reset(now, id, code).ok();
+                conn.stream_stop(id, code).ok();
             }
         }
     }
@@ -282,6 +295,18 @@ impl ServerConn {
                 }
             });
     }
+}
+
+/// The stateless reset key (RFC 9000 §10.3.2), derived from the TLS private key: a server
+/// restarted with the same `--cert`/`--key` resets the connections of its previous run when
+/// their clients next send (§10.3); a self-signed run has a fresh key, so only its own.
+fn stateless_reset_secret(identity: &tls::Identity) -> [u8; 32] {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    ctx.update(b"recoup stateless reset key");
+    ctx.update(identity.key.secret_der());
+    let mut secret = [0u8; 32];
+    secret.copy_from_slice(ctx.finish().as_ref());
+    secret
 }
 
 /// A live stream for `path`, or the text explaining why its query is refused.

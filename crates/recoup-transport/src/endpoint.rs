@@ -15,6 +15,8 @@ use crate::packet::{
     decode_pn, write_version_negotiation, PacketType, PartialDecode, VersionInvariants,
     QUIC_VERSION_1,
 };
+use crate::retry::{write_retry, RetryTokens};
+use crate::stateless_reset::ResetKey;
 
 /// Identifies a connection within its [`Endpoint`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -22,6 +24,9 @@ pub struct ConnectionHandle(pub usize);
 
 /// Limits on what an endpoint queues for others.
 const MAX_PENDING_STATELESS: usize = 64;
+/// RFC 9000 §10.3.3 (and §21.11): stateless resets are rate-limited; at most this many per
+/// second, so that a flood of packets for unknown IDs does not become a flood of resets.
+const MAX_RESETS_PER_SECOND: u32 = 100;
 
 /// A set of connections sharing one local address.
 #[derive(Debug)]
@@ -41,8 +46,19 @@ pub struct Endpoint {
     next_poll: usize,
     /// Connections created so far; each gets its own seed from it.
     created: u64,
+    /// Set by [`Endpoint::require_retry`]: every new connection first proves its address.
+    retry: Option<RetryTokens>,
+    /// Set by [`Endpoint::set_stateless_reset_key`]: reset tokens derive from it.
+    reset_key: Option<ResetKey>,
+    /// The second the reset rate limit counts in, and the resets sent in it.
+    reset_window: (Instant, u32),
+    /// Stateless resets sent.
+    pub resets_sent: u64,
     /// Datagrams that matched no connection and could not start one.
     pub dropped: u64,
+    /// Retry packets sent, and Initials dropped for an invalid or expired token.
+    pub retries_sent: u64,
+    pub invalid_tokens: u64,
 }
 
 impl Endpoint {
@@ -61,8 +77,28 @@ impl Endpoint {
             stateless: VecDeque::new(),
             next_poll: 0,
             created: 0,
+            retry: None,
+            reset_key: None,
+            reset_window: (Instant::ZERO, 0),
+            resets_sent: 0,
             dropped: 0,
+            retries_sent: 0,
+            invalid_tokens: 0,
         }
+    }
+
+    /// Derives the stateless reset tokens of the connections accepted from now on from
+    /// `secret`, and answers short-header packets for unknown connection IDs with a stateless
+    /// reset (RFC 9000 §10.3). A server that keeps `secret` across restarts ends the
+    /// connections of its previous run at their clients' next packet.
+    pub fn set_stateless_reset_key(&mut self, secret: &[u8; 32]) {
+        self.reset_key = Some(ResetKey::new(secret));
+    }
+
+    /// A server answers every client's first Initial with a Retry and accepts the connection
+    /// only when the client returns the token (RFC 9000 §8.1.2), authenticated with `key`.
+    pub fn require_retry(&mut self, key: &[u8; 32]) {
+        self.retry = Some(RetryTokens::new(key));
     }
 
     /// Starts a client connection.
@@ -149,6 +185,9 @@ impl Endpoint {
             .or_else(|| self.try_accept(now, remote, datagram, dcid));
         let Some(handle) = handle else {
             self.dropped += 1;
+            if !long {
+                return self.unknown_short_header(now, remote, datagram);
+            }
             return None;
         };
         let conn = self.connections.get_mut(handle.0)?.as_mut()?;
@@ -181,11 +220,98 @@ impl Endpoint {
         }
         let mut config = server.clone();
         config.transport.seed = mix(config.transport.seed, self.created);
-        let conn = Connection::accept(now, &config, remote, dcid, header.scid).ok()?;
+        let reset_key = self.reset_key.as_ref();
+        let conn = match self.retry.as_mut() {
+            None => Connection::accept_with_ids(
+                now,
+                &config,
+                remote,
+                dcid,
+                None,
+                header.scid,
+                reset_key,
+            )
+            .ok()?,
+            Some(tokens) if header.token.is_empty() => {
+                // RFC 9000 §8.1.2: ask the client to prove its address first; no state kept.
+                let retry_scid = tokens.new_scid(&dcid);
+                let token = tokens.issue(now, remote, &dcid, &retry_scid);
+                if self.stateless.len() < MAX_PENDING_STATELESS {
+                    let mut buf = Vec::new();
+                    write_retry(&mut buf, &header.scid, &retry_scid, &token, &dcid);
+                    self.stateless.push_back(Transmit {
+                        destination: remote,
+                        contents: buf,
+                    });
+                    self.retries_sent += 1;
+                    tracing::debug!(%remote, "sent a Retry");
+                }
+                return None;
+            }
+            Some(tokens) => {
+                // RFC 9000 §8.1.3: a token we did not issue to this address for this attempt,
+                // or an old one, is dropped (the client's attempt then times out, as §8.1.3
+                // allows instead of INVALID_TOKEN, which would need connection state).
+                let Some(odcid) = tokens.validate(now, remote, header.token, &dcid) else {
+                    tracing::debug!(%remote, "dropping an Initial with an invalid Retry token");
+                    self.invalid_tokens += 1;
+                    return None;
+                };
+                tracing::debug!(%remote, "Retry token validated");
+                Connection::accept_with_ids(
+                    now,
+                    &config,
+                    remote,
+                    odcid,
+                    Some(dcid),
+                    header.scid,
+                    reset_key,
+                )
+                .ok()?
+            }
+        };
         let handle = self.insert(conn);
         self.initial_routes.insert((remote, dcid), handle);
         self.accept_queue.push_back(handle);
         Some(handle)
+    }
+
+    /// A short-header datagram for no connection we know: a stateless reset for one of ours
+    /// (its destination ID is random, so only the token tells, RFC 9000 §10.3.1), or a packet
+    /// of a connection we lost, which we reset if we can (§10.3).
+    fn unknown_short_header(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        datagram: &[u8],
+    ) -> Option<ConnectionHandle> {
+        let reset = self.connections.iter().position(|c| {
+            c.as_ref()
+                .is_some_and(|c| c.remote_address() == remote && c.is_stateless_reset(datagram))
+        });
+        if let Some(idx) = reset {
+            let conn = self.connections[idx].as_mut()?;
+            conn.on_stateless_reset(now);
+            return Some(ConnectionHandle(idx));
+        }
+        let key = self.reset_key.as_ref()?;
+        let packet = key.reset_for(datagram, self.local_cid_len)?;
+        let (start, sent) = &mut self.reset_window;
+        if now.saturating_duration_since(*start) >= std::time::Duration::from_secs(1) {
+            *start = now;
+            *sent = 0;
+        }
+        if *sent >= MAX_RESETS_PER_SECOND || self.stateless.len() >= MAX_PENDING_STATELESS {
+            return None;
+        }
+        *sent += 1;
+        self.resets_sent += 1;
+        tracing::debug!(%remote, "sent a stateless reset");
+        self.stateless.push_back(Transmit {
+            destination: remote,
+            contents: packet,
+        });
+        None
     }
 
     fn version_negotiation(&mut self, remote: SocketAddr, len: usize, dcid: &[u8], scid: &[u8]) {

@@ -21,10 +21,12 @@ pub mod loss;
 pub mod pacing;
 pub mod packet;
 pub mod qlog;
+pub mod retry;
 pub mod rtt;
 // Predictable keys by design: only a simulator should ever enable this.
 #[cfg(feature = "seeded-tls")]
 mod seeded_tls;
+pub mod stateless_reset;
 pub mod streams;
 pub mod tls;
 pub mod transport_params;

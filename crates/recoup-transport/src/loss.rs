@@ -852,12 +852,20 @@ impl<T> LossDetection<T> {
     /// RFC 9002 §6.4 / Appendix A.11: keys for `space` are gone. Its packets leave bytes in flight
     /// and are returned, ascending, for the caller to release.
     pub fn discard_space(&mut self, space: SpaceId, now: Instant) -> Vec<SentPacket<T>> {
-        let s = self.space_mut(space);
-        if s.discarded {
+        if self.space(space).discarded {
             return Vec::new();
         }
+        let sent = self.forget_sent(space, now);
+        self.space_mut(space).discarded = true;
+        sent
+    }
+
+    /// Forgets the packets in flight in `space` as if never sent, without declaring them lost:
+    /// a client does this with its Initials after a Retry (RFC 9002 §6.3), whose answer the
+    /// server never acknowledges.
+    pub fn forget_sent(&mut self, space: SpaceId, now: Instant) -> Vec<SentPacket<T>> {
+        let s = self.space_mut(space);
         let sent = std::mem::take(&mut s.sent);
-        s.discarded = true;
         s.loss_time = None;
         s.time_of_last_ack_eliciting = None;
         s.ack_eliciting_in_flight = 0;
@@ -872,6 +880,12 @@ impl<T> LossDetection<T> {
         self.tlp_fired = false;
         self.set_timer(now);
         sent.into_values().collect()
+    }
+
+    /// Whether the peer acknowledged one of our Handshake packets.
+    #[must_use]
+    pub fn handshake_ack_received(&self) -> bool {
+        self.handshake_ack_received
     }
 
     /// RFC 9001 §4.1.2: the handshake is confirmed (enables Application Data PTO and the

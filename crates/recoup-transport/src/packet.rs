@@ -14,8 +14,8 @@
 //!    [`decode_pn`]. The AEAD's associated data is `packet[..pn_offset + pn_len]`; the ciphertext
 //!    (tag included) is the rest.
 //!
-//! Retry packets are parsed (a client ignores them) but never written, and stateless resets are
-//! neither sent nor recognised.
+//! Retry packets are parsed here and written, with their integrity tag, by [`crate::retry`];
+//! stateless resets are neither sent nor recognised.
 //!
 //! # Sending
 //! Pick the packet number length with [`pn_len_for`], write the header with [`Header::write`]
@@ -38,7 +38,7 @@ pub const SAMPLE_OFFSET_FROM_PN: usize = 4;
 /// Bytes of the Length placeholder [`Header::write`] leaves, so Length can be at most 16383.
 pub const LENGTH_PLACEHOLDER_LEN: usize = 2;
 
-const LONG_FORM_BIT: u8 = 0x80;
+pub(crate) const LONG_FORM_BIT: u8 = 0x80;
 const FIXED_BIT: u8 = 0x40;
 const SPIN_BIT: u8 = 0x20;
 const KEY_PHASE_BIT: u8 = 0x04;
@@ -97,8 +97,8 @@ pub struct PartialDecode<'a> {
     /// Offset of the packet number from the packet's first byte; `None` for Retry and Version
     /// Negotiation.
     pub pn_offset: Option<usize>,
-    /// Retry only: the Retry Integrity Tag (RFC 9001 §5.8). Nothing verifies it: a client
-    /// ignores Retry packets.
+    /// Retry only: the Retry Integrity Tag (RFC 9001 §5.8), which the client verifies
+    /// ([`crate::retry::tag_is_valid`]) before it follows the Retry.
     pub retry_integrity_tag: Option<[u8; 16]>,
     /// This packet's bytes within the datagram; `packet.len()` is where the next coalesced
     /// packet starts.

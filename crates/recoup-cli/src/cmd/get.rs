@@ -1,8 +1,7 @@
 //! `recoup get`: download one URL over QUIC (hq-interop).
 
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
-use std::path::PathBuf;
+use std::io::{BufWriter, IsTerminal};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -14,8 +13,9 @@ use super::transport::TransportArgs;
 /// Download a file over QUIC with ALPN hq-interop (HTTP/0.9) from `recoup serve` or any
 /// hq-interop server.
 ///
-/// The body goes to FILE (-o) or stdout. A progress bar shows on a terminal. Honours
-/// SSLKEYLOGFILE and QLOGDIR.
+/// The body goes to FILE (-o) or stdout. FILE appears only when the download completes (it is
+/// written to a temporary file beside it first); a failed download leaves an existing FILE as it
+/// was. A progress bar shows on a terminal. Honours SSLKEYLOGFILE and QLOGDIR.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   recoup get --insecure https://127.0.0.1:4433/video.bin -o video.bin
@@ -27,6 +27,9 @@ pub struct Args {
     /// Write the body here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Give up when the server has not completed the handshake after this long (e.g. 5s).
+    #[arg(long, value_name = "TIME", value_parser = super::simulate::parse_duration, default_value = "10s")]
+    pub timeout: Duration,
     /// Skip certificate checks (for self-signed test servers).
     #[arg(long)]
     pub insecure: bool,
@@ -46,22 +49,41 @@ pub fn run(args: Args) -> Result<(), Error> {
         transport: args.transport.config(),
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
+        timeout: args.timeout,
     })?;
     let stopper = client.stopper();
     ctrlc::set_handler(move || stopper.stop())
         .map_err(|e| Error::Config(format!("Ctrl-C handler: {e}")))?;
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(BufWriter::new(File::create(path).map_err(|e| {
-            Error::Config(format!("cannot create {}: {e}", path.display()))
-        })?)),
-        None => Box::new(BufWriter::new(std::io::stdout().lock())),
-    };
     let bar = progress_bar();
-    let download = client.run(&mut out, &mut |bytes| {
+    let mut progress = |bytes| {
         if let Some(bar) = &bar {
             bar.set_position(bytes);
         }
-    });
+    };
+    let download = match &args.output {
+        Some(path) => {
+            let mut file = temporary_beside(path)?;
+            let mut out = BufWriter::new(file.as_file_mut());
+            let download = client.run(&mut out, &mut progress);
+            drop(out);
+            if download.is_ok() {
+                // The temporary file is private (0600); the download is an ordinary file.
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    let mode = std::fs::Permissions::from_mode(0o644);
+                    if let Err(e) = std::fs::set_permissions(file.path(), mode) {
+                        tracing::warn!("{}: {e}", file.path().display());
+                    }
+                }
+                file.persist(path).map_err(|e| {
+                    Error::Config(format!("cannot write {}: {}", path.display(), e.error))
+                })?;
+            }
+            download
+        }
+        None => client.run(&mut BufWriter::new(std::io::stdout().lock()), &mut progress),
+    };
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -73,6 +95,20 @@ pub fn run(args: Args) -> Result<(), Error> {
         "download complete"
     );
     Ok(())
+}
+
+/// An empty temporary file in `path`'s directory (so the final rename stays on one file system),
+/// deleted when dropped unless persisted.
+fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile, Error> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    tempfile::Builder::new()
+        .prefix(".recoup-get-")
+        .suffix(".part")
+        .tempfile_in(dir)
+        .map_err(|e| Error::Config(format!("cannot create a file in {}: {e}", dir.display())))
 }
 
 /// A byte counter with rate on stderr, when stderr is a terminal (HTTP/0.9 sends no length).

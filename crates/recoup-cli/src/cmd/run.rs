@@ -1,6 +1,7 @@
 //! `recoup run`: every sweep point, policy and seed of a scenario file, on all cores.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::simulate::{self, Error, Overrides};
 
@@ -13,7 +14,8 @@ use super::simulate::{self, Error, Overrides};
 #[command(after_help = "Examples:
   recoup run scenarios/autorec.toml --out results/autorec
   recoup run sweep.toml --out results/sweep --seeds 3 --jobs 2
-  recoup run scenarios/default.toml --out results/a --seeds 1 --qlog")]
+  recoup run scenarios/default.toml --out results/a --seeds 1 --qlog
+  recoup run scenarios/default.toml --out results/quick --seeds 2 --duration 10s")]
 pub struct Args {
     /// Scenario file (TOML, DESIGN.md \"Scenario file\").
     pub scenario: PathBuf,
@@ -26,6 +28,9 @@ pub struct Args {
     /// Seeds per policy, overriding the file's `repetitions`.
     #[arg(long, value_name = "N")]
     pub seeds: Option<u32>,
+    /// Length of each run, overriding the file's `duration` (e.g. 60s, 500ms).
+    #[arg(long, value_name = "TIME", value_parser = simulate::parse_duration)]
+    pub duration: Option<Duration>,
     /// Also write a qlog trace per run and side:
     /// DIR/qlog/<scenario>-<policy>-<seed>-{server,client}.sqlog (simulated time).
     #[arg(long)]
@@ -35,7 +40,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), Error> {
     let scenarios = Overrides {
         seeds: args.seeds,
-        duration: None,
+        duration: args.duration,
     }
     .load(&args.scenario)?;
     let qlog_dir = args.qlog.then(|| args.out.join("qlog"));

@@ -39,6 +39,10 @@ pub struct Args {
     /// PEM private key (with --cert).
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
+    /// Validate every client's address with a Retry before accepting it (RFC 9000 §8.1.2;
+    /// costs a round trip per connection).
+    #[arg(long)]
+    pub retry: bool,
     #[command(flatten)]
     pub transport: TransportArgs,
     #[command(flatten)]
@@ -84,6 +88,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         transport: args.transport.config(),
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
+        retry: args.retry,
     })?;
     let stopper = server.stopper();
     ctrlc::set_handler(move || stopper.stop())

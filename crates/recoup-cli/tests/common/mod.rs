@@ -40,6 +40,16 @@ pub fn python() -> String {
     std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned())
 }
 
+/// `recoup serve` of the files in `root`, with `extra` flags, logging at info level.
+pub fn serve_files(root: &Path, extra: &[&str]) -> (Proc, SocketAddr) {
+    let mut cmd = Command::new(recoup());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(root)
+        .args(extra)
+        .env("RUST_LOG", "info");
+    Proc::server("recoup serve", cmd)
+}
+
 /// `recoup serve` with BBR, `policy` and a qlog directory, logging at info level (the live tests
 /// wait for its log lines).
 pub fn serve_live(policy: &str, qlog: &Path) -> (Proc, SocketAddr) {

@@ -6,6 +6,7 @@ use rand::RngCore;
 
 use crate::cid::{ConnectionId, StatelessResetToken};
 use crate::error::{transport_err, TransportError};
+use crate::stateless_reset::{ends_with_token, ResetKey};
 
 /// A connection ID we issued, as the endpoint must route it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +42,9 @@ pub(super) struct CidState {
     remote_limit: u64,
     /// Client: the server's source ID replaced our random initial destination ID.
     server_cid_adopted: bool,
+    /// Server with a static reset key: tokens derive from it (RFC 9000 §10.3.2), so that the
+    /// server can reset connections it no longer has; otherwise they are random.
+    reset_key: Option<ResetKey>,
     events: VecDeque<CidEvent>,
 }
 
@@ -73,6 +77,7 @@ impl CidState {
             remote_retire_prior_to: 0,
             remote_limit,
             server_cid_adopted: false,
+            reset_key: None,
             events: VecDeque::new(),
         }
     }
@@ -92,6 +97,38 @@ impl CidState {
             self.remote.insert(0, (cid, None));
             self.server_cid_adopted = true;
         }
+    }
+
+    /// A client that follows a Retry addresses the server by the Retry's source ID until the
+    /// server's first Initial brings the ID to keep (RFC 9000 §7.2, §17.2.5.2).
+    pub fn follow_retry(&mut self, cid: ConnectionId) {
+        self.remote.insert(0, (cid, None));
+    }
+
+    /// Derive our reset tokens from `key` from now on, the sequence-0 ID's too.
+    pub fn set_reset_key(&mut self, key: ResetKey) {
+        for issued in self.local.values_mut() {
+            issued.reset_token = key.token(&issued.cid);
+        }
+        self.reset_key = Some(key);
+    }
+
+    /// Client: the server's stateless_reset_token parameter belongs to its sequence-0 ID
+    /// (RFC 9000 §18.2).
+    pub fn set_remote_reset_token(&mut self, token: StatelessResetToken) {
+        if let Some((_, t)) = self.remote.get_mut(&0) {
+            *t = Some(token);
+        }
+    }
+
+    /// RFC 9000 §10.3.1: whether `datagram` ends with the reset token of one of the peer's IDs
+    /// we hold.
+    pub fn is_stateless_reset(&self, datagram: &[u8]) -> bool {
+        // Every token is compared, none skipped on a match, so the time taken says nothing.
+        self.remote
+            .values()
+            .filter_map(|(_, t)| t.as_ref())
+            .fold(false, |hit, t| ends_with_token(datagram, t) | hit)
     }
 
     /// Our sequence-0 ID (the source ID of our long headers).
@@ -118,6 +155,9 @@ impl CidState {
             let mut reset_token = [0u8; 16];
             rng.fill_bytes(&mut reset_token);
             let cid = ConnectionId::random(rng, self.local_len);
+            if let Some(key) = &self.reset_key {
+                reset_token = key.token(&cid);
+            }
             self.local.insert(
                 seq,
                 IssuedCid {

@@ -28,7 +28,26 @@ pub(super) struct Handshake {
     pub connected_reported: bool,
     pub peer_params: Option<TransportParameters>,
     pub peer_ack_delay_exponent: u8,
+    /// 1-RTT packets (still protected) that arrived before the handshake completed, to be
+    /// processed once it has (RFC 9001 §5.7); at most [`MAX_EARLY_ONE_RTT`].
+    pub early_one_rtt: Vec<Vec<u8>>,
+    /// Client: the Retry it followed (RFC 9000 §17.2.5.2: at most one per connection attempt).
+    pub retry: Option<FollowedRetry>,
 }
+
+/// What a client keeps of the Retry it followed.
+#[derive(Debug)]
+pub(super) struct FollowedRetry {
+    /// The Retry's source ID, which the server must echo in retry_source_connection_id (§7.3).
+    pub scid: ConnectionId,
+    /// Sent in every Initial from then on (RFC 9000 §17.2.5.2).
+    pub token: Vec<u8>,
+}
+
+/// How many 1-RTT packets wait for the handshake to complete. A peer's first 1-RTT flight is
+/// bounded by its initial congestion window of 10 packets (RFC 9002 §7.2); more are dropped
+/// (RFC 9001 §5.7 allows either) and recovered as losses.
+pub(super) const MAX_EARLY_ONE_RTT: usize = 10;
 
 impl Handshake {
     pub fn new(original_dcid: ConnectionId) -> Self {
@@ -39,7 +58,19 @@ impl Handshake {
             connected_reported: false,
             peer_params: None,
             peer_ack_delay_exponent: 3,
+            early_one_rtt: Vec::new(),
+            retry: None,
         }
+    }
+
+    /// Keeps a 1-RTT packet that arrived before the handshake completed; false if the buffer
+    /// is full and the packet is dropped.
+    pub fn buffer_early_one_rtt(&mut self, packet: &[u8]) -> bool {
+        if self.early_one_rtt.len() >= MAX_EARLY_ONE_RTT {
+            return false;
+        }
+        self.early_one_rtt.push(packet.to_vec());
+        true
     }
 
     /// How many of our connection IDs the peer holds: its limit, capped by our configuration.
@@ -136,6 +167,24 @@ impl Connection {
                 TRANSPORT_PARAMETER_ERROR,
                 "original_destination_connection_id does not match"
             ));
+        }
+        // RFC 9000 §7.3: retry_source_connection_id is the source ID of the Retry the client
+        // followed, and absent if there was none.
+        if self.side == Side::Client
+            && params.retry_source_connection_id != self.handshake.retry.as_ref().map(|r| r.scid)
+        {
+            return Err(transport_err!(
+                TRANSPORT_PARAMETER_ERROR,
+                "retry_source_connection_id does not match the Retry"
+            ));
+        }
+        if let Some(token) = params
+            .stateless_reset_token
+            .filter(|_| self.side == Side::Client)
+        {
+            // RFC 9000 §10.3: the server's token for its handshake ID, checked on every
+            // datagram that cannot be processed.
+            self.cids.set_remote_reset_token(token);
         }
         self.streams.set_peer_params(FlowLimits {
             initial_max_data: params.initial_max_data,

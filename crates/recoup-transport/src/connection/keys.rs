@@ -93,6 +93,12 @@ impl KeyState {
         }
     }
 
+    /// RFC 9001 §5.2: after a Retry, Initial keys come from the Retry's source ID, which the
+    /// client uses as its destination ID from then on.
+    pub fn rederive_initial(&mut self, dcid: &ConnectionId, side: Side) {
+        self.initial = Some(initial_keys(dcid, side));
+    }
+
     pub fn has(&self, space: SpaceId) -> bool {
         match space {
             SpaceId::Initial => self.initial.is_some(),

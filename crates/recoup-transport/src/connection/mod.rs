@@ -31,8 +31,10 @@ mod keys;
 mod path;
 mod recovery;
 mod recv;
+mod retry;
 mod send;
 mod spaces;
+mod stateless_reset;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -50,6 +52,7 @@ use crate::crypto::Side;
 use crate::error::{Error, TransportError, TransportErrorCode};
 use crate::loss::{PerSpace, SpaceId};
 use crate::qlog::QlogWriter;
+use crate::stateless_reset::ResetKey;
 use crate::streams::{FlowLimits, StreamEvent, StreamId, Streams};
 use crate::tls::TlsSession;
 use crate::transport_params::TransportParameters;
@@ -80,6 +83,9 @@ pub enum CloseReason {
     Remote(CloseError),
     /// Nothing was heard for the idle timeout (RFC 9000 §10.1).
     IdleTimeout,
+    /// The peer sent a stateless reset (RFC 9000 §10.3): it no longer has this connection,
+    /// having restarted or lost its state.
+    StatelessReset,
 }
 
 /// The error code and reason of a CONNECTION_CLOSE.
@@ -236,13 +242,31 @@ impl Connection {
         original_dcid: ConnectionId,
         peer_scid: ConnectionId,
     ) -> Result<Self, Error> {
+        Self::accept_with_ids(now, config, remote, original_dcid, None, peer_scid, None)
+    }
+
+    /// [`Connection::accept`], after a Retry with source ID `retry_scid` when given (the
+    /// client's Initial is then addressed to that ID, and its keys derive from it), with reset
+    /// tokens from `reset_key` when given.
+    pub(crate) fn accept_with_ids(
+        now: Instant,
+        config: &ServerConfig,
+        remote: SocketAddr,
+        original_dcid: ConnectionId,
+        retry_scid: Option<ConnectionId>,
+        peer_scid: ConnectionId,
+        reset_key: Option<&ResetKey>,
+    ) -> Result<Self, Error> {
         let mut rng = ChaCha8Rng::seed_from_u64(
             config.transport.seed ^ u64::from_le_bytes(first8(&original_dcid)),
         );
         let scid = ConnectionId::random(&mut rng, config.transport.local_cid_len);
-        let params = Self::local_params(&config.transport, scid, Some(original_dcid));
+        let mut params = Self::local_params(&config.transport, scid, Some(original_dcid));
+        params.retry_source_connection_id = retry_scid;
+        // RFC 9000 §18.2: the server's token for the ID of its handshake packets.
+        params.stateless_reset_token = reset_key.map(|k| k.token(&scid));
         let tls = TlsSession::server(config.tls.clone(), encode(&params))?;
-        Ok(Self::new(
+        let mut conn = Self::new(
             Side::Server,
             now,
             config.transport.clone(),
@@ -250,9 +274,18 @@ impl Connection {
             rng,
             scid,
             peer_scid,
-            original_dcid,
+            retry_scid.unwrap_or(original_dcid),
             remote,
-        ))
+        );
+        if retry_scid.is_some() {
+            // RFC 9000 §8.1.2: a valid Retry token proves the client's address, lifting the
+            // anti-amplification limit at once.
+            conn.path.validate();
+        }
+        if let Some(key) = reset_key {
+            conn.cids.set_reset_key(key.clone());
+        }
+        Ok(conn)
     }
 
     #[expect(
@@ -473,6 +506,16 @@ impl Connection {
     #[must_use]
     pub fn stream_buffered(&self, id: StreamId) -> (usize, usize) {
         self.streams.buffered(id)
+    }
+
+    /// Sends a PING (RFC 9000 §19.2) in the next packet: an ack-eliciting packet that checks
+    /// the peer still has the connection (a peer that lost it answers with a stateless reset,
+    /// §10.3) or keeps the connection from idling out (§10.1.2).
+    pub fn ping(&mut self) {
+        if self.state == State::Established {
+            let probes = &mut self.spaces[SpaceId::Data].probes;
+            *probes = (*probes).max(1);
+        }
     }
 
     fn check_open(&self) -> Result<(), Error> {

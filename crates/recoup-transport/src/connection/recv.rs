@@ -31,6 +31,7 @@ impl Connection {
             return;
         }
         let mut rest = datagram;
+        let mut last_failed = false;
         while !rest.is_empty() {
             let header = match PartialDecode::parse(rest, self.config.local_cid_len) {
                 Ok(h) => h,
@@ -42,20 +43,46 @@ impl Connection {
                 }
             };
             let len = header.packet_len();
-            let mut packet = header.packet.to_vec();
             rest = &rest[len.min(rest.len())..];
-            if let Err(e) = self.handle_packet(now, &header, &mut packet) {
-                match e {
-                    Error::Transport(err) => {
-                        self.close_with_error(now, &err);
-                        return;
-                    }
-                    _ => {
-                        self.stats.packets_dropped += 1;
-                    }
-                }
+            let dropped = self.stats.packets_dropped;
+            if !self.handle_packet_or_close(now, &header) {
+                return;
             }
-            if matches!(self.state, State::Closed | State::Draining { .. }) {
+            last_failed = self.stats.packets_dropped > dropped;
+            if self.state != State::Handshaking && !self.handshake.early_one_rtt.is_empty() {
+                self.process_early_one_rtt(now);
+            }
+        }
+        // RFC 9000 §10.3.1: a datagram whose (last) packet cannot be processed may be a
+        // stateless reset from a peer that lost this connection.
+        if last_failed && self.is_stateless_reset(datagram) {
+            self.on_stateless_reset(now);
+        }
+    }
+
+    /// Processes one packet: a protocol violation closes the connection, anything else that
+    /// fails drops the packet. False once the connection no longer processes packets.
+    fn handle_packet_or_close(&mut self, now: Instant, header: &PartialDecode<'_>) -> bool {
+        let mut packet = header.packet.to_vec();
+        match self.handle_packet(now, header, &mut packet) {
+            Ok(()) => {}
+            Err(Error::Transport(err)) => {
+                self.close_with_error(now, &err);
+                return false;
+            }
+            Err(_) => self.stats.packets_dropped += 1,
+        }
+        !matches!(self.state, State::Closed | State::Draining { .. })
+    }
+
+    /// Processes the 1-RTT packets that arrived before the handshake completed, now that it has
+    /// (RFC 9001 §5.7: they "MAY be stored and later decrypted").
+    fn process_early_one_rtt(&mut self, now: Instant) {
+        for bytes in std::mem::take(&mut self.handshake.early_one_rtt) {
+            let Ok(header) = PartialDecode::parse(&bytes, self.config.local_cid_len) else {
+                continue;
+            };
+            if !self.handle_packet_or_close(now, &header) {
                 return;
             }
         }
@@ -71,12 +98,25 @@ impl Connection {
             PacketType::Initial => SpaceId::Initial,
             PacketType::Handshake => SpaceId::Handshake,
             PacketType::OneRtt => SpaceId::Data,
-            // We never send 0-RTT, Retry is not used by our servers (a client ignores it and
-            // times out), and we speak only v1 (a version negotiation packet ends nothing).
-            PacketType::ZeroRtt | PacketType::Retry | PacketType::VersionNegotiation => {
+            PacketType::Retry => return self.on_retry(now, header),
+            // We never send 0-RTT, and we speak only v1 (a version negotiation packet ends
+            // nothing).
+            PacketType::ZeroRtt | PacketType::VersionNegotiation => {
                 return Err(Error::Decrypt);
             }
         };
+        if space == SpaceId::Data && self.state == State::Handshaking {
+            // RFC 9001 §5.7: neither side decrypts 1-RTT packets before its handshake is
+            // complete. A server has the keys earlier but must not process (and so must not
+            // acknowledge) them: a client may take an ACK of 1-RTT as handshake confirmation
+            // (RFC 9001 §4.1.2) and drop its Handshake keys while its Finished is still lost.
+            // The packets wait, bounded, for the handshake (`process_early_one_rtt`).
+            return if self.handshake.buffer_early_one_rtt(header.packet) {
+                Ok(())
+            } else {
+                Err(Error::Decrypt)
+            };
+        }
         if !self.keys.has(space) {
             // Keys not yet available (reordering) or already discarded: drop.
             return Err(Error::Decrypt);
@@ -166,7 +206,15 @@ impl Connection {
             let with_ty = |e: TransportError| e.with_frame(ty.0);
             match frame {
                 Frame::Padding { .. } | Frame::Ping => {}
-                Frame::Ack(ack) => self.on_ack_frame(now, space, &ack).map_err(with_ty)?,
+                Frame::Ack(ack) => {
+                    self.on_ack_frame(now, space, &ack).map_err(with_ty)?;
+                    if space == SpaceId::Data && self.side == Side::Client {
+                        // RFC 9001 §4.1.2: a client MAY consider the handshake confirmed when
+                        // a 1-RTT packet of its own is acknowledged (a server acknowledges
+                        // 1-RTT only once its handshake is complete, §5.7).
+                        self.confirm_handshake(now);
+                    }
+                }
                 Frame::Crypto { offset, data } => {
                     on_crypto_frame(&mut self.spaces[space].crypto_recv, offset, data)
                         .map_err(with_ty)?;

@@ -54,6 +54,7 @@ impl Connection {
                 .loss
                 .set_amplification_blocked(budget < MIN_INITIAL_SIZE, now);
         }
+        self.coalesce_finished_copy(now);
         let mut buf = Vec::with_capacity(limit);
         let mut open: Option<Open> = None;
         let mut pad = false;
@@ -105,6 +106,23 @@ impl Connection {
             destination: self.path.remote,
             contents: buf,
         })
+    }
+
+    /// RFC 9001 §5.7: a server holds 1-RTT packets until its handshake completes, so a client
+    /// sends a copy of its Finished (its Handshake CRYPTO data) in a Handshake packet beside
+    /// every 1-RTT packet until one of its Handshake packets is acknowledged; a lost Finished
+    /// then holds up nothing.
+    fn coalesce_finished_copy(&mut self, now: Instant) {
+        let hs = SpaceId::Handshake;
+        if self.side == Side::Client
+            && self.state == State::Established
+            && self.keys.has(hs)
+            && !self.recovery.loss.handshake_ack_received()
+            && !self.spaces[hs].crypto_send.has_data()
+            && self.wants_to_send(SpaceId::Data, now)
+        {
+            self.spaces[hs].crypto_send.retransmit_all();
+        }
     }
 
     fn on_datagram_sent(&mut self, now: Instant, buf: &[u8]) {
@@ -180,7 +198,7 @@ impl Connection {
                 version: QUIC_VERSION_1,
                 dcid,
                 scid,
-                token: &[],
+                token: self.handshake.retry.as_ref().map_or(&[], |r| &r.token),
             },
             SpaceId::Handshake => Header::Handshake {
                 version: QUIC_VERSION_1,

@@ -88,6 +88,7 @@ def main():
     )
     ap.add_argument("--bin", default="target/release")
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=1, help="seeds FIRST .. FIRST+RUNS-1")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--policy", default=None, help="recoup's policy (default: its default)")
     ap.add_argument("--size", type=parse_size, default=3 * 1024 * 1024)
@@ -98,7 +99,11 @@ def main():
     work = tempfile.mkdtemp(prefix="recoup-lossbench-")
     results = {p: [] for p in pairs}
     t0 = time.monotonic()
-    jobs = [(s, c, seed) for seed in range(1, args.runs + 1) for s, c in pairs]
+    jobs = [
+        (s, c, seed)
+        for seed in range(args.first_seed, args.first_seed + args.runs)
+        for s, c in pairs
+    ]
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(one_run, *job, args, work): job for job in jobs}
         for f in concurrent.futures.as_completed(futures):

@@ -108,9 +108,10 @@ CASES = {
 # How `recoup get` would be asked for a case's client mode. Flags recoup does not have make the
 # run fail (clap's usage error), as they should until the feature lands.
 RECOUP_GET_MODE = {
-    "keyupdate": ["--key-update"],
-    "migrate": ["--migrate-after", "100ms"],
-    "h3": ["--http3"],
+    # The flags of wt-rfcpath (key update, migration) and wt-h3 (ALPN) as they stand.
+    "keyupdate": ["--key-update-interval", "100"],
+    "migrate": ["--migrate-after", "300ms"],
+    "h3": ["--alpn", "h3"],
 }
 RECOUP_SERVE_MODE = {"retry": ["--retry"]}
 
@@ -664,6 +665,7 @@ def write_doc(path, results, cases, elapsed, args):
         if spec.get("net"):
             ours += ", link " + " ".join(spec["net"])
         lines.append(f"| {case} | {ours} | {spec.get('scaled', 'same')} |")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -13,6 +13,7 @@
 
 mod common;
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -409,4 +409,38 @@ mod tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn interop_runner_faults_lead_both_chains_and_rebinding_reaches_the_relay() {
+        let args = parse(&[
+            "--corrupt",
+            "30% burst=3 within=50",
+            "--blackhole",
+            "on=5s off=2s",
+            "--loss",
+            "bernoulli 1%",
+            "--rebind-first",
+            "1s",
+            "--rebind-every",
+            "5s",
+            "--rebind-addr",
+        ])
+        .expect("valid");
+        let options = args.options().expect("options");
+        for path in [&options.down, &options.up] {
+            let kinds: Vec<&str> = path.elements.iter().map(ElementSpec::kind).collect();
+            assert_eq!(kinds, ["blackhole", "corrupt", "loss", "delay"]);
+        }
+        assert_eq!(
+            options.rebind,
+            Some(RebindSpec {
+                first: Duration::from_secs(1),
+                every: Some(Duration::from_secs(5)),
+                addr: true,
+            })
+        );
+        let e = parse(&["--corrupt", "30% burst=0"]).expect_err("burst 0");
+        assert!(e.contains("burst=0"), "{e}");
+        assert!(parse(&["--rebind-addr"]).is_err(), "needs --rebind-first");
+    }
 }

@@ -79,6 +79,13 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test"
 cargo test --workspace --locked
 
+step "interop matrix (tests/interop/matrix.py; table in docs/INTEROP.md)"
+# The QUIC interop runner's cases against aioquic and quinn, through recoup link, checked from
+# decrypted captures (tshark, installed above; the matrix refuses to run without it). Exits
+# non-zero if a run fails; a peer's unsupported case is not a failure.
+cargo build --locked -p recoup-cli -p recoup-interop
+python3 tests/interop/matrix.py --bin "${CARGO_TARGET_DIR:-target}/debug" --jobs 2
+
 step "python package recoup: build (maturin), pytest, ruff"
 # The recoup package (pyproject.toml, python/recoup) wraps crates/recoup-py. Its tests compare
 # the local and Ray sweep backends, draw plots and read Parquet back, so they need these packages.

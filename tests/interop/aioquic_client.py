@@ -1,9 +1,16 @@
 #!/usr/bin/env python3
-"""hq-interop (HTTP/0.9 over QUIC) download with the unmodified aioquic library.
+"""Downloads over QUIC with the unmodified aioquic library: hq-interop (HTTP/0.9) or HTTP/3.
 
 aioquic's wheel ships no example client, so this is a small one on its public API:
-`python3 aioquic_client.py https://127.0.0.1:PORT/file -o FILE`. Certificates are not checked
-(test servers are self-signed). Honours SSLKEYLOGFILE. Exits non-zero on any failure.
+`python3 aioquic_client.py https://127.0.0.1:PORT/file -o FILE`, or several URLs into a
+directory, `-d DIR URL...` (all on one connection, each on its own stream, as the QUIC interop
+runner's `transfer` and `multiplexing` test cases ask). `--multiconnect` opens one connection per
+URL (the runner's `handshakeloss`), `--keyupdate` updates the 1-RTT keys as soon as the handshake
+is confirmed (`keyupdate`), `--h3` speaks HTTP/3 (`http3`). Active migration is not supported:
+`--migrate` exits with 127, the runner's code for an unsupported test case.
+
+Certificates are not checked (test servers are self-signed). Honours SSLKEYLOGFILE and
+QLOGDIR. Exits non-zero on any failure.
 """
 
 import argparse
@@ -16,85 +23,174 @@ from urllib.parse import urlparse
 
 from aioquic.asyncio import connect
 from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.h3.connection import H3_ALPN, H3Connection
+from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ConnectionTerminated, StreamDataReceived, StreamReset
+from aioquic.quic.logger import QuicFileLogger
+
+UNSUPPORTED = 127
 
 
-class HqClient(QuicConnectionProtocol):
-    def __init__(self, *args, key_update_every=0, **kwargs):
+class Client(QuicConnectionProtocol):
+    # Key updates this client started, over all its connections (RFC 9001 §6).
+    key_updates = 0
+
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._pending = {}
-        # Bytes between key updates this client starts (RFC 9001 §6); 0: none.
-        self.key_update_every = key_update_every
-        self.key_updates = 0
+        self._h3 = None
+        # Bytes between key updates this client starts; 0: none.
+        self.key_update_every = 0
         self._since_update = 0
 
-    async def get(self, path, out):
+    def use_h3(self):
+        self._h3 = H3Connection(self._quic)
+
+    async def get(self, url, out):
         stream_id = self._quic.get_next_available_stream_id()
         done = asyncio.get_running_loop().create_future()
-        self._pending[stream_id] = (done, out, [0])
-        self._quic.send_stream_data(stream_id, f"GET {path}\r\n".encode(), end_stream=True)
+        self._pending[stream_id] = {"done": done, "out": out, "bytes": 0, "status": None}
+        if self._h3 is not None:
+            self._h3.send_headers(
+                stream_id,
+                [
+                    (b":method", b"GET"),
+                    (b":scheme", b"https"),
+                    (b":authority", url.netloc.encode()),
+                    (b":path", (url.path or "/").encode()),
+                ],
+                end_stream=True,
+            )
+        else:
+            self._quic.send_stream_data(
+                stream_id, f"GET {url.path or '/'}\r\n".encode(), end_stream=True
+            )
         self.transmit()
         return await done
 
+    def _finish(self, stream_id):
+        p = self._pending.pop(stream_id)
+        if p["status"] not in (None, "200"):
+            p["done"].set_exception(RuntimeError(f"HTTP status {p['status']}"))
+        else:
+            p["done"].set_result(p["bytes"])
+
+    def _data(self, stream_id, data, end):
+        p = self._pending.get(stream_id)
+        if p is None:
+            return
+        p["out"].write(data)
+        p["bytes"] += len(data)
+        self._since_update += len(data)
+        if self.key_update_every and self._since_update >= self.key_update_every:
+            self._since_update = 0
+            self._quic.request_key_update()
+            Client.key_updates += 1
+            self.transmit()
+        if end:
+            self._finish(stream_id)
+
     def quic_event_received(self, event):
-        if isinstance(event, StreamDataReceived) and event.stream_id in self._pending:
-            done, out, count = self._pending[event.stream_id]
-            out.write(event.data)
-            count[0] += len(event.data)
-            self._since_update += len(event.data)
-            if self.key_update_every and self._since_update >= self.key_update_every:
-                self._since_update = 0
-                self._quic.request_key_update()
-                self.key_updates += 1
-                self.transmit()
-            if event.end_stream:
-                del self._pending[event.stream_id]
-                done.set_result(count[0])
-        elif isinstance(event, StreamReset) and event.stream_id in self._pending:
-            done, _, _ = self._pending.pop(event.stream_id)
-            done.set_exception(RuntimeError(f"stream reset by the server, code {event.error_code}"))
-        elif isinstance(event, ConnectionTerminated):
-            for done, _, _ in self._pending.values():
-                if not done.done():
-                    done.set_exception(
+        if isinstance(event, ConnectionTerminated):
+            for p in self._pending.values():
+                if not p["done"].done():
+                    p["done"].set_exception(
                         RuntimeError(
                             f"connection closed: code {event.error_code} {event.reason_phrase!r}"
                         )
                     )
             self._pending.clear()
+            return
+        if isinstance(event, StreamReset) and event.stream_id in self._pending:
+            p = self._pending.pop(event.stream_id)
+            p["done"].set_exception(
+                RuntimeError(f"stream reset by the server, code {event.error_code}")
+            )
+            return
+        if self._h3 is not None:
+            for h3_event in self._h3.handle_event(event):
+                if isinstance(h3_event, HeadersReceived) and h3_event.stream_id in self._pending:
+                    status = dict(h3_event.headers).get(b":status", b"").decode()
+                    self._pending[h3_event.stream_id]["status"] = status
+                    if h3_event.stream_ended:
+                        self._finish(h3_event.stream_id)
+                elif isinstance(h3_event, DataReceived):
+                    self._data(h3_event.stream_id, h3_event.data, h3_event.stream_ended)
+        elif isinstance(event, StreamDataReceived):
+            self._data(event.stream_id, event.data, event.end_stream)
+
+
+def output_path(args, url):
+    if args.output:
+        return args.output
+    return os.path.join(args.dir, os.path.basename(url.path))
+
+
+async def one_connection(args, config, urls):
+    url0 = urls[0]
+    async with connect(url0.hostname, url0.port, configuration=config, create_protocol=Client) as c:
+        if args.h3:
+            c.use_h3()
+        c.key_update_every = args.key_update_every
+        if args.keyupdate:
+            # Deferred by aioquic until the handshake is confirmed (RFC 9001 §6.1).
+            c._quic.request_key_update()
+        files = [open(output_path(args, u), "wb") for u in urls]
+        try:
+            got = await asyncio.wait_for(
+                asyncio.gather(*(c.get(u, f) for u, f in zip(urls, files))), args.timeout
+            )
+        finally:
+            for f in files:
+                f.close()
+        c.close()
+        await c.wait_closed()
+    return sum(got)
 
 
 async def main(args):
-    url = urlparse(args.url)
-    if url.scheme != "https" or not url.hostname or not url.port:
-        raise SystemExit(f"expected https://HOST:PORT/PATH, got {args.url}")
-    config = QuicConfiguration(is_client=True, alpn_protocols=["hq-interop"])
-    config.verify_mode = ssl.CERT_NONE
-    keylog = os.environ.get("SSLKEYLOGFILE")
-    if keylog:
-        config.secrets_log_file = open(keylog, "a")
+    urls = [urlparse(u) for u in args.urls]
+    for u, raw in zip(urls, args.urls):
+        if u.scheme != "https" or not u.hostname or not u.port:
+            raise SystemExit(f"expected https://HOST:PORT/PATH, got {raw}")
+    if args.output and len(urls) != 1:
+        raise SystemExit("-o takes one URL; use -d DIR for several")
+    if not args.output and not args.dir:
+        raise SystemExit("give -o FILE or -d DIR")
+
+    def config():
+        c = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN if args.h3 else ["hq-interop"])
+        c.verify_mode = ssl.CERT_NONE
+        keylog = os.environ.get("SSLKEYLOGFILE")
+        if keylog:
+            c.secrets_log_file = open(keylog, "a")
+        if os.environ.get("QLOGDIR"):
+            c.quic_logger = QuicFileLogger(os.environ["QLOGDIR"])
+        return c
+
     start = time.monotonic()
-
-    def protocol(*a, **kw):
-        return HqClient(*a, key_update_every=args.key_update_every, **kw)
-
-    async with connect(
-        url.hostname, url.port, configuration=config, create_protocol=protocol
-    ) as client:
-        with open(args.output, "wb") as out:
-            n = await asyncio.wait_for(client.get(url.path or "/", out), args.timeout)
-        client.close()
+    if args.multiconnect:
+        n = 0
+        for u in urls:
+            n += await one_connection(args, config(), [u])
+    else:
+        n = await one_connection(args, config(), urls)
     elapsed = time.monotonic() - start
-    print(f"aioquic-client: {n} bytes in {elapsed:.3f} s, {n * 8 / elapsed / 1e6:.1f} Mbit/s")
-    print(f"aioquic-client: key_updates={client.key_updates}")
+    print(
+        f"aioquic-client: {n} bytes in {elapsed:.3f} s, {n * 8 / elapsed / 1e6:.1f} Mbit/s, "
+        f"key_updates={Client.key_updates}"
+    )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("url")
-    parser.add_argument("-o", "--output", required=True)
+    parser.add_argument("urls", nargs="+", metavar="URL")
+    parser.add_argument("-o", "--output", help="the body of the one URL goes here")
+    parser.add_argument("-d", "--dir", help="each body goes to DIR/<last path segment>")
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--multiconnect", action="store_true")
+    parser.add_argument("--keyupdate", action="store_true")
     parser.add_argument(
         "--key-update-every",
         type=int,
@@ -102,8 +198,14 @@ if __name__ == "__main__":
         metavar="BYTES",
         help="request a 1-RTT key update after every BYTES received",
     )
+    parser.add_argument("--h3", action="store_true")
+    parser.add_argument("--migrate", action="store_true")
+    args = parser.parse_args()
+    if args.migrate:
+        print("aioquic-client: active migration is not supported", file=sys.stderr)
+        sys.exit(UNSUPPORTED)
     try:
-        asyncio.run(main(parser.parse_args()))
+        asyncio.run(main(args))
     except Exception as e:  # report, do not hide: the test shows this output
         print(f"aioquic-client: failed: {type(e).__name__}: {e}", file=sys.stderr)
         sys.exit(1)

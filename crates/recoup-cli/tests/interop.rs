@@ -2,7 +2,9 @@
 //! - the quinn client (crates.io, in-process) and the aioquic client (PyPI,
 //!   `tests/interop/aioquic_client.py`) download 10 MB from `recoup serve`, sha256 compared;
 //! - `recoup get` downloads 10 MB from an aioquic server (`tests/interop/aioquic_server.py`);
-//! - the same with `--policy fixed:2`;
+//! - the same with `--policy fixed:2`, the downloads from `recoup serve` through `recoup link`
+//!   with 2 % loss, and recoup's server qlog must show copies: a fixed:2 run over a lossless
+//!   loopback would send none, and prove nothing;
 //! - the quinn and aioquic clients from `recoup serve --fec block:k=4,m=1`: they do not offer
 //!   recoup's FEC extension, so the server's qlog must show no repair frame (docs/FEC.md);
 //! - tshark dissects a capture of one download, decrypted with the key log, without malformed
@@ -13,16 +15,63 @@
 
 mod common;
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{
-    count_qlog, fixture, interop_dir, now, python, read_log, recoup, run_peer, serve_files, sha256,
-    Proc, DOWNLOAD_TIMEOUT, STARTUP_TIMEOUT,
+    count_qlog, fixture, interop_dir, link_command, now, python, read_log, recoup, run_peer,
+    serve_files, sha256, Proc, DOWNLOAD_TIMEOUT, STARTUP_TIMEOUT,
 };
 
 const FILE_SIZE: usize = 10 * 1024 * 1024;
+
+/// `recoup serve` with `policy`; a policy other than the default is reached through a link
+/// with 2 % loss each way, so that it has losses to act on, and writes qlog into `qlog`.
+struct Served {
+    server: Proc,
+    link: Option<Proc>,
+    addr: SocketAddr,
+}
+
+fn recoup_serve_for(root: &Path, policy: &[&str], qlog: &Path) -> Served {
+    if policy.is_empty() {
+        let (server, addr) = serve_files(root, policy);
+        return Served {
+            server,
+            link: None,
+            addr,
+        };
+    }
+    let mut cmd = Command::new(recoup());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(root)
+        .args(policy)
+        .env("QLOGDIR", qlog)
+        .env("RUST_LOG", "info");
+    let (server, server_addr) = Proc::server("recoup serve", cmd);
+    let flags = ["--rtt", "10ms", "--loss", "bernoulli 2%", "--seed", "5"];
+    let (link, addr) = Proc::server("recoup link", link_command(server_addr, &flags));
+    Served {
+        server,
+        link: Some(link),
+        addr,
+    }
+}
+
+/// With a copying policy, the server's qlog must show copies.
+fn check_copies(policy: &[&str], qlog: &Path, report: &str) {
+    if !policy.contains(&"--policy") {
+        return;
+    }
+    let count = count_qlog(qlog);
+    eprintln!("recoup serve {policy:?} through 2 % loss: {count:?}");
+    assert!(
+        count.copies > 0,
+        "{policy:?} sent no copies through a lossy link: {count:?}\n{report}"
+    );
+}
 
 fn check_download(got: &Path, want: &[u8], report: &str) {
     let got = std::fs::read(got).unwrap_or_else(|e| panic!("no output file ({e}):\n{report}"));
@@ -35,8 +84,13 @@ fn check_download(got: &Path, want: &[u8], report: &str) {
 
 fn quinn_client_from_recoup(policy: &[&str]) {
     let (root, data) = fixture("file.bin", FILE_SIZE);
-    let (mut server, addr) = serve_files(root.path(), policy);
     let out = tempfile::tempdir().expect("tempdir");
+    let qlog = out.path().join("qlog");
+    let Served {
+        mut server,
+        link: _link,
+        addr,
+    } = recoup_serve_for(root.path(), policy, &qlog);
     let got = out.path().join("got.bin");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -58,14 +112,21 @@ fn quinn_client_from_recoup(policy: &[&str]) {
         "quinn client <- recoup serve {policy:?}: {:.1} Mbit/s",
         download.goodput_mbps()
     );
-    check_download(&got, &data, &server.output());
+    let report = server.output();
+    check_download(&got, &data, &report);
+    check_copies(policy, &qlog, &report);
 }
 
 /// Returns the aioquic client's report.
 fn aioquic_client_from_recoup(policy: &[&str], client_args: &[&str]) -> String {
     let (root, data) = fixture("file.bin", FILE_SIZE);
-    let (mut server, addr) = serve_files(root.path(), policy);
     let out = tempfile::tempdir().expect("tempdir");
+    let qlog = out.path().join("qlog");
+    let Served {
+        mut server,
+        link: _link,
+        addr,
+    } = recoup_serve_for(root.path(), policy, &qlog);
     let got = out.path().join("got.bin");
     let mut cmd = Command::new(python());
     cmd.arg(interop_dir().join("aioquic_client.py"))
@@ -76,6 +137,7 @@ fn aioquic_client_from_recoup(policy: &[&str], client_args: &[&str]) -> String {
     let report = run_peer("aioquic client", cmd, &mut server);
     eprintln!("{}", report.lines().nth(1).unwrap_or_default());
     check_download(&got, &data, &report);
+    check_copies(policy, &qlog, &report);
     report
 }
 

@@ -7,13 +7,16 @@
 //! droptail, drophead, CoDel) serving a constant rate or an `mm-link` [`Trace`]; [`Delay`]
 //! (`mm-delay`, with non-reordering jitter); [`Loss`] ([`LossSpec`]: Bernoulli / `mm-loss`,
 //! netem `gemodel` and `state` with the kernel's semantics, time-slotted Gilbert-Elliott,
-//! replay, `mm-onoff`). [`PathSpec`] parses element chains from scenario strings. Every random
+//! replay, `mm-onoff`); [`Corrupt`] (netem `corrupt`) and [`Blackhole`] (outages), the QUIC
+//! interop runner's corruption and blackhole scenarios. [`PathSpec`] parses element chains from scenario strings. Every random
 //! element draws from its own stream, [`element_rng`]`(seed, name)`.
 
 // DESIGN.md principle 1: time is injected; clippy.toml bans the clock reads, and this makes
 // the ban an error even without `-D warnings`.
 #![deny(clippy::disallowed_methods)]
 
+mod blackhole;
+mod corrupt;
 mod datagram;
 mod delay;
 mod error;
@@ -27,6 +30,8 @@ mod rng;
 mod trace;
 mod units;
 
+pub use blackhole::{Blackhole, BlackholeSpec};
+pub use corrupt::{Corrupt, CorruptSpec};
 pub use datagram::{Datagram, IPV4_UDP_OVERHEAD, IPV6_UDP_OVERHEAD};
 pub use delay::Delay;
 pub use error::Error;

@@ -10,6 +10,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::blackhole::{Blackhole, BlackholeSpec};
+use crate::corrupt::{Corrupt, CorruptSpec};
 use crate::delay::Delay;
 use crate::error::Error;
 use crate::link::{Link, Service};
@@ -48,6 +50,10 @@ pub enum ElementSpec {
     },
     /// A loss model.
     Loss(LossSpec),
+    /// Bit flips (`corrupt 2% burst=3`).
+    Corrupt(CorruptSpec),
+    /// Outages (`blackhole on=5s off=2s`).
+    Blackhole(BlackholeSpec),
 }
 
 impl ElementSpec {
@@ -65,6 +71,8 @@ impl ElementSpec {
             } => "trace",
             Self::Delay { .. } => "delay",
             Self::Loss(_) => "loss",
+            Self::Corrupt(_) => "corrupt",
+            Self::Blackhole(_) => "blackhole",
         }
     }
 }
@@ -149,11 +157,14 @@ impl FromStr for PathSpec {
                     }
                 }
                 _ if LOSS_KINDS.contains(&kind) => ElementSpec::Loss(piece.parse().map_err(wrap)?),
+                "corrupt" => ElementSpec::Corrupt(piece.parse().map_err(wrap)?),
+                "blackhole" => ElementSpec::Blackhole(piece.parse().map_err(wrap)?),
                 _ => return Err(Error::spec(
                     input,
                     kind,
                     "unknown element (rate, trace, delay, infinite, droptail, drophead, codel, \
-                         none, bernoulli, random, gemodel, state, slotted-gemodel, replay, onoff)",
+                         none, bernoulli, random, gemodel, state, slotted-gemodel, replay, onoff, \
+                         corrupt, blackhole)",
                 )),
             };
             if let Some((_, q)) = pending_queue {
@@ -219,6 +230,10 @@ impl PathSpec {
                         loss
                     })
                 }
+                ElementSpec::Corrupt(spec) => {
+                    Box::new(Corrupt::new(*spec, element_rng(seed, &name)))
+                }
+                ElementSpec::Blackhole(spec) => Box::new(Blackhole::new(*spec)),
             };
             out.push((name, node));
         }

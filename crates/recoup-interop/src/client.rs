@@ -1,7 +1,10 @@
-//! An hq-interop download with the unmodified quinn client.
+//! hq-interop downloads with the unmodified quinn client: several files on one connection,
+//! each on its own stream, optionally with a key update or an active migration (the QUIC interop
+//! runner's `transfer`, `multiplexing`, `keyupdate` and `connectionmigration` test cases).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
@@ -45,12 +48,39 @@ pub fn parse_url(url: &str) -> Result<(SocketAddr, String, String), Error> {
     Ok((addr, host.to_owned(), path.to_owned()))
 }
 
+/// What a connection does besides downloading.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// Update the 1-RTT keys once data flows (RFC 9001 §6).
+    pub key_update: bool,
+    /// Move to a new local socket once data flows (RFC 9000 §9).
+    pub migrate: bool,
+    /// Send without GSO, so a loopback capture shows each datagram (not one per batch).
+    pub no_gso: bool,
+}
+
 /// Downloads `path` from `addr` over hq-interop into `out`, then closes the connection.
 pub async fn get(
     addr: SocketAddr,
     server_name: &str,
     path: &str,
     out: &Path,
+) -> Result<Download, Error> {
+    get_all(
+        addr,
+        server_name,
+        &[(path.to_owned(), out.to_owned())],
+        Options::default(),
+    )
+    .await
+}
+
+/// Downloads every `(path, output)` over one connection, all streams at once, then closes it.
+pub async fn get_all(
+    addr: SocketAddr,
+    server_name: &str,
+    requests: &[(String, std::path::PathBuf)],
+    options: Options,
 ) -> Result<Download, Error> {
     let bind: SocketAddr = if addr.is_ipv4() {
         "127.0.0.1:0"
@@ -60,10 +90,68 @@ pub async fn get(
     .parse()
     .map_err(|_| Error::Usage("bind address".into()))?;
     let mut endpoint = quinn::Endpoint::client(bind).map_err(Error::io("client socket"))?;
-    endpoint.set_default_client_config(tls::insecure_client(tls::ALPN)?);
+    let mut config = tls::insecure_client(tls::ALPN)?;
+    if options.no_gso {
+        let mut transport = quinn::TransportConfig::default();
+        transport.enable_segmentation_offload(false);
+        config.transport_config(std::sync::Arc::new(transport));
+    }
+    endpoint.set_default_client_config(config);
     let start = tokio::time::Instant::now();
     let conn = endpoint.connect(addr, server_name)?.await?;
-    let (mut send, mut recv) = conn.open_bi().await?;
+    let events = std::sync::Arc::new(Events {
+        fired: AtomicBool::new(false),
+        options,
+        endpoint: endpoint.clone(),
+        conn: conn.clone(),
+        bind,
+    });
+    let mut downloads = tokio::task::JoinSet::new();
+    for (path, out) in requests {
+        let (path, out, events) = (path.clone(), out.clone(), events.clone());
+        downloads.spawn(async move { fetch(&path, &out, &events).await });
+    }
+    let mut bytes = 0u64;
+    for r in downloads.join_all().await {
+        bytes += r?;
+    }
+    let elapsed = start.elapsed();
+    conn.close(0u32.into(), b"done");
+    endpoint.wait_idle().await;
+    Ok(Download { bytes, elapsed })
+}
+
+/// What happens once, when the first data arrives.
+struct Events {
+    fired: AtomicBool,
+    options: Options,
+    endpoint: quinn::Endpoint,
+    conn: quinn::Connection,
+    bind: SocketAddr,
+}
+
+impl Events {
+    fn on_data(&self) -> Result<(), Error> {
+        if self.fired.swap(true, Ordering::Relaxed) {
+            return Ok(());
+        }
+        if self.options.key_update {
+            self.conn.force_key_update();
+        }
+        if self.options.migrate {
+            let socket =
+                std::net::UdpSocket::bind(self.bind).map_err(Error::io("migration socket"))?;
+            self.endpoint
+                .rebind(socket)
+                .map_err(Error::io("migrating to a new socket"))?;
+        }
+        Ok(())
+    }
+}
+
+/// One request on its own bidirectional stream, body into `out`.
+async fn fetch(path: &str, out: &Path, events: &Events) -> Result<u64, Error> {
+    let (mut send, mut recv) = events.conn.open_bi().await?;
     send.write_all(format!("GET {path}\r\n").as_bytes()).await?;
     send.finish()
         .map_err(|e| Error::Usage(format!("finish: {e}")))?;
@@ -72,16 +160,14 @@ pub async fn get(
         .map_err(Error::io("output file"))?;
     let mut bytes = 0u64;
     while let Some(chunk) = recv.read_chunk(usize::MAX, true).await? {
+        events.on_data()?;
         bytes += chunk.bytes.len() as u64;
         file.write_all(&chunk.bytes)
             .await
             .map_err(Error::io("writing output"))?;
     }
     file.flush().await.map_err(Error::io("writing output"))?;
-    let elapsed = start.elapsed();
-    conn.close(0u32.into(), b"done");
-    endpoint.wait_idle().await;
-    Ok(Download { bytes, elapsed })
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -16,16 +16,33 @@ const MAX_REQUEST: usize = 8 * 1024;
 pub struct Server {
     endpoint: quinn::Endpoint,
     root: Arc<PathBuf>,
+    retry: bool,
+}
+
+/// How the server behaves beyond serving files.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServerOptions {
+    /// Send a Retry to every new client (RFC 9000 §8.1).
+    pub retry: bool,
+    /// Send without GSO, so a loopback capture shows each datagram (not one per batch).
+    pub no_gso: bool,
 }
 
 impl Server {
-    pub fn bind(listen: SocketAddr, root: &Path) -> Result<Self, Error> {
-        let endpoint = quinn::Endpoint::server(tls::self_signed_server(tls::ALPN)?, listen)
-            .map_err(Error::io("server socket"))?;
+    pub fn bind(listen: SocketAddr, root: &Path, options: ServerOptions) -> Result<Self, Error> {
+        let mut config = tls::self_signed_server(tls::ALPN)?;
+        if options.no_gso {
+            let mut transport = quinn::TransportConfig::default();
+            transport.enable_segmentation_offload(false);
+            config.transport_config(Arc::new(transport));
+        }
+        let endpoint =
+            quinn::Endpoint::server(config, listen).map_err(Error::io("server socket"))?;
         let root = root.canonicalize().map_err(Error::io("root"))?;
         Ok(Self {
             endpoint,
             root: Arc::new(root),
+            retry: options.retry,
         })
     }
 
@@ -38,6 +55,12 @@ impl Server {
     /// Serves until the endpoint is closed.
     pub async fn run(self) {
         while let Some(incoming) = self.endpoint.accept().await {
+            if self.retry && !incoming.remote_address_validated() {
+                if let Err(e) = incoming.retry() {
+                    tracing::warn!("retry: {e}");
+                }
+                continue;
+            }
             let root = self.root.clone();
             tokio::spawn(async move {
                 match incoming.await {

@@ -44,6 +44,7 @@ fn run(mbps: f64, secs: f64) {
         seed: 1,
         idle_timeout: Duration::from_secs(5),
         duration: Some(Duration::from_secs_f64(secs + 2.0)),
+        rebind: None,
     };
     // Elements are not `Send`: the relay is built on the thread that runs it.
     let (tx, rx) = std::sync::mpsc::channel();

@@ -19,6 +19,7 @@ pub mod live;
 pub mod origin;
 pub mod qlog_dir;
 pub mod range;
+pub mod rebind;
 pub mod server;
 mod stream_io;
 pub mod tls;

@@ -20,13 +20,14 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use quinn_udp::UdpSocketState;
-use recoup_elements::{Datagram, ElementSpec, Node, Output, PathSpec};
+use recoup_elements::{Corrupt, Datagram, ElementSpec, Node, Output, PathSpec};
 use recoup_time::Instant;
 
 use crate::clock::Clock;
 use crate::driver::{bind_udp, poll_events, RecvBatch, Stopper};
 use crate::error::Error;
 use crate::link_log::LinkLog;
+use crate::rebind::RebindSpec;
 
 const LISTEN: Token = Token(0);
 const WAKER: Token = Token(1);
@@ -63,6 +64,8 @@ pub struct LinkOptions {
     pub idle_timeout: Duration,
     /// Stop after this long (`None`: until stopped).
     pub duration: Option<Duration>,
+    /// NAT rebinding of each client's source port (and address).
+    pub rebind: Option<RebindSpec>,
 }
 
 /// Distribution of how late datagrams left the socket relative to when the chain scheduled
@@ -157,6 +160,8 @@ pub struct DirectionReport {
     pub lost: u64,
     /// Dropped by a queue (droptail/drophead full, or CoDel).
     pub queue_dropped: u64,
+    /// Delivered with a bit flipped by a corrupt element.
+    pub corrupted: u64,
     /// Sent on, and their UDP payload bytes.
     pub delivered: u64,
     pub bytes_out: u64,
@@ -176,6 +181,8 @@ pub struct LinkReport {
     pub clients: u64,
     /// Datagrams from sources beyond [`MAX_CLIENTS`].
     pub refused: u64,
+    /// Source bindings changed by `--rebind-*`, over all clients.
+    pub rebinds: u64,
     pub down: DirectionReport,
     pub up: DirectionReport,
 }
@@ -196,16 +203,20 @@ impl fmt::Display for LinkReport {
                 String::new()
             }
         )?;
+        if self.rebinds > 0 {
+            writeln!(f, "rebinds: {}", self.rebinds)?;
+        }
         let us = |d: Duration| d.as_secs_f64() * 1e6;
         for (name, d) in [("down", &self.down), ("up", &self.up)] {
             writeln!(
                 f,
-                "{name:>4}: in {} ({} B), lost {}, queue-dropped {}, delivered {} ({} B), \
-                 send failed {}, in flight {}",
+                "{name:>4}: in {} ({} B), lost {}, queue-dropped {}, corrupted {}, delivered {} \
+                 ({} B), send failed {}, in flight {}",
                 d.datagrams_in,
                 d.bytes_in,
                 d.lost,
                 d.queue_dropped,
+                d.corrupted,
                 d.delivered,
                 d.bytes_out,
                 d.send_failed,
@@ -263,9 +274,9 @@ impl Chain {
             .zip(built)
             .map(|(e, (_, node))| {
                 let kind = match e {
-                    ElementSpec::Loss(_) => DropKind::Loss,
+                    ElementSpec::Loss(_) | ElementSpec::Blackhole(_) => DropKind::Loss,
                     ElementSpec::Link { .. } => DropKind::Queue,
-                    ElementSpec::Delay { .. } => DropKind::None,
+                    ElementSpec::Delay { .. } | ElementSpec::Corrupt(_) => DropKind::None,
                 };
                 (kind, node)
             })
@@ -348,6 +359,15 @@ impl Chain {
         (count(DropKind::Loss), count(DropKind::Queue))
     }
 
+    /// Datagrams corrupted so far.
+    fn corrupted(&self) -> u64 {
+        self.nodes
+            .iter()
+            .filter_map(|(_, n)| n.as_any()?.downcast_ref::<Corrupt>())
+            .map(Corrupt::corrupted)
+            .sum()
+    }
+
     /// Datagrams inside the elements (entered, not dropped, not yet out).
     fn in_flight(&self, entered: u64, delivered_or_out: u64) -> u64 {
         let (lost, queued) = self.drops();
@@ -366,6 +386,9 @@ struct Client {
     up_counts: (u64, u64),
     down_counts: (u64, u64),
     last_input: Instant,
+    /// When the source binding changes next, and how many changes came before.
+    next_rebind: Option<Instant>,
+    rebinds: u64,
 }
 
 /// The relay: one socket towards clients, one per client towards the server.
@@ -392,6 +415,9 @@ impl Relay {
     /// Binds the client-facing socket and checks that both chains can be built (trace and
     /// replay files exist and parse).
     pub fn bind(options: LinkOptions) -> Result<Self, Error> {
+        if let Some(r) = &options.rebind {
+            r.check(options.upstream)?;
+        }
         Chain::new(&options.down, options.seed, "down")?;
         Chain::new(&options.up, options.seed, "up")?;
         let (mut listen, listen_state) = bind_udp(options.listen)?;
@@ -444,6 +470,7 @@ impl Relay {
         loop {
             self.receive()?;
             let now = self.clock.now();
+            self.rebind_due(now)?;
             self.transmit(now);
             let next_expiry = self.expire(now);
             if self.stopper.is_stopped() || end.is_some_and(|e| now >= e) {
@@ -469,7 +496,7 @@ impl Relay {
     fn next_wake(&self) -> Option<Instant> {
         self.clients
             .values()
-            .flat_map(|c| [c.up.next_wake(), c.down.next_wake()])
+            .flat_map(|c| [c.up.next_wake(), c.down.next_wake(), c.next_rebind])
             .flatten()
             .min()
     }
@@ -567,14 +594,8 @@ impl Relay {
         }
         let id = self.next_client;
         let seed = self.options.seed.wrapping_add(id as u64);
-        let upstream = self.options.upstream;
         // Loopback stays loopback: the relay opens nothing reachable from outside for it.
-        let local = match upstream.ip() {
-            ip if ip.is_loopback() => ip,
-            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
-        };
-        let (mut socket, state) = bind_udp(SocketAddr::new(local, 0))?;
+        let (mut socket, state) = bind_udp(SocketAddr::new(self.local_upstream_ip(), 0))?;
         self.poll
             .registry()
             .register(&mut socket, Token(FIRST_CLIENT + id), Interest::READABLE)
@@ -588,6 +609,8 @@ impl Relay {
             up_counts: (0, 0),
             down_counts: (0, 0),
             last_input: now,
+            next_rebind: self.options.rebind.map(|r| now + r.first),
+            rebinds: 0,
         };
         tracing::info!(client = %from, index = id, seed, "new client");
         self.next_client += 1;
@@ -595,6 +618,51 @@ impl Relay {
         self.by_addr.insert(from, id);
         self.report.clients += 1;
         Ok(Some(id))
+    }
+
+    /// Moves every client whose rebinding is due to a new socket: the server sees a new source
+    /// port (and address), and what it sends to the old one is lost with the closed socket.
+    fn rebind_due(&mut self, now: Instant) -> Result<(), Error> {
+        let Some(spec) = self.options.rebind else {
+            return Ok(());
+        };
+        let original = self.local_upstream_ip();
+        for (&id, c) in &mut self.clients {
+            let Some(due) = c.next_rebind.filter(|d| *d <= now) else {
+                continue;
+            };
+            c.rebinds += 1;
+            let (mut socket, state) = bind_udp(spec.local(original, c.rebinds))?;
+            let token = Token(FIRST_CLIENT + id);
+            let registry = self.poll.registry();
+            if let Err(e) = registry.deregister(&mut c.socket) {
+                tracing::debug!("deregistering a rebound socket: {e}");
+            }
+            registry
+                .register(&mut socket, token, Interest::READABLE)
+                .map_err(|e| Error::io("registering a rebound socket", e))?;
+            let old = c.socket.local_addr().ok();
+            c.socket = socket;
+            c.state = state;
+            c.next_rebind = spec.after(due);
+            self.report.rebinds += 1;
+            tracing::info!(
+                index = id,
+                from = ?old,
+                to = ?c.socket.local_addr().ok(),
+                "client rebound"
+            );
+        }
+        Ok(())
+    }
+
+    /// The address a client's upstream socket binds to before any rebinding.
+    fn local_upstream_ip(&self) -> IpAddr {
+        match self.options.upstream.ip() {
+            ip if ip.is_loopback() => ip,
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        }
     }
 
     /// Runs every chain up to `now` and sends what left them.
@@ -678,6 +746,7 @@ impl Relay {
             (&c.down, c.down_counts, &mut self.report.down),
         ] {
             let (lost, queued) = chain.drops();
+            r.corrupted += chain.corrupted();
             r.lost += lost;
             r.queue_dropped += queued;
             r.in_flight += chain.in_flight(counts.0, counts.1);

@@ -13,6 +13,7 @@ use std::time::Duration;
 use recoup_elements::PathSpec;
 use recoup_net::clock::Clock;
 use recoup_net::link_log::{parse, LogEvent};
+use recoup_net::rebind::RebindSpec;
 use recoup_net::{LinkOptions, LinkReport, Relay, Stopper};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -27,11 +28,25 @@ struct Running {
 
 impl Running {
     fn start(upstream: SocketAddr, up: &str, down: &str) -> Self {
-        Self::start_logged(upstream, up, down, None)
+        Self::start_full(upstream, up, down, None, None)
     }
 
     /// With the downlink logged into `log` (`recoup link --log`).
     fn start_logged(upstream: SocketAddr, up: &str, down: &str, log: Option<PathBuf>) -> Self {
+        Self::start_full(upstream, up, down, log, None)
+    }
+
+    fn start_with(upstream: SocketAddr, up: &str, down: &str, rebind: Option<RebindSpec>) -> Self {
+        Self::start_full(upstream, up, down, None, rebind)
+    }
+
+    fn start_full(
+        upstream: SocketAddr,
+        up: &str,
+        down: &str,
+        log: Option<PathBuf>,
+        rebind: Option<RebindSpec>,
+    ) -> Self {
         let options = LinkOptions {
             listen: "127.0.0.1:0".parse().expect("addr"),
             upstream,
@@ -41,6 +56,7 @@ impl Running {
             idle_timeout: Duration::from_secs(5),
             // A safety bound: every test stops its relay long before.
             duration: Some(Duration::from_secs(30)),
+            rebind,
         };
         // Elements are not `Send`: the relay is built on the thread that runs it.
         let (tx, rx) = std::sync::mpsc::channel();
@@ -310,4 +326,49 @@ fn downlink_log_parses_back_with_every_datagram_and_its_delay() {
         assert_eq!(*delay, 20, "arrived {a_ms} ms, left {d_ms} ms");
         assert!((19..=21).contains(&(d_ms - a_ms)), "{a_ms} -> {d_ms}");
     }
+}
+
+/// The interop runner's `rebind --rebind-addr`: the server sees the client's datagrams from a
+/// new address and port after each rebinding, and its replies to the new binding still reach the
+/// client; corrupted datagrams are counted.
+#[test]
+fn rebinding_changes_the_source_the_server_sees() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let clock = Clock::new();
+    let server = socket();
+    let rebind = RebindSpec {
+        first: Duration::from_millis(200),
+        every: Some(Duration::from_millis(200)),
+        addr: true,
+    };
+    let link = Running::start_with(
+        server.local_addr().expect("addr"),
+        "corrupt 100% within=1",
+        "",
+        Some(rebind),
+    );
+    let client = socket();
+    let mut sources = Vec::new();
+    let mut buf = [0u8; 64];
+    let start = clock.now();
+    while clock.now().saturating_duration_since(start) < Duration::from_millis(700) {
+        client.send_to(&[0u8; 8], link.addr).expect("send");
+        let (n, from) = server.recv_from(&mut buf).expect("relayed");
+        assert_eq!(buf[..n].iter().map(|b| b.count_ones()).sum::<u32>(), 1);
+        if sources.last() != Some(&from) {
+            sources.push(from);
+        }
+        server.send_to(b"reply", from).expect("reply");
+        let (n, _) = client
+            .recv_from(&mut buf)
+            .expect("reply through the new binding");
+        assert_eq!(&buf[..n], b"reply");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let report = link.stop();
+    println!("sources seen by the server: {sources:?}");
+    assert!(sources.len() >= 3, "three bindings in 700 ms: {sources:?}");
+    assert!(sources.windows(2).all(|w| w[0].ip() != w[1].ip()));
+    assert_eq!(report.rebinds, sources.len() as u64 - 1);
+    assert_eq!(report.up.corrupted, report.up.delivered);
 }

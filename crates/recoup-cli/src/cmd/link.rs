@@ -5,7 +5,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use recoup_elements::{ElementSpec, LossSpec, PathSpec, Prob, QueueSpec, ServiceSpec, Trace};
+use recoup_elements::{
+    BlackholeSpec, CorruptSpec, ElementSpec, LossSpec, PathSpec, Prob, QueueSpec, ServiceSpec,
+    Trace,
+};
+use recoup_net::rebind::RebindSpec;
 use recoup_net::{Error, LinkOptions, Relay};
 use recoup_sim::scenario::DirectionSpec;
 
@@ -20,7 +24,10 @@ use super::simulate::parse_duration;
 /// client (source address) gets its own socket towards the server and its own elements, seeded
 /// with --seed plus the client's index. Prints `listening on ADDR`, relays until Ctrl-C or
 /// --duration, then prints a summary: per direction the datagrams in, lost, dropped by the
-/// queue, delivered, and the timing error (time sent minus time scheduled).
+/// queue, corrupted, delivered, and the timing error (time sent minus time scheduled).
+///
+/// --corrupt, --blackhole and --rebind-* are the QUIC interop runner's corruption, blackhole
+/// and NAT-rebinding scenarios.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   recoup link --listen 127.0.0.1:4434 --upstream 127.0.0.1:4433 --rtt 60ms --rate 12Mbps \\
@@ -105,6 +112,26 @@ pub struct Args {
     #[arg(long, value_name = "QUEUE", value_parser = parse_queue)]
     pub up_queue: Option<QueueSpec>,
 
+    /// Corrupt datagrams in both directions, netem syntax plus the interop runner's limits:
+    /// "2%", "30% burst=3 within=50" (one bit flipped per corrupted datagram; at most `burst` in
+    /// a row; within the first `within` bytes).
+    #[arg(long, value_name = "CORRUPT", value_parser = parse_corrupt)]
+    pub corrupt: Option<CorruptSpec>,
+    /// Outages in both directions: "on=5s off=2s [repeat=N]" (traffic flows for `on`, is
+    /// dropped for `off`, N times, counted from each client's first datagram).
+    #[arg(long, value_name = "BLACKHOLE", value_parser = parse_blackhole)]
+    pub blackhole: Option<BlackholeSpec>,
+    /// NAT rebinding: each client's datagrams leave from a new source port this long after
+    /// its first one (then every --rebind-every).
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub rebind_first: Option<Duration>,
+    /// Rebind again every TIME after the first.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, requires = "rebind_first")]
+    pub rebind_every: Option<Duration>,
+    /// Rebinding changes the source address too (127.0.0.2, .3, ...; needs a 127.x upstream).
+    #[arg(long, requires = "rebind_first")]
+    pub rebind_addr: bool,
+
     /// Client k's elements draw from seed SEED + k.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -130,6 +157,18 @@ fn parse_loss(s: &str) -> Result<LossSpec, String> {
 
 fn parse_queue(s: &str) -> Result<QueueSpec, String> {
     s.parse::<QueueSpec>().map_err(|e| e.to_string())
+}
+
+fn parse_corrupt(s: &str) -> Result<CorruptSpec, String> {
+    format!("corrupt {s}")
+        .parse::<CorruptSpec>()
+        .map_err(|e| e.to_string())
+}
+
+fn parse_blackhole(s: &str) -> Result<BlackholeSpec, String> {
+    format!("blackhole {s}")
+        .parse::<BlackholeSpec>()
+        .map_err(|e| e.to_string())
 }
 
 /// One direction's flags, with the shared ones as fallback.
@@ -171,8 +210,20 @@ impl Args {
         }
     }
 
-    /// The element chain of one direction, as a scenario file would build it.
+    /// The element chain of one direction: the outage and corruption elements, then what a
+    /// scenario file would build.
     fn path(&self, name: &str) -> Result<PathSpec, Error> {
+        let mut path = self.scenario_path(name)?;
+        let front = [
+            self.blackhole.map(ElementSpec::Blackhole),
+            self.corrupt.map(ElementSpec::Corrupt),
+        ];
+        path.elements.splice(0..0, front.into_iter().flatten());
+        Ok(path)
+    }
+
+    /// The element chain of one direction, as a scenario file would build it.
+    fn scenario_path(&self, name: &str) -> Result<PathSpec, Error> {
         let o = self.direction(name);
         let own_service = o.rate.is_some() || o.trace.is_some();
         let (rate, trace, trace_flag) = if own_service {
@@ -237,6 +288,11 @@ impl Args {
             seed: self.seed,
             idle_timeout: self.idle_timeout,
             duration: self.duration,
+            rebind: self.rebind_first.map(|first| RebindSpec {
+                first,
+                every: self.rebind_every,
+                addr: self.rebind_addr,
+            }),
         })
     }
 }
@@ -260,6 +316,13 @@ fn describe(path: &PathSpec) -> String {
             ElementSpec::Loss(LossSpec::OnOff { mean_on, mean_off }) => {
                 format!("onoff {} on, {} off", ms(*mean_on), ms(*mean_off))
             }
+            ElementSpec::Corrupt(c) => format!("corrupt {}", pct(c.prob)),
+            ElementSpec::Blackhole(b) => format!(
+                "blackhole {} on, {} off, {} times",
+                ms(b.on),
+                ms(b.off),
+                b.repeat
+            ),
             ElementSpec::Link { service, queue } => {
                 let queue = match queue {
                     QueueSpec::Infinite => "infinite queue",
@@ -429,5 +492,39 @@ mod tests {
             e.contains("--down-trace") && e.contains("/nonexistent/trace"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn interop_runner_faults_lead_both_chains_and_rebinding_reaches_the_relay() {
+        let args = parse(&[
+            "--corrupt",
+            "30% burst=3 within=50",
+            "--blackhole",
+            "on=5s off=2s",
+            "--loss",
+            "bernoulli 1%",
+            "--rebind-first",
+            "1s",
+            "--rebind-every",
+            "5s",
+            "--rebind-addr",
+        ])
+        .expect("valid");
+        let options = args.options().expect("options");
+        for path in [&options.down, &options.up] {
+            let kinds: Vec<&str> = path.elements.iter().map(ElementSpec::kind).collect();
+            assert_eq!(kinds, ["blackhole", "corrupt", "loss", "delay"]);
+        }
+        assert_eq!(
+            options.rebind,
+            Some(RebindSpec {
+                first: Duration::from_secs(1),
+                every: Some(Duration::from_secs(5)),
+                addr: true,
+            })
+        );
+        let e = parse(&["--corrupt", "30% burst=0"]).expect_err("burst 0");
+        assert!(e.contains("burst=0"), "{e}");
+        assert!(parse(&["--rebind-addr"]).is_err(), "needs --rebind-first");
     }
 }

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Handshake and a 3 MB transfer at 30 % loss in both directions (issue 14, must-show 2).
+
+recoup serve against the aioquic and quinn clients, and recoup get against the aioquic and quinn
+servers, through `recoup link` on loopback (15 ms one way, Bernoulli 30 % loss on each
+direction, a fresh seed per run), N runs each. Prints per pairing the successes (the file
+arrived byte-exact) and the distribution of the time from the client's start to its exit, and
+the causes of the failures. Not a test: the table goes to BENCHMARKS.md.
+
+    python3 tests/interop/loss_bench.py --bin target/release [--runs 20] [--jobs 1]
+        [--policy arq] [--size 3MB] [--timeout 120]
+"""
+
+import argparse
+import concurrent.futures
+import filecmp
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from matrix import Proc, client_cmds, server_cmd  # noqa: E402
+
+PAIRS = [("recoup", "aioquic"), ("recoup", "quinn"), ("aioquic", "recoup"), ("quinn", "recoup")]
+
+
+def one_run(server, client, seed, args, work):
+    run = os.path.join(work, f"{server}_{client}_{seed}")
+    www, down = os.path.join(run, "www"), os.path.join(run, "down")
+    os.makedirs(www)
+    os.makedirs(down)
+    name = "bench.bin"
+    with open(os.path.join(www, name), "wb") as f:
+        f.write(os.urandom(args.size))
+    procs = []
+    try:
+        srv = Proc(
+            "server", server_cmd(server, args.bin, www, None, args.policy), f"{run}/server.log"
+        )
+        procs.append(srv)
+        addr = srv.wait_for(r"listening on (\S+)", 20).group(1)
+        link = Proc(
+            "link",
+            [os.path.join(args.bin, "recoup"), "link", "--listen", "127.0.0.1:0", "--upstream"]
+            + [addr, "--delay", "15ms", "--loss", "bernoulli 30%", "--seed", str(seed)],
+            f"{run}/link.log",
+        )
+        procs.append(link)
+        link_addr = link.wait_for(r"listening on (\S+)", 20).group(1)
+        (cmd,) = client_cmds(
+            client, args.bin, [f"https://{link_addr}/{name}"], down, None, args.timeout
+        )
+        start = time.monotonic()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+            elapsed = time.monotonic() - start
+        except subprocess.TimeoutExpired:
+            return False, args.timeout, f"no result after {args.timeout:.0f} s"
+        got = os.path.join(down, name)
+        ok = r.returncode == 0 and os.path.exists(got)
+        ok = ok and filecmp.cmp(os.path.join(www, name), got, shallow=False)
+        if ok:
+            return True, elapsed, ""
+        lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
+        return False, elapsed, f"exit {r.returncode}: {lines[-1][:200] if lines else ''}"
+    finally:
+        for p in procs:
+            p.stop(signal.SIGKILL)
+        shutil.rmtree(run, ignore_errors=True)
+
+
+def parse_size(s):
+    units = {"KB": 1024, "MB": 1024 * 1024}
+    for u, m in units.items():
+        if s.upper().endswith(u):
+            return int(float(s[: -len(u)]) * m)
+    return int(s)
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--bin", default="target/release")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=1, help="seeds FIRST .. FIRST+RUNS-1")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--policy", default=None, help="recoup's policy (default: its default)")
+    ap.add_argument("--size", type=parse_size, default=3 * 1024 * 1024)
+    ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--pairs", default=",".join(f"{s}-{c}" for s, c in PAIRS))
+    args = ap.parse_args()
+    pairs = [tuple(p.split("-")) for p in args.pairs.split(",")]
+    work = tempfile.mkdtemp(prefix="recoup-lossbench-")
+    results = {p: [] for p in pairs}
+    t0 = time.monotonic()
+    jobs = [
+        (s, c, seed)
+        for seed in range(args.first_seed, args.first_seed + args.runs)
+        for s, c in pairs
+    ]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(one_run, *job, args, work): job for job in jobs}
+        for f in concurrent.futures.as_completed(futures):
+            s, c, seed = futures[f]
+            ok, secs, why = f.result()
+            results[(s, c)].append((ok, secs, why, seed))
+            print(
+                f"{s} server <- {c} client seed {seed}: {'ok' if ok else 'FAILED'} "
+                f"{secs:.1f} s {why}",
+                flush=True,
+            )
+    shutil.rmtree(work, ignore_errors=True)
+    print(
+        f"\n{args.runs} runs per pair, {args.size} bytes, link: 15 ms one way, Bernoulli 30 % "
+        f"loss each way, recoup policy {args.policy or 'default'}, {os.cpu_count()} cores, "
+        f"{time.monotonic() - t0:.0f} s in all"
+    )
+    print("| server | client | completed | time p50 s | p90 s | min s | max s | failures |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (s, c), rs in results.items():
+        done = sorted(secs for ok, secs, _, _ in rs if ok)
+        causes = {}
+        for ok, _, why, seed in rs:
+            if not ok:
+                causes.setdefault(why, []).append(seed)
+        if done:
+            p90 = done[min(len(done) - 1, int(0.9 * len(done)))]
+            stats = f"{statistics.median(done):.1f} | {p90:.1f} | {done[0]:.1f} | {done[-1]:.1f}"
+        else:
+            stats = "- | - | - | -"
+        fails = "; ".join(f"{w} (seeds {', '.join(map(str, n))})" for w, n in causes.items())
+        print(f"| {s} | {c} | {len(done)}/{len(rs)} | {stats} | {fails or '-'} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

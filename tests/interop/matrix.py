@@ -604,7 +604,24 @@ COLUMNS = [
     ("aioquic", "recoup"),
     ("quinn", "recoup"),
 ]
-MARK = {"succeeded": "✅", "failed": "❌", "unsupported": "➖"}
+MARK = {"succeeded": "✅", "failed": "❌", "known": "⚠️", "unsupported": "➖"}
+KNOWN_FAILURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_failures.txt")
+
+
+def read_known(path):
+    """`case server client  # cause` per line: runs that fail for a cause written down (a gap in
+    recoup or a peer, each with its issue), so CI catches every new failure but these."""
+    known = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            body, _, cause = line.partition("#")
+            words = body.split()
+            if not words:
+                continue
+            if len(words) != 3 or words[0] not in CASES or not cause.strip():
+                raise SystemExit(f"{path}:{n}: want 'case server client  # cause', got {line!r}")
+            known[tuple(words)] = cause.strip()
+    return known
 
 
 def table(results, cases):
@@ -614,7 +631,8 @@ def table(results, cases):
         cells = []
         for col in COLUMNS:
             r = results.get((case,) + col)
-            cells.append(MARK[r[0]] + " " + r[0] if r else "n/a")
+            label = "known failure" if r and r[0] == "known" else r[0] if r else ""
+            cells.append(MARK[r[0]] + " " + label if r else "n/a")
         lines.append(f"| {case} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -637,7 +655,8 @@ def write_doc(path, results, cases, elapsed, args):
         "",
         f"Run {now} on commit `{commit}`{dirty}, {os.cpu_count()} cores, {elapsed:.0f} s "
         f"(`python3 tests/interop/matrix.py --jobs {args.jobs}`; CI runs it from "
-        "`scripts/test.sh`). ✅ succeeded, ❌ failed, ➖ unsupported by the peer (exit 127).",
+        "`scripts/test.sh`). ✅ succeeded, ❌ failed, ⚠️ known failure (listed with its cause in "
+        "`tests/interop/known_failures.txt`), ➖ unsupported by the peer (exit 127).",
         "",
         "Cases are the QUIC interop runner's (`testcases_quic.py`), each checked as the runner "
         "checks it (files byte-exact; handshakes, version, Retry and token, key phase bits, paths "
@@ -679,8 +698,14 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--write", help="write the table to this Markdown file")
     ap.add_argument("--keep", help="keep every run's logs, captures and qlogs here")
+    ap.add_argument(
+        "--known-failures",
+        default=KNOWN_FAILURES,
+        help="runs expected to fail, with their causes (default: %(default)s)",
+    )
     args = ap.parse_args()
     cases = [c for c in args.cases.split(",") if c]
+    known = read_known(args.known_failures)
     unknown = [c for c in cases if c not in CASES]
     if unknown:
         raise SystemExit(f"unknown case(s) {unknown}; known: {', '.join(CASES)}")
@@ -698,6 +723,10 @@ def main():
     def one(run):
         t = time.monotonic()
         status, detail = run_one(run[0], CASES[run[0]], run[1], run[2], args.bin, work)
+        if status == "failed" and run in known:
+            status, detail = "known", f"known failure ({known[run]}): {detail}"
+        elif status == "succeeded" and run in known:
+            detail += " (listed in known failures: remove it)"
         with lock:
             results[run] = (status, detail)
             print(
@@ -714,7 +743,8 @@ def main():
     counts = {s: sum(1 for r in results.values() if r[0] == s) for s in MARK}
     print(
         f"\n{counts['succeeded']} succeeded, {counts['failed']} failed, "
-        f"{counts['unsupported']} unsupported in {elapsed:.0f} s"
+        f"{counts['known']} known failures, {counts['unsupported']} unsupported "
+        f"in {elapsed:.0f} s"
     )
     if args.write:
         write_doc(args.write, results, cases, elapsed, args)

@@ -215,7 +215,7 @@ impl Connection {
         }
         let largest_yet = largest.is_none_or(|l| pn > l);
         let (ack_eliciting, probing) =
-            self.process_frames(now, space, packet_type, pn, &header.dcid, from, &payload)?;
+            self.process_frames(now, space, (packet_type, pn), &header.dcid, from, &payload)?;
         if space == SpaceId::Data && !probing && self.side == Side::Server {
             if from.0 != self.path.remote && largest_yet {
                 // RFC 9000 §9.3: only a non-probing packet with the highest packet number so far
@@ -244,8 +244,7 @@ impl Connection {
         &mut self,
         now: Instant,
         space: SpaceId,
-        packet_type: PacketType,
-        pn: u64,
+        (packet_type, pn): (PacketType, u64),
         dcid: &ConnectionId,
         from: (SocketAddr, usize),
         payload: &[u8],

@@ -15,8 +15,8 @@ must show that its loss, corruption, blackhole or rebinding actually happened. T
 A peer that lacks a feature exits with 127, which the runner (and this script) report as
 "unsupported"; everything else that does not pass is "failed", including a feature recoup lacks.
 
-    python3 tests/interop/matrix.py --bin target/debug [--cases a,b] [--jobs 2]
-        [--write docs/INTEROP.md] [--keep DIR]
+    python3 tests/interop/matrix.py --bin target/debug [--cases a,b] [--servers aioquic,quinn]
+        [--clients recoup] [--jobs 2] [--write docs/INTEROP.md] [--keep DIR]
 
 Exits non-zero if any run failed. File sizes and timings are scaled down from the runner's so
 the whole matrix fits in a few minutes on 2 cores; docs/INTEROP.md lists both.
@@ -192,10 +192,8 @@ def client_cmds(peer, bins, urls, out, mode, timeout):
         get += RECOUP_GET_MODE.get(mode, [])
         if mode == "multiconnect":
             return [get + [u, "-o", os.path.join(out, u.rsplit("/", 1)[1])] for u in urls]
-        if len(urls) == 1:
-            return [get + [urls[0], "-o", os.path.join(out, urls[0].rsplit("/", 1)[1])]]
-        # recoup get has no way to fetch several files on one connection yet.
-        return [get + ["-d", out] + urls]
+        # All URLs on one connection, each saved in `out` under its name, as the runner asks.
+        return [get + ["-o", out] + urls]
     flags = {
         "keyupdate": ["--keyupdate"],
         "migrate": ["--migrate"],
@@ -586,16 +584,23 @@ def run_one(case, spec, server, client, bins, work):
     return "succeeded", "; ".join(chk.notes)
 
 
-def runs(cases):
+PEERS = ("aioquic", "quinn")
+
+
+def runs(cases, servers=None, clients=None):
+    """The runs of `cases`, those with a server in `servers` and a client in `clients` (all
+    when None)."""
     for case in cases:
         spec = CASES[case]
         roles = spec.get("roles", ("server", "client"))
+        pairs = []
         if "server" in roles:
-            for client in ("aioquic", "quinn"):
-                yield case, "recoup", client
+            pairs += [("recoup", client) for client in PEERS]
         if "client" in roles:
-            for server in ("aioquic", "quinn"):
-                yield case, server, "recoup"
+            pairs += [(server, "recoup") for server in PEERS]
+        for server, client in pairs:
+            if (servers is None or server in servers) and (clients is None or client in clients):
+                yield case, server, client
 
 
 COLUMNS = [
@@ -695,6 +700,8 @@ def main():
     )
     ap.add_argument("--bin", default=os.path.join(REPO, "target", "debug"))
     ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--servers", help="only runs with one of these servers (e.g. aioquic,quinn)")
+    ap.add_argument("--clients", help="only runs with one of these clients (e.g. recoup)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--write", help="write the table to this Markdown file")
     ap.add_argument("--keep", help="keep every run's logs, captures and qlogs here")
@@ -709,6 +716,13 @@ def main():
     unknown = [c for c in cases if c not in CASES]
     if unknown:
         raise SystemExit(f"unknown case(s) {unknown}; known: {', '.join(CASES)}")
+    peers = {}
+    for flag in ("servers", "clients"):
+        value = getattr(args, flag)
+        peers[flag] = None if value is None else [p for p in value.split(",") if p]
+        bad = [p for p in peers[flag] or [] if p not in PEERS + ("recoup",)]
+        if bad:
+            raise SystemExit(f"unknown --{flag} {bad}; known: recoup, {', '.join(PEERS)}")
     for b in ("recoup", "quinn-server", "quinn-client"):
         if not os.access(os.path.join(args.bin, b), os.X_OK):
             raise SystemExit(f"{args.bin}/{b} missing: cargo build -p recoup-cli -p recoup-interop")
@@ -736,7 +750,7 @@ def main():
             )
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        list(pool.map(one, list(runs(cases))))
+        list(pool.map(one, list(runs(cases, peers["servers"], peers["clients"]))))
     elapsed = time.monotonic() - start
     print()
     print(table(results, cases))

@@ -1,5 +1,7 @@
-//! `recoup get`: one download on the UDP driver, over HTTP/3 ([`crate::http3`]) or hq-interop.
+//! `recoup get`: downloads of one or more URLs on one connection of the UDP driver, over
+//! HTTP/3 ([`crate::http3`]) or hq-interop, as many at a time as the server's stream limit lets.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -11,6 +13,7 @@ use recoup_transport::{
     ClientConfig, CloseReason, Connection, ConnectionHandle, Endpoint, Event, TransportConfig,
 };
 
+use crate::bodies::{Bodies, Fetched, Files};
 use crate::driver::{Application, Driver, Stopper};
 use crate::error::Error;
 use crate::hq;
@@ -78,12 +81,14 @@ const SILENCE_PING: Duration = Duration::from_secs(1);
 /// What `recoup get` needs.
 #[derive(Debug)]
 pub struct GetOptions {
-    pub url: Url,
+    /// What to fetch: at least one URL, all on one host and port ([`Url::parse_all`]).
+    pub urls: Vec<Url>,
     /// Must offer [`Protocol::offer`]`(protocol)` ([`crate::tls::client_tls`]).
     pub tls: std::sync::Arc<rustls::ClientConfig>,
     /// The protocol to speak; `None` speaks whichever the server chose of those offered.
     pub protocol: Option<Protocol>,
-    /// Bytes to ask for (`a-b`, `a-` or `-n`; HTTP/3 only): the body is that part.
+    /// Bytes to ask for (`a-b`, `a-` or `-n`; HTTP/3 only), of every URL: each body is that
+    /// part.
     pub range: Option<String>,
     pub transport: TransportConfig,
     pub qlog: Option<QlogDir>,
@@ -97,18 +102,21 @@ pub struct GetOptions {
 }
 
 /// What a finished download measured.
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub struct Download {
+    /// Body bytes received, over all URLs.
     pub bytes: u64,
-    /// From the first packet to the last byte of the body.
+    /// From the first packet to the last byte of the last body.
     pub elapsed: Duration,
+    /// What became of each URL, in the order of [`GetOptions::urls`].
+    pub files: Vec<Result<Fetched, Error>>,
     /// Body bytes received when the client migrated to a new socket (`migrate_after`), if it
-    /// did before the body was complete.
+    /// did before the bodies were complete.
     pub migrated_at: Option<u64>,
     /// 1-RTT key updates, ours and the server's (RFC 9001 §6).
     pub key_updates: u64,
     /// recoup's FEC extension, when the server sent repair symbols: REPAIR frames received,
-    /// and the packets and stream bytes restored from them, by the end of the body.
+    /// and the packets and stream bytes restored from them, by the end of the last body.
     pub repair_frames: u64,
     pub fec_recovered_packets: u64,
     pub fec_recovered_bytes: u64,
@@ -119,9 +127,9 @@ pub struct Download {
 pub struct Client {
     driver: Driver,
     handle: ConnectionHandle,
-    /// `host:port` as in the URL, for HTTP/3's `:authority`.
+    /// `host:port` as in the URLs, for HTTP/3's `:authority`.
     authority: String,
-    path: String,
+    paths: Vec<String>,
     range: Option<String>,
     start: Instant,
     remote: SocketAddr,
@@ -130,14 +138,23 @@ pub struct Client {
 }
 
 impl Client {
-    /// Binds a local socket and starts the handshake with the URL's host.
+    /// Binds a local socket and starts the handshake with the URLs' host.
     pub fn connect(options: GetOptions) -> Result<Self, Error> {
         if options.range.is_some() && options.protocol == Some(Protocol::Hq) {
             return Err(Error::Config(
                 "a byte range needs HTTP/3 (hq-interop has no headers)".into(),
             ));
         }
-        let remote = options.url.resolve()?;
+        let Some(url) = options.urls.first() else {
+            return Err(Error::Config("no URL to fetch".into()));
+        };
+        if let Some(other) = options.urls.iter().find(|u| !u.same_origin(url)) {
+            return Err(Error::Config(format!(
+                "{other} is not on {}: one connection fetches all URLs",
+                url.authority()
+            )));
+        }
+        let remote = url.resolve()?;
         let bind: SocketAddr = if remote.is_ipv4() {
             SocketAddr::from(([0, 0, 0, 0], 0))
         } else {
@@ -146,7 +163,7 @@ impl Client {
         let config = ClientConfig {
             transport: options.transport,
             tls: options.tls,
-            server_name: options.url.host.clone(),
+            server_name: url.host.clone(),
         };
         let endpoint = Endpoint::new(None, config.transport.local_cid_len);
         let mut driver = Driver::bind(bind, endpoint, options.gso)?;
@@ -162,16 +179,12 @@ impl Client {
                 }
             }
         }
-        let authority = if options.url.host.contains(':') {
-            format!("[{}]:{}", options.url.host, options.url.port)
-        } else {
-            format!("{}:{}", options.url.host, options.url.port)
-        };
+        let authority = url.authority();
         Ok(Self {
             driver,
             handle,
             authority,
-            path: options.url.path,
+            paths: options.urls.into_iter().map(|u| u.path).collect(),
             range: options.range,
             start,
             remote,
@@ -185,19 +198,44 @@ impl Client {
         self.driver.stopper()
     }
 
-    /// Downloads the URL's path into `out`, calling `progress` with the bytes received so far.
+    /// Downloads the one URL into `out`, calling `progress` with the bytes received so far;
+    /// its failure is the error.
     pub fn run(
-        mut self,
+        self,
         out: &mut dyn Write,
         progress: &mut dyn FnMut(u64),
     ) -> Result<Download, Error> {
+        if self.paths.len() != 1 {
+            return Err(Error::Config(format!(
+                "{} URLs to write to one output: use run_all",
+                self.paths.len()
+            )));
+        }
+        let mut body = Body {
+            out,
+            progress,
+            received: 0,
+        };
+        let mut download = self.run_all(&mut body)?;
+        if download.files.iter().any(Result::is_err) {
+            if let Some(Err(e)) = download.files.pop() {
+                return Err(e);
+            }
+        }
+        Ok(download)
+    }
+
+    /// Downloads every URL into `bodies`, concurrently on the one connection. A URL that fails
+    /// fails alone (its outcome in [`Download::files`]); the error is for the connection that
+    /// failed before it could ask for anything, and for an interruption.
+    pub fn run_all(mut self, bodies: &mut dyn Bodies) -> Result<Download, Error> {
         let mut app = Negotiated {
             handle: self.handle,
             start: self.start,
             authority: self.authority,
-            path: self.path,
+            paths: self.paths,
             range: self.range,
-            sink: Some((out, progress)),
+            bodies: Some(bodies),
             chosen: None,
             error: None,
             remote: self.remote,
@@ -205,6 +243,7 @@ impl Client {
             deadline: self.start + self.timeout,
             heard: (0, self.start),
             established: false,
+            ever_established: false,
             migrate_at: self.migrate_after.map(|d| self.start + d),
             rebind: false,
             migrated_at: None,
@@ -213,22 +252,32 @@ impl Client {
             fec_final: false,
         };
         let stopped = self.driver.run(&mut app, http3::NO_ERROR)?;
-        let (received, done_at, error) = match app.chosen {
-            // A timeout seen by `Negotiated` explains the close the application saw after it.
-            Some(Chosen::Hq(get)) => (get.received, get.done_at, app.error.or(get.error)),
-            Some(Chosen::H3(get)) => (get.received, get.done_at, app.error.or(get.error)),
-            None => (0, None, app.error),
-        };
         if stopped {
             return Err(Error::Interrupted);
         }
-        if let Some(e) = error {
+        // A timeout seen by `Negotiated` explains the close the application saw after it.
+        if let Some(e) = app.error {
             return Err(e);
+        }
+        let Some(files) = app.chosen.map(Chosen::into_files) else {
+            return Err(Error::Connection(
+                "the connection ended during the handshake".into(),
+            ));
+        };
+        let (bytes, done_at) = (files.total, files.done_at);
+        let mut outcomes =
+            files.into_outcomes(|| Error::Connection("the connection ended early".into()));
+        if !app.ever_established && outcomes.iter().all(Result::is_err) {
+            // Nothing was asked: the one reason is the connection's, not any URL's.
+            if let Some(Err(e)) = outcomes.pop() {
+                return Err(e);
+            }
         }
         let end = done_at.unwrap_or(self.start);
         Ok(Download {
-            bytes: received,
+            bytes,
             elapsed: end.saturating_duration_since(self.start),
+            files: outcomes,
             migrated_at: app.migrated_at,
             key_updates: app.key_updates,
             repair_frames: app.fec.0,
@@ -238,17 +287,42 @@ impl Client {
     }
 }
 
+/// [`Client::run`]'s one body: a writer and a progress callback.
+struct Body<'a> {
+    out: &'a mut dyn Write,
+    progress: &'a mut dyn FnMut(u64),
+    received: u64,
+}
+
+impl Bodies for Body<'_> {
+    fn write(&mut self, _index: usize, data: &[u8]) -> Result<(), Error> {
+        self.out
+            .write_all(data)
+            .map_err(|e| Error::io("writing the body", e))?;
+        self.received += data.len() as u64;
+        (self.progress)(self.received);
+        Ok(())
+    }
+
+    fn complete(&mut self, _index: usize, _bytes: u64) -> Result<(), Error> {
+        self.out
+            .flush()
+            .map_err(|e| Error::io("writing the body", e))
+    }
+
+    fn failed(&mut self, _index: usize, _error: &Error) {}
+}
+
 /// The download on whichever protocol the handshake agreed on: the application is chosen
 /// once the ALPN is known, before the application sees the handshake complete.
 struct Negotiated<'a> {
     handle: ConnectionHandle,
     start: Instant,
     authority: String,
-    path: String,
+    paths: Vec<String>,
     range: Option<String>,
-    /// Where the body goes, until the application that writes it is chosen.
-    #[expect(clippy::type_complexity, reason = "the two borrows Client::run lends")]
-    sink: Option<(&'a mut dyn Write, &'a mut dyn FnMut(u64))>,
+    /// Where the bodies go, until the application that writes them is chosen.
+    bodies: Option<&'a mut dyn Bodies>,
     chosen: Option<Chosen<'a>>,
     /// Why no application was chosen, or why the connection was given up.
     error: Option<Error>,
@@ -259,6 +333,8 @@ struct Negotiated<'a> {
     /// Datagrams received from the server so far, and when the count last grew.
     heard: (u64, Instant),
     established: bool,
+    /// The handshake completed at some point (so requests could be sent).
+    ever_established: bool,
     /// When to migrate, until done.
     migrate_at: Option<Instant>,
     /// Migrated: the driver moves to a new socket.
@@ -266,7 +342,7 @@ struct Negotiated<'a> {
     /// Body bytes received when the client migrated.
     migrated_at: Option<u64>,
     key_updates: u64,
-    /// The connection's FEC counters (see [`Download`]), frozen when the body ends.
+    /// The connection's FEC counters (see [`Download`]), frozen when the last body ends.
     fec: (u64, u64, u64),
     fec_final: bool,
 }
@@ -276,23 +352,39 @@ enum Chosen<'a> {
     H3(Box<http3::get::H3Get<'a>>),
 }
 
+impl<'a> Chosen<'a> {
+    fn files(&self) -> &Files<'a> {
+        match self {
+            Self::Hq(get) => &get.files,
+            Self::H3(get) => &get.files,
+        }
+    }
+
+    fn into_files(self) -> Files<'a> {
+        match self {
+            Self::Hq(get) => get.files,
+            Self::H3(get) => get.files,
+        }
+    }
+}
+
 impl Negotiated<'_> {
     fn choose(&mut self, conn: &mut Connection) -> Result<(), Error> {
         let Some(alpn) = conn.alpn() else {
             return Ok(());
         };
-        let Some((out, progress)) = self.sink.take() else {
+        let Some(bodies) = self.bodies.take() else {
             return Ok(());
         };
+        let files = Files::new(bodies, self.start, self.paths.len());
         if alpn == http3::ALPN {
             self.chosen = Some(Chosen::H3(Box::new(http3::get::H3Get::new(
                 self.start,
                 self.handle,
                 &self.authority,
-                &self.path,
+                &self.paths,
                 self.range.as_deref(),
-                out,
-                progress,
+                files,
             )?)));
             return Ok(());
         }
@@ -304,13 +396,11 @@ impl Negotiated<'_> {
         tracing::debug!("the server chose hq-interop");
         self.chosen = Some(Chosen::Hq(HqGet {
             handle: self.handle,
-            path: std::mem::take(&mut self.path),
-            out,
-            progress,
-            stream: None,
-            received: 0,
-            done_at: None,
-            error: None,
+            paths: std::mem::take(&mut self.paths),
+            files,
+            next: 0,
+            streams: HashMap::new(),
+            connected: false,
             closed: false,
         }));
         Ok(())
@@ -321,11 +411,10 @@ impl Negotiated<'_> {
     /// Migrates once the time has come and the connection can (RFC 9000 §9: after the handshake
     /// is confirmed, with a spare connection ID from the server).
     fn maybe_migrate(&mut self, now: Instant, conn: &mut Connection) {
-        let (received, done) = match &self.chosen {
-            Some(Chosen::Hq(get)) => (get.received, get.done_at.is_some()),
-            Some(Chosen::H3(get)) => (get.received, get.done_at.is_some()),
-            None => (0, false),
-        };
+        let (received, done) = self
+            .chosen
+            .as_ref()
+            .map_or((0, false), |c| (c.files().total, c.files().all_ended()));
         if self.migrate_at.is_none_or(|t| now < t) || done || self.finished() {
             return;
         }
@@ -349,7 +438,7 @@ impl Negotiated<'_> {
 impl std::fmt::Debug for Negotiated<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Negotiated")
-            .field("path", &self.path)
+            .field("paths", &self.paths.len())
             .finish_non_exhaustive()
     }
 }
@@ -365,6 +454,7 @@ impl Application for Negotiated<'_> {
             return;
         }
         self.established = conn.is_established();
+        self.ever_established |= self.established;
         if !self.established && self.error.is_none() && now >= self.deadline {
             let secs = self.timeout.as_secs_f64();
             let why = if conn.stats().packets_received == 0 {
@@ -414,11 +504,7 @@ impl Application for Negotiated<'_> {
                 st.fec_recovered_packets,
                 st.fec_recovered_bytes,
             );
-            self.fec_final = match &self.chosen {
-                Some(Chosen::Hq(get)) => get.done_at.is_some(),
-                Some(Chosen::H3(get)) => get.done_at.is_some(),
-                None => false,
-            };
+            self.fec_final = self.chosen.as_ref().is_some_and(|c| c.files().all_ended());
         }
     }
 
@@ -466,69 +552,88 @@ impl Application for Negotiated<'_> {
     }
 }
 
+/// The hq-interop downloads: one request per bidirectional stream (`GET /path`), answered with
+/// the body and FIN, or a reset.
 struct HqGet<'a> {
     handle: ConnectionHandle,
-    path: String,
-    out: &'a mut dyn Write,
-    progress: &'a mut dyn FnMut(u64),
-    stream: Option<StreamId>,
-    received: u64,
-    done_at: Option<Instant>,
-    error: Option<Error>,
-    /// The connection has been told to close (after the body or an error), or is gone.
+    paths: Vec<String>,
+    files: Files<'a>,
+    /// The index of the next URL to ask for.
+    next: usize,
+    /// The requests under way: their stream and URL index.
+    streams: HashMap<StreamId, usize>,
+    /// The handshake completed: requests may go out.
+    connected: bool,
+    /// The connection has been told to close (after the bodies), or is gone.
     closed: bool,
 }
 
 impl HqGet<'_> {
-    fn fail(&mut self, now: Instant, conn: &mut Connection, error: Error) {
-        if self.error.is_none() {
-            self.error = Some(error);
+    /// Asks for the next URLs while the server's stream limit has room (RFC 9000 §4.6: a
+    /// stream beyond MAX_STREAMS waits for more credit, announced with STREAMS_BLOCKED).
+    fn request_more(&mut self, conn: &mut Connection) {
+        while self.next < self.paths.len() {
+            let index = self.next;
+            let id = match conn.open_stream(true) {
+                Ok(id) => id,
+                Err(recoup_transport::Error::Blocked) => return,
+                Err(e) => {
+                    let why = format!("opening a request stream: {e}");
+                    self.files.fail_rest(|| Error::Connection(why.clone()));
+                    return;
+                }
+            };
+            self.next += 1;
+            let line = hq::request_line(&self.paths[index]);
+            let sent = stream_io::write(conn, id, &line).and_then(|n| {
+                if n < line.len() {
+                    return Err(recoup_transport::Error::Blocked);
+                }
+                conn.stream_finish(id)
+            });
+            match sent {
+                Ok(()) => {
+                    self.streams.insert(id, index);
+                }
+                Err(recoup_transport::Error::Blocked) => self.files.fail(
+                    index,
+                    Error::Connection("the server's flow control refused the request line".into()),
+                ),
+                Err(e) => self.files.fail(index, e.into()),
+            }
         }
-        conn.close(now, hq::REFUSED_CODE, "download failed");
-        self.closed = true;
     }
 
-    fn request(&mut self, conn: &mut Connection) -> Result<(), Error> {
-        let id = conn.open_stream(true)?;
-        let line = hq::request_line(&self.path);
-        let n = stream_io::write(conn, id, &line)?;
-        if n < line.len() {
-            return Err(Error::Connection(
-                "the server's flow control refused the request line".into(),
-            ));
-        }
-        conn.stream_finish(id)?;
-        self.stream = Some(id);
-        Ok(())
-    }
-
-    fn read_body(
-        &mut self,
-        now: Instant,
-        conn: &mut Connection,
-        id: StreamId,
-    ) -> Result<(), Error> {
+    /// Reads what arrived on the request streams.
+    fn read_bodies(&mut self, now: Instant, conn: &mut Connection) {
         let mut buf = [0u8; 64 * 1024];
-        loop {
-            let (n, fin) = stream_io::read(conn, id, &mut buf)?;
-            if n > 0 {
-                self.out
-                    .write_all(&buf[..n])
-                    .map_err(|e| Error::io("writing the body", e))?;
-                self.received += n as u64;
-                (self.progress)(self.received);
-            }
-            if fin {
-                self.out
-                    .flush()
-                    .map_err(|e| Error::io("writing the body", e))?;
-                self.done_at = Some(now);
-                conn.close(now, DONE_CODE, "done");
-                self.closed = true;
-                return Ok(());
-            }
-            if n == 0 {
-                return Ok(());
+        for id in conn.readable_streams() {
+            let Some(&index) = self.streams.get(&id) else {
+                continue;
+            };
+            loop {
+                let (n, fin) = match stream_io::read(conn, id, &mut buf) {
+                    Ok(read) => read,
+                    Err(e) => {
+                        self.streams.remove(&id);
+                        self.files.fail(index, e.into());
+                        break;
+                    }
+                };
+                if !self.files.write(index, &buf[..n]) {
+                    // The body cannot be kept: the server need not send the rest.
+                    self.streams.remove(&id);
+                    conn.stream_stop(id, hq::REFUSED_CODE).ok();
+                    break;
+                }
+                if fin {
+                    self.streams.remove(&id);
+                    self.files.complete(now, index);
+                    break;
+                }
+                if n == 0 {
+                    break;
+                }
             }
         }
     }
@@ -537,8 +642,9 @@ impl HqGet<'_> {
 impl std::fmt::Debug for HqGet<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HqGet")
-            .field("path", &self.path)
-            .field("received", &self.received)
+            .field("urls", &self.paths.len())
+            .field("open", &self.streams.len())
+            .field("received", &self.files.total)
             .finish_non_exhaustive()
     }
 }
@@ -557,31 +663,41 @@ impl Application for HqGet<'_> {
             match event {
                 Event::Connected => {
                     tracing::debug!("handshake done");
-                    if let Err(e) = self.request(conn) {
-                        self.fail(now, conn, e);
-                    }
+                    self.connected = true;
                 }
                 Event::Closed(reason) => {
                     self.closed = true;
-                    if self.done_at.is_none() && self.error.is_none() {
-                        self.error = Some(Error::Connection(describe_close(&reason)));
-                    }
+                    let why = describe_close(&reason);
+                    self.files.fail_rest(|| Error::Connection(why.clone()));
                 }
-                Event::Stream(StreamEvent::Reset { id, code }) if Some(id) == self.stream => {
+                Event::Stream(StreamEvent::Reset { id, code }) => {
+                    let Some(index) = self.streams.remove(&id) else {
+                        continue;
+                    };
                     let error = if code == hq::NOT_FOUND_CODE {
-                        Error::NotFound(self.path.clone())
+                        Error::NotFound(self.paths[index].clone())
                     } else {
                         Error::Refused(format!("the server reset the stream (code {code:#x})"))
                     };
-                    self.fail(now, conn, error);
+                    self.files.fail(index, error);
                 }
                 Event::Stream(_) => {}
             }
         }
-        if let (Some(id), None, false) = (self.stream, self.done_at, self.closed) {
-            if let Err(e) = self.read_body(now, conn, id) {
-                self.fail(now, conn, e);
+        if self.closed {
+            return;
+        }
+        if self.connected {
+            self.request_more(conn);
+        }
+        self.read_bodies(now, conn);
+        if self.files.all_ended() {
+            if self.files.failures() == 0 {
+                conn.close(now, DONE_CODE, "done");
+            } else {
+                conn.close(now, hq::REFUSED_CODE, "download failed");
             }
+            self.closed = true;
         }
     }
 

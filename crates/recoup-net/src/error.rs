@@ -32,6 +32,13 @@ pub enum Error {
     TooSlow(String),
     #[error("path: {0}")]
     Path(#[from] recoup_elements::Error),
+    /// Some URLs of a download failed (each also reported on its own).
+    #[error("{failed} of {total} downloads failed: {urls}")]
+    Downloads {
+        failed: usize,
+        total: usize,
+        urls: String,
+    },
     #[error("stopped by the user")]
     Interrupted,
 }

@@ -6,6 +6,7 @@
 //!
 //! This crate and the CLI are the only places that read a clock ([`clock::Clock`]).
 
+pub mod bodies;
 pub mod client;
 pub mod clock;
 pub mod content;
@@ -25,6 +26,7 @@ mod stream_io;
 pub mod tls;
 pub mod url;
 
+pub use bodies::{Bodies, Fetched};
 pub use client::{Client, Download, GetOptions, Protocol};
 pub use driver::{Application, Driver, Stopper, Wakeup};
 pub use error::Error;

@@ -59,6 +59,45 @@ impl Url {
         })
     }
 
+    /// Parses `urls` for one connection: at least one, all with the host and port of the first
+    /// (the scheme is `https` for all, as [`Url::parse`] takes no other).
+    pub fn parse_all(urls: &[String]) -> Result<Vec<Self>, Error> {
+        let parsed = urls
+            .iter()
+            .map(|u| Self::parse(u))
+            .collect::<Result<Vec<_>, _>>()?;
+        let first = parsed.first().ok_or_else(|| Error::Url {
+            url: String::new(),
+            why: "no URL given",
+        })?;
+        for (url, text) in parsed.iter().zip(urls).skip(1) {
+            if !url.same_origin(first) {
+                return Err(Error::Url {
+                    url: text.clone(),
+                    why: "not on the first URL's host and port (one connection fetches them all)",
+                });
+            }
+        }
+        Ok(parsed)
+    }
+
+    /// Whether `other` names the same host and port: one connection can fetch both. Host names
+    /// are case-insensitive (RFC 3986 §3.2.2).
+    #[must_use]
+    pub fn same_origin(&self, other: &Self) -> bool {
+        self.host.eq_ignore_ascii_case(&other.host) && self.port == other.port
+    }
+
+    /// `host:port`, an IPv6 host in brackets: HTTP/3's `:authority`.
+    #[must_use]
+    pub fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
     /// The first address the host resolves to.
     pub fn resolve(&self) -> Result<SocketAddr, Error> {
         (self.host.as_str(), self.port)
@@ -69,6 +108,12 @@ impl Url {
                 url: self.host.clone(),
                 why: "host has no address",
             })
+    }
+}
+
+impl std::fmt::Display for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "https://{}{}", self.authority(), self.path)
     }
 }
 
@@ -92,6 +137,7 @@ mod tests {
             (u.host.as_str(), u.port, u.path.as_str()),
             ("::1", 8443, "/x?y")
         );
+        assert_eq!(u.to_string(), "https://[::1]:8443/x?y");
         let u = Url::parse("https://example.com").expect("bare");
         assert_eq!((u.port, u.path.as_str()), (443, "/"));
         assert_eq!(
@@ -101,6 +147,28 @@ mod tests {
                 .expect("addr"),
             "127.0.0.1:1".parse().expect("addr")
         );
+    }
+
+    #[test]
+    fn several_urls_share_one_origin() {
+        let urls = |list: &[&str]| list.iter().map(|&u| u.to_owned()).collect::<Vec<_>>();
+        let all = Url::parse_all(&urls(&[
+            "https://localhost:4433/a",
+            "https://LocalHost:4433/b",
+        ]))
+        .expect("same origin");
+        assert_eq!(all[1].path, "/b");
+        for (list, bad) in [
+            (&["https://h:1/a", "https://h:2/b"][..], "https://h:2/b"),
+            (&["https://h:1/a", "https://g:1/b"][..], "https://g:1/b"),
+            (&["https://h:1/a", "http://h:1/b"][..], "http://h:1/b"),
+        ] {
+            match Url::parse_all(&urls(list)) {
+                Err(Error::Url { url, .. }) => assert_eq!(url, bad),
+                other => panic!("{list:?}: {other:?}"),
+            }
+        }
+        assert!(Url::parse_all(&[]).is_err());
     }
 
     #[test]

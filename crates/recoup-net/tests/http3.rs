@@ -66,7 +66,7 @@ impl Running {
     ) -> Result<Vec<u8>, Error> {
         let url = Url::parse(&format!("https://{}{path}", self.addr)).expect("url");
         let client = Client::connect(GetOptions {
-            url,
+            urls: vec![url],
             tls: client_tls(None, true, Protocol::offer(protocol)).expect("tls"),
             protocol,
             range: range.map(str::to_owned),

@@ -64,7 +64,7 @@ impl RunningServer {
 fn download(to: SocketAddr, migrate_after: Option<Duration>) -> (Vec<u8>, Option<u64>) {
     let url = Url::parse(&format!("https://127.0.0.1:{}/big.bin", to.port())).expect("url");
     let client = Client::connect(GetOptions {
-        url,
+        urls: vec![url],
         tls: client_tls(None, true, Protocol::offer(None)).expect("tls"),
         protocol: None,
         range: None,

@@ -150,7 +150,7 @@ fn get(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<u8>, Error> {
     let client = Client::connect(GetOptions {
-        url: Url::parse(&format!("https://localhost:{}{path}", server.port())).expect("url"),
+        urls: vec![Url::parse(&format!("https://localhost:{}{path}", server.port())).expect("url")],
         tls: tls::client_tls(None, true, Protocol::offer(Some(protocol))).expect("tls"),
         protocol: Some(protocol),
         range: None,

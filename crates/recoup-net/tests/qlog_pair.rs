@@ -85,7 +85,7 @@ fn client_and_server_traces_pair_by_odcid_and_pass_the_schema() {
     let thread = std::thread::spawn(move || server.run());
 
     let client = Client::connect(GetOptions {
-        url: Url::parse(&format!("https://127.0.0.1:{}/blob", addr.port())).expect("url"),
+        urls: vec![Url::parse(&format!("https://127.0.0.1:{}/blob", addr.port())).expect("url")],
         tls: client_tls(None, true, Protocol::offer(None)).expect("tls"),
         protocol: None,
         range: None,

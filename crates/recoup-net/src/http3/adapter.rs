@@ -102,12 +102,10 @@ pub(crate) struct Mailbox {
     incoming_bidi: VecDeque<u64>,
     incoming_uni: VecDeque<u64>,
     accept_wakers: Vec<Waker>,
-    /// Streams asked for but not yet opened, and opened but not yet taken.
-    want_bidi: bool,
-    want_uni: bool,
-    opened_bidi: VecDeque<u64>,
-    opened_uni: VecDeque<u64>,
-    open_wakers: Vec<Waker>,
+    /// Per direction (bidirectional first): the tasks waiting for a stream of their own, and
+    /// the streams opened for them but not yet taken.
+    open_waiters: [Vec<Waker>; 2],
+    opened: [VecDeque<u64>; 2],
     /// The CONNECTION_CLOSE h3 asked for (application code, reason).
     close: Option<(u64, String)>,
     /// The transport connection ended.
@@ -243,26 +241,23 @@ impl Mailbox {
     /// Moves the tasks' output to the transport: opened streams, queued bytes, FINs, resets,
     /// STOP_SENDINGs and a close. Wakes the handles that can go on.
     pub(crate) fn push(&mut self, now: Instant, conn: &mut Connection) {
-        for bidi in [true, false] {
-            let want = if bidi { self.want_bidi } else { self.want_uni };
-            if !want || self.closed.is_some() {
-                continue;
-            }
-            match conn.open_stream(bidi) {
-                Ok(id) => {
-                    self.streams.insert(id.0, StreamBox::outgoing(bidi));
-                    if bidi {
-                        self.want_bidi = false;
-                        self.opened_bidi.push_back(id.0);
-                    } else {
-                        self.want_uni = false;
-                        self.opened_uni.push_back(id.0);
+        for (slot, bidi) in [(0, true), (1, false)] {
+            // A stream per waiting task, as many as the peer's stream limit allows (opened ones
+            // not yet taken count: the first tasks to ask take them).
+            while self.closed.is_none() && self.opened[slot].len() < self.open_waiters[slot].len() {
+                match conn.open_stream(bidi) {
+                    Ok(id) => {
+                        self.streams.insert(id.0, StreamBox::outgoing(bidi));
+                        self.opened[slot].push_back(id.0);
                     }
-                    wake_all(&mut self.open_wakers);
+                    // The peer's stream limit: wait for MAX_STREAMS (RFC 9000 §4.6).
+                    Err(recoup_transport::Error::Blocked) => break,
+                    Err(e) => self.end(ConnectionErrorIncoming::InternalError(e.to_string())),
                 }
-                // The peer's stream limit: wait for MAX_STREAMS.
-                Err(recoup_transport::Error::Blocked) => {}
-                Err(e) => self.end(ConnectionErrorIncoming::InternalError(e.to_string())),
+            }
+            let ready = self.opened[slot].len().min(self.open_waiters[slot].len());
+            for waker in self.open_waiters[slot].drain(..ready) {
+                waker.wake();
             }
         }
         for (&id, s) in &mut self.streams {
@@ -306,7 +301,9 @@ impl Mailbox {
     fn end(&mut self, error: ConnectionErrorIncoming) {
         self.closed.get_or_insert(error);
         wake_all(&mut self.accept_wakers);
-        wake_all(&mut self.open_wakers);
+        for waiters in &mut self.open_waiters {
+            wake_all(waiters);
+        }
         for s in self.streams.values_mut() {
             wake(&mut s.recv_waker);
             wake(&mut s.send_waker);
@@ -382,23 +379,14 @@ impl QuicConn {
 
     fn open(&self, cx: &mut Context<'_>, bidi: bool) -> Poll<Result<u64, StreamErrorIncoming>> {
         let mut m = lock(&self.shared);
-        let next = if bidi {
-            m.opened_bidi.pop_front()
-        } else {
-            m.opened_uni.pop_front()
-        };
-        if let Some(id) = next {
+        let slot = usize::from(!bidi);
+        if let Some(id) = m.opened[slot].pop_front() {
             return Poll::Ready(Ok(id));
         }
         if let Some(e) = m.connection_error() {
             return Poll::Ready(Err(e));
         }
-        if bidi {
-            m.want_bidi = true;
-        } else {
-            m.want_uni = true;
-        }
-        wait(&mut m.open_wakers, cx.waker());
+        wait(&mut m.open_waiters[slot], cx.waker());
         Poll::Pending
     }
 

@@ -1,7 +1,7 @@
-//! The HTTP/3 side of `recoup get`: one request, its body handed to the caller as it arrives.
+//! The HTTP/3 side of `recoup get`: one request per URL on one connection, each body handed to
+//! the caller as it arrives.
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::{Buf, Bytes};
@@ -12,11 +12,12 @@ use recoup_transport::{Connection, ConnectionHandle};
 use super::adapter::QuicConn;
 use super::session::Session;
 use super::tasks::Spawner;
+use crate::bodies::Files;
 use crate::client::describe_close;
 use crate::driver::Application;
 use crate::error::Error;
 
-/// What the request task hands the application.
+/// What a request task hands the application.
 #[derive(Debug, Default)]
 struct Outcome {
     body: VecDeque<Bytes>,
@@ -31,120 +32,120 @@ fn lock(outcome: &SharedOutcome) -> std::sync::MutexGuard<'_, Outcome> {
     outcome.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// One HTTP/3 download on the UDP driver.
+/// The HTTP/3 downloads of `recoup get` on the UDP driver: one request per URL, all at once
+/// (the transport opens their streams as the server's MAX_STREAMS allows, RFC 9000 §4.6).
 pub(crate) struct H3Get<'a> {
     handle: ConnectionHandle,
     session: Session,
-    outcome: SharedOutcome,
-    out: &'a mut dyn Write,
-    progress: &'a mut dyn FnMut(u64),
-    pub(crate) received: u64,
-    pub(crate) done_at: Option<Instant>,
-    pub(crate) error: Option<Error>,
+    /// One per URL, in order.
+    outcomes: Vec<SharedOutcome>,
+    pub(crate) files: Files<'a>,
     closed: bool,
 }
 
 impl std::fmt::Debug for H3Get<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("H3Get")
-            .field("received", &self.received)
+            .field("files", &self.files)
             .finish_non_exhaustive()
     }
 }
 
 impl<'a> H3Get<'a> {
-    /// Requests `https://{authority}{path}` (with `range` as the `Range` header) on the
-    /// connection `handle`, whose handshake has started.
+    /// Requests `https://{authority}{path}` for each of `paths` (with `range` as the `Range`
+    /// header) on the connection `handle`, whose handshake has started.
     pub(crate) fn new(
         now: Instant,
         handle: ConnectionHandle,
         authority: &str,
-        path: &str,
+        paths: &[String],
         range: Option<&str>,
-        out: &'a mut dyn Write,
-        progress: &'a mut dyn FnMut(u64),
+        files: Files<'a>,
     ) -> Result<Self, Error> {
-        let mut request = Request::get(format!("https://{authority}{path}"));
-        if let Some(range) = range {
-            request = request.header(header::RANGE, format!("bytes={range}"));
+        let mut requests = Vec::with_capacity(paths.len());
+        for path in paths {
+            let mut request = Request::get(format!("https://{authority}{path}"));
+            if let Some(range) = range {
+                request = request.header(header::RANGE, format!("bytes={range}"));
+            }
+            let request = request
+                .body(())
+                .map_err(|e| Error::Config(format!("request for {path:?}: {e}")))?;
+            requests.push((request, path.clone(), SharedOutcome::default()));
         }
-        let request = request
-            .body(())
-            .map_err(|e| Error::Config(format!("request for {path:?}: {e}")))?;
+        let outcomes = requests.iter().map(|(_, _, o)| Arc::clone(o)).collect();
         let session = Session::new(now);
-        let outcome = SharedOutcome::default();
-        session.spawner().spawn(fetch(
-            session.quic(),
-            session.spawner(),
-            request,
-            path.to_owned(),
-            Arc::clone(&outcome),
-        ));
+        session
+            .spawner()
+            .spawn(fetch_all(session.quic(), session.spawner(), requests));
         Ok(Self {
             handle,
             session,
-            outcome,
-            out,
-            progress,
-            received: 0,
-            done_at: None,
-            error: None,
+            outcomes,
+            files,
             closed: false,
         })
     }
 
-    fn fail(&mut self, now: Instant, conn: &mut Connection, error: Error) {
-        self.error.get_or_insert(error);
-        conn.close(
-            now,
-            h3::error::Code::H3_REQUEST_CANCELLED.value(),
-            "download failed",
-        );
-        self.closed = true;
-    }
-
-    /// Writes what arrived; `true` once the whole body is out.
-    fn write_body(&mut self) -> Result<bool, Error> {
-        let (chunks, complete, error) = {
-            let mut o = lock(&self.outcome);
-            (std::mem::take(&mut o.body), o.complete, o.error.take())
-        };
-        for chunk in chunks {
-            self.out
-                .write_all(&chunk)
-                .map_err(|e| Error::io("writing the body", e))?;
-            self.received += chunk.len() as u64;
-            (self.progress)(self.received);
+    /// Hands on what arrived for each URL, and ends the URLs whose response ended.
+    fn write_bodies(&mut self, now: Instant) {
+        for (index, outcome) in self.outcomes.iter().enumerate() {
+            if self.files.is_ended(index) {
+                continue;
+            }
+            let (chunks, complete, error) = {
+                let mut o = lock(outcome);
+                (std::mem::take(&mut o.body), o.complete, o.error.take())
+            };
+            // A URL whose bytes cannot be kept ends at its failed write; the rest is dropped.
+            if !chunks.iter().all(|chunk| self.files.write(index, chunk)) {
+                continue;
+            }
+            if let Some(e) = error {
+                self.files.fail(index, e);
+            } else if complete {
+                self.files.complete(now, index);
+            }
         }
-        if let Some(e) = error {
-            return Err(e);
-        }
-        if complete {
-            self.out
-                .flush()
-                .map_err(|e| Error::io("writing the body", e))?;
-        }
-        Ok(complete)
     }
 }
 
-/// Sets up HTTP/3, sends the request and collects the response body into `outcome`.
-async fn fetch(
+/// Sets up HTTP/3, then sends every request, each in a task of its own that collects its
+/// response body into its outcome.
+async fn fetch_all(
     quic: QuicConn,
     spawner: Spawner,
+    requests: Vec<(Request<()>, String, SharedOutcome)>,
+) {
+    let (mut conn, sender) = match h3::client::new(quic).await {
+        Ok(pair) => pair,
+        Err(e) => {
+            let why = format!("HTTP/3 setup: {e}");
+            for (_, _, outcome) in &requests {
+                lock(outcome).error = Some(Error::Connection(why.clone()));
+            }
+            return;
+        }
+    };
+    // The connection's control streams are read while it is polled.
+    spawner.spawn(async move {
+        let e = std::future::poll_fn(|cx| conn.poll_close(cx)).await;
+        tracing::debug!("HTTP/3 connection ended: {e}");
+    });
+    // Each task holds a sender: h3 closes the connection when the last one is dropped.
+    for (request, path, outcome) in requests {
+        spawner.spawn(fetch(sender.clone(), request, path, outcome));
+    }
+}
+
+/// Sends one request and collects its response body into `outcome`.
+async fn fetch(
+    mut sender: h3::client::SendRequest<QuicConn, Bytes>,
     request: Request<()>,
     path: String,
     outcome: SharedOutcome,
 ) {
     let result = async {
-        let (mut conn, mut sender) = h3::client::new(quic)
-            .await
-            .map_err(|e| Error::Connection(format!("HTTP/3 setup: {e}")))?;
-        // The connection's control streams are read while it is polled.
-        spawner.spawn(async move {
-            let e = std::future::poll_fn(|cx| conn.poll_close(cx)).await;
-            tracing::debug!("HTTP/3 connection ended: {e}");
-        });
         let h3_error = |e: h3::error::StreamError| Error::Connection(format!("HTTP/3: {e}"));
         let mut stream = sender.send_request(request).await.map_err(h3_error)?;
         stream.finish().await.map_err(h3_error)?;
@@ -194,20 +195,22 @@ impl Application for H3Get<'_> {
             return;
         }
         let ended = self.session.drive(now, conn);
-        match self.write_body() {
-            Ok(true) => {
-                self.done_at = Some(now);
-                conn.close(now, super::NO_ERROR, "done");
-                self.closed = true;
-            }
-            Ok(false) => {}
-            Err(e) => self.fail(now, conn, e),
-        }
+        self.write_bodies(now);
         if let Some(reason) = ended {
             self.closed = true;
-            if self.done_at.is_none() && self.error.is_none() {
-                self.error = Some(Error::Connection(describe_close(&reason)));
+            let why = describe_close(&reason);
+            self.files.fail_rest(|| Error::Connection(why.clone()));
+        } else if self.files.all_ended() {
+            if self.files.failures() == 0 {
+                conn.close(now, super::NO_ERROR, "done");
+            } else {
+                conn.close(
+                    now,
+                    h3::error::Code::H3_REQUEST_CANCELLED.value(),
+                    "download failed",
+                );
             }
+            self.closed = true;
         }
     }
 

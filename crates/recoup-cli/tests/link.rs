@@ -2,8 +2,9 @@
 //! an emulated 20 ms, 20 Mbit/s path with 2 % random loss each way; the file must arrive intact,
 //! and the link's summary (printed on Ctrl-C) must show that it dropped datagrams, so recovery
 //! was exercised. The same with FEC (docs/FEC.md) at 5 % loss: `recoup get` must report packets
-//! restored from repair symbols. Every process is killed when its guard drops, and every wait
-//! is bounded.
+//! restored from repair symbols. The same through netem's duplication and reordering: the file
+//! arrives intact and the summary counts copies and reordered datagrams. Every process is
+//! killed when its guard drops, and every wait is bounded.
 
 mod common;
 
@@ -16,12 +17,12 @@ use common::{
 
 const FILE_SIZE: usize = 2 * 1024 * 1024;
 
-/// The number after `lost ` on the summary line of direction `dir`.
-fn lost(summary: &str, dir: &str) -> Option<u64> {
+/// The number after `counter ` (e.g. `lost`) on the summary line of direction `dir`.
+fn count(summary: &str, dir: &str, counter: &str) -> Option<u64> {
     summary
         .lines()
         .find(|l| l.trim_start().starts_with(&format!("{dir}:")))?
-        .split("lost ")
+        .split(&format!(" {counter} "))
         .nth(1)?
         .split(',')
         .next()?
@@ -30,33 +31,34 @@ fn lost(summary: &str, dir: &str) -> Option<u64> {
         .ok()
 }
 
-#[test]
-fn quic_download_through_a_lossy_link_is_intact() {
+/// Sends SIGINT, as Ctrl-C would: the link prints its summary and exits. Returns its stdout.
+fn interrupt(link: &mut Proc) -> String {
+    let interrupted = Command::new("kill")
+        .args(["-INT", &link.child.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(interrupted, "could not interrupt the link");
+    let deadline = now() + STARTUP_TIMEOUT;
+    while link.child.try_wait().expect("wait").is_none() && now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The reader thread may still be writing the last lines.
+    std::thread::sleep(Duration::from_millis(200));
+    let summary = link.stdout();
+    println!("{summary}");
+    summary
+}
+
+/// Runs `recoup serve` and `recoup get` of a 2 MB file through `recoup link` with `flags`,
+/// checks the download is byte-exact, and returns the link's summary.
+fn download_through(flags: &[&str]) -> String {
     let (root, data) = fixture("file.bin", FILE_SIZE);
     let mut serve = Command::new(recoup());
     serve
         .args(["serve", "--listen", "127.0.0.1:0", "--root"])
         .arg(root.path());
     let (mut server, server_addr) = Proc::server("recoup serve", serve);
-    let link = link_command(
-        server_addr,
-        &[
-            "--rtt",
-            "20ms",
-            "--rate",
-            "20Mbps",
-            "--queue",
-            "droptail packets=200",
-            "--loss",
-            "bernoulli 2%",
-            "--seed",
-            "3",
-            "--duration",
-            "60s",
-        ],
-    );
-    let (mut link, link_addr) = Proc::server("recoup link", link);
-
+    let (mut link, link_addr) = Proc::server("recoup link", link_command(server_addr, flags));
     let out_dir = tempfile::tempdir().expect("tempdir");
     let out = out_dir.path().join("file.bin");
     let mut get = Command::new(recoup());
@@ -72,27 +74,65 @@ fn quic_download_through_a_lossy_link_is_intact() {
         "{report}\n{}",
         link.output()
     );
+    println!("{report}");
+    interrupt(&mut link)
+}
 
-    // SIGINT, as Ctrl-C would: the link prints its summary and exits.
-    let interrupted = Command::new("kill")
-        .args(["-INT", &link.child.id().to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(interrupted, "could not interrupt the link");
-    let deadline = now() + STARTUP_TIMEOUT;
-    while link.child.try_wait().expect("wait").is_none() && now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // The reader thread may still be writing the last lines.
-    std::thread::sleep(Duration::from_millis(200));
-    let summary = link.stdout();
-    println!("{summary}");
-    let lost_down = lost(&summary, "down")
-        .unwrap_or_else(|| panic!("no summary:\n{summary}\n{}", link.output()));
+#[test]
+fn quic_download_through_a_lossy_link_is_intact() {
+    let summary = download_through(&[
+        "--rtt",
+        "20ms",
+        "--rate",
+        "20Mbps",
+        "--queue",
+        "droptail packets=200",
+        "--loss",
+        "bernoulli 2%",
+        "--seed",
+        "3",
+        "--duration",
+        "60s",
+    ]);
+    let lost_down =
+        count(&summary, "down", "lost").unwrap_or_else(|| panic!("no summary:\n{summary}"));
     assert!(
         lost_down > 0,
         "2 % loss over a 2 MB download dropped nothing:\n{summary}"
     );
+}
+
+/// netem's `duplicate` and `delay … reorder` in both directions: QUIC must discard the copies
+/// and reassemble the overtaken packets into a byte-exact file, and the summary must show that
+/// the link did both.
+#[test]
+fn quic_download_through_duplication_and_reordering_is_intact() {
+    let summary = download_through(&[
+        "--rtt",
+        "20ms",
+        "--rate",
+        "20Mbps",
+        "--queue",
+        "droptail packets=200",
+        "--duplicate",
+        "5%",
+        "--reorder",
+        "25% 50% gap 5",
+        "--seed",
+        "3",
+        "--duration",
+        "60s",
+    ]);
+    for dir in ["down", "up"] {
+        for counter in ["duplicated", "reordered"] {
+            let n = count(&summary, dir, counter)
+                .unwrap_or_else(|| panic!("no {counter} count for {dir}:\n{summary}"));
+            assert!(
+                n > 0,
+                "{dir}: {counter} {n} over a 2 MB download:\n{summary}"
+            );
+        }
+    }
 }
 
 #[test]

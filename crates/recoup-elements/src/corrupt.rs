@@ -15,7 +15,7 @@ use recoup_time::Instant;
 use crate::datagram::Datagram;
 use crate::error::Error;
 use crate::node::{ElementStats, Node, Output};
-use crate::units::{parse_percent, Prob};
+use crate::units::{prob_in, Prob};
 
 /// What a corrupt element does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,9 +43,7 @@ impl FromStr for CorruptSpec {
         let percent = words
             .next()
             .ok_or_else(|| Error::spec(input, input, "missing percentage"))?;
-        let prob = parse_percent(percent)
-            .map(Prob::from_fraction)
-            .map_err(|d| Error::spec(input, percent, d))?;
+        let prob = prob_in(input, percent)?;
         let mut spec = Self {
             prob,
             burst: None,
@@ -106,8 +104,7 @@ impl Corrupt {
             self.in_a_row = 0;
             return false;
         }
-        // netem: `q->corrupt && q->corrupt >= get_crandom(...)`.
-        let hit = self.spec.prob.0 != 0 && self.spec.prob.0 >= self.rng.next_u32();
+        let hit = self.spec.prob.picks(self.rng.next_u32());
         self.in_a_row = if hit { self.in_a_row + 1 } else { 0 };
         hit
     }

@@ -8,7 +8,8 @@
 //! (`mm-delay`, with non-reordering jitter); [`Loss`] ([`LossSpec`]: Bernoulli / `mm-loss`,
 //! netem `gemodel` and `state` with the kernel's semantics, time-slotted Gilbert-Elliott,
 //! replay, `mm-onoff`); [`Corrupt`] (netem `corrupt`) and [`Blackhole`] (outages), the QUIC
-//! interop runner's corruption and blackhole scenarios. [`PathSpec`] parses element chains from scenario strings. Every random
+//! interop runner's corruption and blackhole scenarios; [`Duplicate`] and [`Reorder`] (netem
+//! `duplicate` and `delay … reorder`). [`PathSpec`] parses element chains from scenario strings. Every random
 //! element draws from its own stream, [`element_rng`]`(seed, name)`.
 
 // DESIGN.md principle 1: time is injected; clippy.toml bans the clock reads, and this makes
@@ -17,8 +18,10 @@
 
 mod blackhole;
 mod corrupt;
+mod crandom;
 mod datagram;
 mod delay;
+mod duplicate;
 mod error;
 mod link;
 mod log;
@@ -26,6 +29,7 @@ mod loss;
 mod node;
 mod path;
 mod queue;
+mod reorder;
 mod rng;
 mod trace;
 mod units;
@@ -34,6 +38,7 @@ pub use blackhole::{Blackhole, BlackholeSpec};
 pub use corrupt::{Corrupt, CorruptSpec};
 pub use datagram::{Datagram, IPV4_UDP_OVERHEAD, IPV6_UDP_OVERHEAD};
 pub use delay::Delay;
+pub use duplicate::{Duplicate, DuplicateSpec};
 pub use error::Error;
 pub use link::{Link, Service};
 pub use log::{DropReason, EventLog, LogEvent};
@@ -41,6 +46,7 @@ pub use loss::{load_replay, FourStateParams, GeParams, Loss, LossSpec};
 pub use node::{ElementStats, Node, Output};
 pub use path::{ElementSpec, NamedNode, PathSpec, ServiceSpec};
 pub use queue::{Limits, QueueSpec, CODEL_INTERVAL, CODEL_TARGET};
+pub use reorder::{Reorder, ReorderSpec};
 pub use rng::element_rng;
 pub use trace::{Trace, MAX_TRACE_FILE_BYTES, MM_PACKET_SIZE};
 pub use units::{parse_duration, parse_percent, parse_rate, Prob};

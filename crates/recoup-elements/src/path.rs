@@ -3,7 +3,8 @@
 //!
 //! Elements are separated by `|` and run left to right. A queue description (`infinite`,
 //! `droptail …`, `drophead …`, `codel …`) must be followed by the link it feeds (`rate …` or
-//! `trace …`); a link without one gets an infinite queue, as in mm-link.
+//! `trace …`); a link without one gets an infinite queue, as in mm-link. netem's `reorder`
+//! rides on a delay as in tc: `delay 10ms reorder 25% 50% gap 5`.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -13,11 +14,13 @@ use std::time::Duration;
 use crate::blackhole::{Blackhole, BlackholeSpec};
 use crate::corrupt::{Corrupt, CorruptSpec};
 use crate::delay::Delay;
+use crate::duplicate::{Duplicate, DuplicateSpec};
 use crate::error::Error;
 use crate::link::{Link, Service};
 use crate::loss::{Loss, LossSpec};
 use crate::node::Node;
 use crate::queue::QueueSpec;
+use crate::reorder::{Reorder, ReorderSpec};
 use crate::rng::element_rng;
 use crate::trace::Trace;
 use crate::units::{parse_duration, parse_rate};
@@ -54,6 +57,17 @@ pub enum ElementSpec {
     Corrupt(CorruptSpec),
     /// Outages (`blackhole on=5s off=2s`).
     Blackhole(BlackholeSpec),
+    /// Copies (`duplicate 1%`).
+    Duplicate(DuplicateSpec),
+    /// A delay that sends some datagrams ahead (`delay 10ms reorder 25% 50% gap 5`).
+    Reorder {
+        /// One-way delay of the datagrams not sent ahead; never zero.
+        delay: Duration,
+        /// Half-width of their uniform jitter.
+        jitter: Duration,
+        /// Which are sent ahead.
+        reorder: ReorderSpec,
+    },
 }
 
 impl ElementSpec {
@@ -73,6 +87,8 @@ impl ElementSpec {
             Self::Loss(_) => "loss",
             Self::Corrupt(_) => "corrupt",
             Self::Blackhole(_) => "blackhole",
+            Self::Duplicate(_) => "duplicate",
+            Self::Reorder { .. } => "reorder",
         }
     }
 }
@@ -90,6 +106,11 @@ const LOSS_KINDS: [&str; 10] = [
     "replay",
     "onoff",
 ];
+
+/// tc's rule (q_netem.c: "reordering not possible without specifying some delay"): netem
+/// reorders by sending some datagrams ahead of delayed ones.
+const REORDER_NEEDS_DELAY: &str =
+    "reorder needs a delay: write it after one, as in tc (`delay 10ms reorder 25%`)";
 
 /// An ordered chain of elements for one direction.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -139,32 +160,42 @@ impl FromStr for PathSpec {
                     ElementSpec::Link { service, queue }
                 }
                 "delay" => {
+                    // tc's order: the delay and its jitter, then what rides on it.
                     let words: Vec<&str> = rest.split_whitespace().collect();
+                    let split = words.iter().position(|w| *w == "reorder");
+                    let (timing, reorder) = words.split_at(split.unwrap_or(words.len()));
                     let dur = |w: &str| parse_duration(w).map_err(|d| Error::spec(input, w, d));
-                    match words.as_slice() {
-                        [d] => ElementSpec::Delay {
-                            delay: dur(d)?,
-                            jitter: Duration::ZERO,
-                        },
-                        [d, j] => ElementSpec::Delay {
-                            delay: dur(d)?,
-                            jitter: dur(j)?,
-                        },
+                    let (delay, jitter) = match timing {
+                        [d] => (dur(d)?, Duration::ZERO),
+                        [d, j] => (dur(d)?, dur(j)?),
                         [_, _, extra, ..] => {
                             return Err(Error::spec(input, extra, "unexpected argument"))
                         }
                         [] => return Err(Error::spec(input, piece, "missing delay")),
+                    };
+                    if reorder.is_empty() {
+                        ElementSpec::Delay { delay, jitter }
+                    } else if delay.is_zero() {
+                        return Err(Error::spec(input, piece, REORDER_NEEDS_DELAY));
+                    } else {
+                        ElementSpec::Reorder {
+                            delay,
+                            jitter,
+                            reorder: reorder.join(" ").parse().map_err(wrap)?,
+                        }
                     }
                 }
                 _ if LOSS_KINDS.contains(&kind) => ElementSpec::Loss(piece.parse().map_err(wrap)?),
                 "corrupt" => ElementSpec::Corrupt(piece.parse().map_err(wrap)?),
                 "blackhole" => ElementSpec::Blackhole(piece.parse().map_err(wrap)?),
+                "duplicate" => ElementSpec::Duplicate(piece.parse().map_err(wrap)?),
+                "reorder" => return Err(Error::spec(input, piece, REORDER_NEEDS_DELAY)),
                 _ => return Err(Error::spec(
                     input,
                     kind,
                     "unknown element (rate, trace, delay, infinite, droptail, drophead, codel, \
                          none, bernoulli, random, gemodel, state, slotted-gemodel, replay, onoff, \
-                         corrupt, blackhole)",
+                         corrupt, blackhole, duplicate)",
                 )),
             };
             if let Some((_, q)) = pending_queue {
@@ -234,6 +265,20 @@ impl PathSpec {
                     Box::new(Corrupt::new(*spec, element_rng(seed, &name)))
                 }
                 ElementSpec::Blackhole(spec) => Box::new(Blackhole::new(*spec)),
+                ElementSpec::Duplicate(spec) => {
+                    Box::new(Duplicate::new(*spec, element_rng(seed, &name)))
+                }
+                ElementSpec::Reorder {
+                    delay,
+                    jitter,
+                    reorder,
+                } => Box::new(Reorder::new(
+                    *reorder,
+                    *delay,
+                    *jitter,
+                    element_rng(seed, &name),
+                    element_rng(seed, &format!("{name}/jitter")),
+                )),
             };
             out.push((name, node));
         }
@@ -292,10 +337,39 @@ mod tests {
             ("gemodel 1% 10% 70% zz", "zz"),
             ("codel target=x | rate 1Mbps", "target=x"),
             ("trace", "trace"),
+            ("duplicate 150% | delay 5ms", "150%"),
+            ("rate 1Mbps | reorder 25%", "reorder 25%"),
+            ("delay 0ms reorder 25%", "delay 0ms reorder 25%"),
+            ("delay 10ms 1ms reorder 25% gap 0", "0"),
+            ("delay 10ms 1ms 2ms reorder 25%", "2ms"),
         ] {
             let e = bad.parse::<PathSpec>().expect_err(bad).to_string();
             assert!(e.contains(&format!("`{part}`")), "{bad:?} -> {e}");
             assert!(e.contains(bad), "error should quote the whole spec: {e}");
+        }
+    }
+
+    #[test]
+    fn netem_duplicate_and_reorder_are_elements_reorder_rides_on_its_delay() {
+        let p: PathSpec =
+            "duplicate 1% 10% | bernoulli 1% | rate 1Mbps | delay 10ms 2ms reorder 25% 50% gap 5"
+                .parse()
+                .expect("valid");
+        let kinds: Vec<&str> = p.elements.iter().map(ElementSpec::kind).collect();
+        assert_eq!(kinds, ["duplicate", "loss", "rate", "reorder"]);
+        assert_eq!(
+            p.elements[3],
+            ElementSpec::Reorder {
+                delay: Duration::from_millis(10),
+                jitter: Duration::from_millis(2),
+                reorder: "reorder 25% 50% gap 5".parse().expect("reorder"),
+            }
+        );
+        let nodes = p.build(1, "down", None, 0).expect("build");
+        assert_eq!(nodes[3].0, "down/3-reorder");
+        for bad in ["reorder 25%", "delay 0ms reorder 25%"] {
+            let e = bad.parse::<PathSpec>().expect_err(bad).to_string();
+            assert!(e.contains("reorder needs a delay"), "{bad}: {e}");
         }
     }
 

@@ -35,6 +35,13 @@ impl Prob {
     pub fn complement(self) -> Self {
         Self(u32::MAX - self.0)
     }
+
+    /// Whether a `u32` draw picks this event, as sch_netem.c decides `corrupt` and `duplicate`
+    /// (`q->p && q->p >= get_crandom(...)`): never at 0 %, always at 100 %.
+    #[must_use]
+    pub fn picks(self, draw: u32) -> bool {
+        self.0 != 0 && self.0 >= draw
+    }
 }
 
 /// A netem percentage: a decimal number with an optional `%`, always meaning percent (tc's
@@ -48,6 +55,13 @@ pub fn parse_percent(token: &str) -> Result<f64, String> {
         return Err("percentage must be between 0 and 100".to_owned());
     }
     Ok(value / 100.0)
+}
+
+/// A netem percentage token of scenario string `input`, as a [`Prob`]; the error names the token.
+pub(crate) fn prob_in(input: &str, token: &str) -> Result<Prob, crate::Error> {
+    parse_percent(token)
+        .map(Prob::from_fraction)
+        .map_err(|d| crate::Error::spec(input, token, d))
 }
 
 fn split_number(token: &str) -> Result<(f64, &str), String> {
@@ -123,6 +137,9 @@ mod tests {
         assert_eq!(Prob::from_fraction(1.0), Prob::ONE);
         assert_eq!(Prob::from_fraction(0.0), Prob::ZERO);
         assert_eq!(Prob::from_fraction(0.5).0, 2_147_483_648);
+        assert!(!Prob::ZERO.picks(0), "0 % never picks, even a zero draw");
+        assert!(Prob::ONE.picks(u32::MAX));
+        assert!(Prob(7).picks(7) && !Prob(7).picks(8));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use quinn_udp::UdpSocketState;
-use recoup_elements::{Corrupt, Datagram, ElementSpec, Node, Output, PathSpec};
+use recoup_elements::{Corrupt, Datagram, Duplicate, ElementSpec, Node, Output, PathSpec, Reorder};
 use recoup_time::Instant;
 
 use crate::clock::Clock;
@@ -162,6 +162,10 @@ pub struct DirectionReport {
     pub queue_dropped: u64,
     /// Delivered with a bit flipped by a corrupt element.
     pub corrupted: u64,
+    /// Extra copies made by a duplicate element (each also counts in `delivered`).
+    pub duplicated: u64,
+    /// Sent ahead of the delay by a reorder element.
+    pub reordered: u64,
     /// Sent on, and their UDP payload bytes.
     pub delivered: u64,
     pub bytes_out: u64,
@@ -210,13 +214,15 @@ impl fmt::Display for LinkReport {
         for (name, d) in [("down", &self.down), ("up", &self.up)] {
             writeln!(
                 f,
-                "{name:>4}: in {} ({} B), lost {}, queue-dropped {}, corrupted {}, delivered {} \
-                 ({} B), send failed {}, in flight {}",
+                "{name:>4}: in {} ({} B), lost {}, queue-dropped {}, corrupted {}, duplicated {}, \
+                 reordered {}, delivered {} ({} B), send failed {}, in flight {}",
                 d.datagrams_in,
                 d.bytes_in,
                 d.lost,
                 d.queue_dropped,
                 d.corrupted,
+                d.duplicated,
+                d.reordered,
                 d.delivered,
                 d.bytes_out,
                 d.send_failed,
@@ -276,7 +282,10 @@ impl Chain {
                 let kind = match e {
                     ElementSpec::Loss(_) | ElementSpec::Blackhole(_) => DropKind::Loss,
                     ElementSpec::Link { .. } => DropKind::Queue,
-                    ElementSpec::Delay { .. } | ElementSpec::Corrupt(_) => DropKind::None,
+                    ElementSpec::Delay { .. }
+                    | ElementSpec::Corrupt(_)
+                    | ElementSpec::Duplicate(_)
+                    | ElementSpec::Reorder { .. } => DropKind::None,
                 };
                 (kind, node)
             })
@@ -359,19 +368,20 @@ impl Chain {
         (count(DropKind::Loss), count(DropKind::Queue))
     }
 
-    /// Datagrams corrupted so far.
-    fn corrupted(&self) -> u64 {
+    /// A counter summed over the chain's elements of type `T`.
+    fn count<T: 'static>(&self, counter: fn(&T) -> u64) -> u64 {
         self.nodes
             .iter()
-            .filter_map(|(_, n)| n.as_any()?.downcast_ref::<Corrupt>())
-            .map(Corrupt::corrupted)
+            .filter_map(|(_, n)| n.as_any()?.downcast_ref::<T>())
+            .map(counter)
             .sum()
     }
 
-    /// Datagrams inside the elements (entered, not dropped, not yet out).
+    /// Datagrams inside the elements (entered or copied, not dropped, not yet out).
     fn in_flight(&self, entered: u64, delivered_or_out: u64) -> u64 {
         let (lost, queued) = self.drops();
-        entered.saturating_sub(lost + queued + delivered_or_out)
+        (entered + self.count(Duplicate::duplicated))
+            .saturating_sub(lost + queued + delivered_or_out)
     }
 }
 
@@ -746,7 +756,9 @@ impl Relay {
             (&c.down, c.down_counts, &mut self.report.down),
         ] {
             let (lost, queued) = chain.drops();
-            r.corrupted += chain.corrupted();
+            r.corrupted += chain.count(Corrupt::corrupted);
+            r.duplicated += chain.count(Duplicate::duplicated);
+            r.reordered += chain.count(Reorder::reordered);
             r.lost += lost;
             r.queue_dropped += queued;
             r.in_flight += chain.in_flight(counts.0, counts.1);
@@ -867,6 +879,25 @@ mod tests {
         assert_eq!(chain.in_flight(4, 0), 2);
         let empty = Chain::new(&PathSpec::default(), 1, "up").expect("chain");
         assert_eq!(empty.next_wake(), None);
+    }
+
+    #[test]
+    fn chain_counts_copies_and_reordering_and_keeps_in_flight_honest() {
+        let spec: PathSpec = "duplicate 100% | delay 10ms reorder 100% gap 2"
+            .parse()
+            .expect("spec");
+        let mut chain = Chain::new(&spec, 1, "down").expect("chain");
+        for ms in 0..3 {
+            chain.push(dgram(100), at_ms(ms));
+        }
+        // Six datagrams: each first copy waits (gap 2), each second is sent ahead.
+        assert_eq!(chain.count(Duplicate::duplicated), 3);
+        assert_eq!(chain.count(Reorder::reordered), 3);
+        assert_eq!(chain.out.len(), 3);
+        assert_eq!(chain.in_flight(3, 3), 3);
+        chain.run_until(at_ms(20));
+        assert_eq!(chain.out.len(), 6);
+        assert_eq!(chain.in_flight(3, 6), 0);
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use recoup_elements::{
-    BlackholeSpec, CorruptSpec, ElementSpec, LossSpec, PathSpec, Prob, QueueSpec, ServiceSpec,
-    Trace,
+    BlackholeSpec, CorruptSpec, DuplicateSpec, ElementSpec, LossSpec, PathSpec, Prob, QueueSpec,
+    ReorderSpec, ServiceSpec, Trace,
 };
 use recoup_net::rebind::RebindSpec;
 use recoup_net::{Error, LinkOptions, Relay};
@@ -24,10 +24,11 @@ use super::simulate::parse_duration;
 /// client (source address) gets its own socket towards the server and its own elements, seeded
 /// with --seed plus the client's index. Prints `listening on ADDR`, relays until Ctrl-C or
 /// --duration, then prints a summary: per direction the datagrams in, lost, dropped by the
-/// queue, corrupted, delivered, and the timing error (time sent minus time scheduled).
+/// queue, corrupted, duplicated, reordered, delivered, and the timing error (time sent minus
+/// time scheduled).
 ///
 /// --corrupt, --blackhole and --rebind-* are the QUIC interop runner's corruption, blackhole
-/// and NAT-rebinding scenarios.
+/// and NAT-rebinding scenarios; --duplicate and --reorder are netem's.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   recoup link --listen 127.0.0.1:4434 --upstream 127.0.0.1:4433 --rtt 60ms --rate 12Mbps \\
@@ -36,6 +37,7 @@ use super::simulate::parse_duration;
       --up-trace traces/TMobile-LTE-short.up --loss \"gemodel 1% 10% 70% 0.1%\"
   recoup link --upstream 127.0.0.1:4433 --delay 20ms --jitter 5ms --down-loss \"state 1% 10%\" \\
       --duration 60s
+  recoup link --upstream 127.0.0.1:4433 --rtt 40ms --duplicate \"1%\" --reorder \"25% 50% gap 5\"
 Then point the client at the link: recoup get --insecure https://127.0.0.1:4434/file")]
 pub struct Args {
     /// UDP address clients send to (port 0 picks a free port; the real one is printed).
@@ -117,6 +119,16 @@ pub struct Args {
     /// a row; within the first `within` bytes).
     #[arg(long, value_name = "CORRUPT", value_parser = parse_corrupt)]
     pub corrupt: Option<CorruptSpec>,
+    /// Duplicate datagrams in both directions, netem syntax: "1%", "5% 25%" (percentage
+    /// [correlation]). The copy leaves right behind the original and meets the loss, corruption
+    /// and delay after it on its own.
+    #[arg(long, value_name = "DUPLICATE", value_parser = parse_duplicate)]
+    pub duplicate: Option<DuplicateSpec>,
+    /// Reorder in both directions, netem syntax: "25%", "25% 50% gap 5" (percentage
+    /// [correlation] [gap N]). As in netem it needs a delay (--delay or --rtt): a chosen
+    /// datagram skips it and overtakes the ones waiting; after one, gap - 1 are delayed.
+    #[arg(long, value_name = "REORDER", value_parser = parse_reorder)]
+    pub reorder: Option<ReorderSpec>,
     /// Outages in both directions: "on=5s off=2s [repeat=N]" (traffic flows for `on`, is
     /// dropped for `off`, N times, counted from each client's first datagram).
     #[arg(long, value_name = "BLACKHOLE", value_parser = parse_blackhole)]
@@ -165,6 +177,18 @@ fn parse_corrupt(s: &str) -> Result<CorruptSpec, String> {
         .map_err(|e| e.to_string())
 }
 
+fn parse_duplicate(s: &str) -> Result<DuplicateSpec, String> {
+    format!("duplicate {s}")
+        .parse::<DuplicateSpec>()
+        .map_err(|e| e.to_string())
+}
+
+fn parse_reorder(s: &str) -> Result<ReorderSpec, String> {
+    format!("reorder {s}")
+        .parse::<ReorderSpec>()
+        .map_err(|e| e.to_string())
+}
+
 fn parse_blackhole(s: &str) -> Result<BlackholeSpec, String> {
     format!("blackhole {s}")
         .parse::<BlackholeSpec>()
@@ -210,12 +234,36 @@ impl Args {
         }
     }
 
-    /// The element chain of one direction: the outage and corruption elements, then what a
-    /// scenario file would build.
+    /// The element chain of one direction: the outage, duplication and corruption elements,
+    /// then what a scenario file would build, its delay reordering if asked.
+    ///
+    /// Duplication comes before corruption and loss because netem clones a packet before
+    /// corrupting it and passes the clone through its loss and corruption again
+    /// (sch_netem.c `netem_enqueue`).
     fn path(&self, name: &str) -> Result<PathSpec, Error> {
         let mut path = self.scenario_path(name)?;
+        if let Some(reorder) = self.reorder {
+            // Both ways of building a direction end with its delay; q_netem.c refuses a
+            // reorder without one, as netem reorders by letting some datagrams skip it.
+            let (delay, jitter) = match path.elements.last() {
+                Some(&ElementSpec::Delay { delay, jitter }) if !delay.is_zero() => (delay, jitter),
+                _ => {
+                    return Err(Error::Config(format!(
+                        "--reorder needs a delay, and the {name} direction has none: set \
+                         --delay or --rtt (or --{name}-delay / --{name}-rtt)"
+                    )))
+                }
+            };
+            path.elements.pop();
+            path.elements.push(ElementSpec::Reorder {
+                delay,
+                jitter,
+                reorder,
+            });
+        }
         let front = [
             self.blackhole.map(ElementSpec::Blackhole),
+            self.duplicate.map(ElementSpec::Duplicate),
             self.corrupt.map(ElementSpec::Corrupt),
         ];
         path.elements.splice(0..0, front.into_iter().flatten());
@@ -317,6 +365,14 @@ fn describe(path: &PathSpec) -> String {
                 format!("onoff {} on, {} off", ms(*mean_on), ms(*mean_off))
             }
             ElementSpec::Corrupt(c) => format!("corrupt {}", pct(c.prob)),
+            ElementSpec::Duplicate(d) if d.correlation == Prob::ZERO => {
+                format!("duplicate {}", pct(d.prob))
+            }
+            ElementSpec::Duplicate(d) => format!(
+                "duplicate {} (correlation {})",
+                pct(d.prob),
+                pct(d.correlation)
+            ),
             ElementSpec::Blackhole(b) => format!(
                 "blackhole {} on, {} off, {} times",
                 ms(b.on),
@@ -343,6 +399,22 @@ fn describe(path: &PathSpec) -> String {
             ElementSpec::Delay { delay, jitter } => {
                 format!("delay {} ± {}", ms(*delay), ms(*jitter))
             }
+            ElementSpec::Reorder {
+                delay,
+                jitter,
+                reorder,
+            } => format!(
+                "delay {}{}, reorder {} (correlation {}, gap {})",
+                ms(*delay),
+                if jitter.is_zero() {
+                    String::new()
+                } else {
+                    format!(" ± {}", ms(*jitter))
+                },
+                pct(reorder.prob),
+                pct(reorder.correlation),
+                reorder.gap
+            ),
         })
         .collect();
     parts.join(" | ")
@@ -492,6 +564,54 @@ mod tests {
             e.contains("--down-trace") && e.contains("/nonexistent/trace"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn netem_duplicate_leads_and_reorder_rides_on_each_direction_delay() {
+        let args = parse(&[
+            "--rtt",
+            "20ms",
+            "--duplicate",
+            "1%",
+            "--reorder",
+            "25% 50% gap 5",
+            "--corrupt",
+            "2%",
+        ])
+        .expect("valid");
+        let options = args.options().expect("options");
+        for path in [&options.down, &options.up] {
+            let kinds: Vec<&str> = path.elements.iter().map(ElementSpec::kind).collect();
+            assert_eq!(kinds, ["duplicate", "corrupt", "loss", "reorder"]);
+        }
+        assert_eq!(
+            describe(&options.down),
+            "duplicate 1.000% | corrupt 2.000% | bernoulli 0.000% | delay 10 ms, reorder \
+             25.000% (correlation 50.000%, gap 5)"
+        );
+        for (flags, words) in [
+            (vec!["--duplicate", "150%"], ["--duplicate", "`150%`"]),
+            (vec!["--reorder", "25% gap 0"], ["--reorder", "`0`"]),
+            (vec!["--reorder", "0% gap 2"], ["--reorder", "gap without"]),
+        ] {
+            let e = parse(&flags).expect_err(words[1]);
+            assert!(words.iter().all(|w| e.contains(w)), "{flags:?}: {e}");
+        }
+        for (flags, direction) in [
+            (vec!["--reorder", "25%"], "down"),
+            (vec!["--down-delay", "5ms", "--reorder", "25%"], "up"),
+        ] {
+            let e = parse(&flags)
+                .expect("parses")
+                .options()
+                .expect_err("no delay")
+                .to_string();
+            assert!(
+                e.contains("--reorder needs a delay")
+                    && e.contains(&format!("the {direction} direction")),
+                "{flags:?}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::time::Duration;
 use recoup_time::Instant;
 
 use crate::cid::ConnectionId;
+use crate::coding::BufMutExt;
 use crate::config::{ClientConfig, ServerConfig, TransportConfig, MIN_INITIAL_SIZE};
 use crate::crypto::{initial_keys, Side};
 use crate::endpoint::{ConnectionHandle, Endpoint};
@@ -157,7 +158,10 @@ pub fn repair_frame(data: &[u8]) {
         [a, b, rest @ ..] => (u64::from(u16::from_be_bytes([*a, *b])), rest),
         _ => return,
     };
-    let mut payload = vec![0x3f, 0x5e, 0xc0, 0xde];
+    // The type as the 4-byte varint it is on the wire (RFC 9000 §16: 0xbf5ec0de), not its bare
+    // hex digits, which read as a 1-byte type 0x3f and never reach the REPAIR parser.
+    let mut payload = Vec::new();
+    payload.put_varint(FrameType::REPAIR.0);
     payload.extend_from_slice(body);
     let mut receiver = FecReceiver::default();
     for pn in 0..8u64 {

@@ -3,7 +3,8 @@
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS  how long each target runs (default 60)
 #   TARGET   the targets to run (default: all of them, one after the other)
-# A crash stops the script; libFuzzer leaves the input in fuzz/artifacts/<target>/. Reproduce
+# A crashing target stops (the others still run, and the script fails at the end); libFuzzer
+# leaves the input in fuzz/artifacts/<target>/. Reproduce
 # with `cargo +nightly fuzz run <target> <file>`, fix it, and keep the input in
 # fuzz/regressions/<target>/ so the stable replay test (crates/recoup-transport/tests/
 # fuzz_replay.rs) checks it from then on. Not part of scripts/test.sh: CI runs the replay test.
@@ -43,11 +44,19 @@ done
 cargo +nightly metadata --locked --format-version 1 >/dev/null
 cargo +nightly fuzz build --debug-assertions
 
+FAILED=()
 for t in "${TARGETS[@]}"; do
   echo "==> $t for ${SECONDS_PER_TARGET}s"
   # The seed corpus stays as committed: new inputs go to a scratch directory (ignored by git),
   # which is read too so repeated runs resume where they were.
   mkdir -p "work/$t"
-  cargo +nightly fuzz run --debug-assertions "$t" "work/$t" "corpus/$t" -- \
-    -max_total_time="$SECONDS_PER_TARGET" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1
+  if ! cargo +nightly fuzz run --debug-assertions "$t" "work/$t" "corpus/$t" -- \
+    -max_total_time="$SECONDS_PER_TARGET" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1; then
+    FAILED+=("$t")
+  fi
 done
+if [ ${#FAILED[@]} -gt 0 ]; then
+  echo "fuzz.sh: crashes in ${FAILED[*]}; inputs in fuzz/artifacts/" >&2
+  exit 1
+fi
+echo "fuzz.sh: ${#TARGETS[@]} targets ran ${SECONDS_PER_TARGET}s each without a crash"

@@ -183,14 +183,24 @@ fn write_seed_corpus() {
         .find(|(up, d)| *up && d[0] & 0x80 == 0)
         .expect("a 1-RTT datagram");
     out.push(("packet_header", "client_initial", prefix(&first_initial)));
-    out.push(("packet_header", "server_coalesced", prefix(&server_flight.1)));
+    out.push((
+        "packet_header",
+        "server_coalesced",
+        prefix(&server_flight.1),
+    ));
     out.push(("packet_header", "short_header", prefix(&short.1)));
     let cid = |b: &[u8]| ConnectionId::new(b).expect("cid");
     let mut vn = Vec::new();
     write_version_negotiation(&mut vn, &[1; 8], &[2; 8], &[1, 0x6b33_43cf], 0x15);
     out.push(("packet_header", "version_negotiation", prefix(&vn)));
     let mut retry = Vec::new();
-    write_retry(&mut retry, &cid(&[1; 8]), &cid(&[3; 8]), b"token", &cid(&[2; 8]));
+    write_retry(
+        &mut retry,
+        &cid(&[1; 8]),
+        &cid(&[3; 8]),
+        b"token",
+        &cid(&[2; 8]),
+    );
     out.push(("packet_header", "retry", prefix(&retry)));
 
     let mut ranges = RangeSet::new(64);
@@ -295,7 +305,11 @@ fn write_seed_corpus() {
 
     let mut body = encode(&[Frame::Repair(repair)]);
     body.drain(..4); // The target prefixes the type itself.
-    out.push(("repair_frame", "valid", [&30u16.to_be_bytes()[..], &body].concat()));
+    out.push((
+        "repair_frame",
+        "valid",
+        [&30u16.to_be_bytes()[..], &body].concat(),
+    ));
 
     let client_params = TransportParameters {
         initial_source_connection_id: Some(cid(&[1; 8])),
@@ -450,7 +464,11 @@ fn write_seed_corpus() {
         frame_type: None,
         reason: b"done",
     })]);
-    out.push(("established", "close", script(0, &[record(1, &close), record(3, &[50])])));
+    out.push((
+        "established",
+        "close",
+        script(0, &[record(1, &close), record(3, &[50])]),
+    ));
     // The harness must still complete its handshake: an empty script is a valid input.
     drop(Established::new(false));
 

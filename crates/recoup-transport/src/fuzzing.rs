@@ -304,7 +304,7 @@ fn two_cids(body: &[u8]) -> Option<(ConnectionId, ConnectionId, &[u8])> {
 
 /// The server's datagram entry point ([`Endpoint::handle_datagram`]) from a fresh endpoint: no
 /// input may panic it. Input: a flags byte (bit 0 requires Retry, bit 1 sets a stateless reset
-/// key, bit 2 accepts FEC), then records (see [`records`]) whose `op % 4` says:
+/// key, bit 2 accepts FEC), then records (see `records`) whose `op % 4` says:
 /// 0 and 1: a raw datagram from the client's address or a second one;
 /// 2: `[dcid_len, dcid, scid_len, scid, frames]`, the frames sealed into a valid client Initial
 /// (so they reach the connection past packet protection);
@@ -417,7 +417,7 @@ impl Established {
 
 /// Decrypted 1-RTT payloads into an established connection (a handshake per input): every frame
 /// type reaches the connection's frame handling on either side. Input: a flags byte (bit 0
-/// negotiates FEC), then records (see [`records`]) whose `op % 4` says:
+/// negotiates FEC), then records (see `records`) whose `op % 4` says:
 /// 0: a 1-RTT payload the client seals with its real keys, to the server;
 /// 1: the same from the server to the client;
 /// 2: a raw datagram to the server;

@@ -18,6 +18,10 @@ pub mod endpoint;
 pub mod error;
 pub mod fec;
 pub mod frame;
+// The fuzz targets' bodies, shared by cargo-fuzz and the stable replay test (docs/FUZZING.md).
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod loss;
 pub mod pacing;
 pub mod packet;

@@ -983,7 +983,7 @@ impl Connection {
     }
 
     /// Test hook (feature `test-hooks`, for the crate's own protocol-violation and bad-input
-    /// tests): protects `payload` as the next 1-RTT packet to the peer, frames exactly as given
+    /// tests and the `established` fuzz target): protects `payload` as the next 1-RTT packet to the peer, frames exactly as given
     /// (none added, no padding; a 4-byte packet number leaves room for the header-protection
     /// sample even with an empty payload), with `first_byte_bits`
     /// ORed into the unprotected first byte (`0x18` sets the reserved bits). The packet number is

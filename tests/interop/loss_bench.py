@@ -8,7 +8,9 @@ arrived byte-exact) and the distribution of the time from the client's start to 
 the causes of the failures. Not a test: the table goes to BENCHMARKS.md.
 
     python3 tests/interop/loss_bench.py --bin target/release [--runs 20] [--jobs 1]
-        [--policy arq] [--size 3MB] [--timeout 120]
+        [--policy arq] [--size 3MB] [--timeout 120] [--keep DIR]
+
+With --keep, a failed run's logs and both endpoints' qlogs (QLOGDIR) stay in DIR/SERVER_CLIENT_SEED.
 """
 
 import argparse
@@ -37,10 +39,19 @@ def one_run(server, client, seed, args, work):
     name = "bench.bin"
     with open(os.path.join(www, name), "wb") as f:
         f.write(os.urandom(args.size))
+    qlogs = {side: os.path.join(run, f"qlog-{side}") for side in ("server", "client")}
+    env = {}
+    for side, d in qlogs.items():
+        os.makedirs(d)
+        env[side] = dict(os.environ, QLOGDIR=d) if args.keep else None
     procs = []
+    ok = False
     try:
         srv = Proc(
-            "server", server_cmd(server, args.bin, www, None, args.policy), f"{run}/server.log"
+            "server",
+            server_cmd(server, args.bin, www, None, args.policy),
+            f"{run}/server.log",
+            env["server"],
         )
         procs.append(srv)
         addr = srv.wait_for(r"listening on (\S+)", 20).group(1)
@@ -57,10 +68,14 @@ def one_run(server, client, seed, args, work):
         )
         start = time.monotonic()
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+            r = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=args.timeout, env=env["client"]
+            )
             elapsed = time.monotonic() - start
         except subprocess.TimeoutExpired:
             return False, args.timeout, f"no result after {args.timeout:.0f} s"
+        with open(f"{run}/client.log", "w") as f:
+            f.write(r.stdout + r.stderr)
         got = os.path.join(down, name)
         ok = r.returncode == 0 and os.path.exists(got)
         ok = ok and filecmp.cmp(os.path.join(www, name), got, shallow=False)
@@ -71,7 +86,11 @@ def one_run(server, client, seed, args, work):
     finally:
         for p in procs:
             p.stop(signal.SIGKILL)
-        shutil.rmtree(run, ignore_errors=True)
+        if ok or not args.keep:
+            shutil.rmtree(run, ignore_errors=True)
+        else:
+            shutil.rmtree(www, ignore_errors=True)
+            shutil.rmtree(down, ignore_errors=True)
 
 
 def parse_size(s):
@@ -94,9 +113,12 @@ def main():
     ap.add_argument("--size", type=parse_size, default=3 * 1024 * 1024)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--pairs", default=",".join(f"{s}-{c}" for s, c in PAIRS))
+    ap.add_argument("--keep", help="keep the logs and qlogs of failed runs here")
     args = ap.parse_args()
     pairs = [tuple(p.split("-")) for p in args.pairs.split(",")]
-    work = tempfile.mkdtemp(prefix="recoup-lossbench-")
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    work = args.keep or tempfile.mkdtemp(prefix="recoup-lossbench-")
     results = {p: [] for p in pairs}
     t0 = time.monotonic()
     jobs = [
@@ -115,7 +137,8 @@ def main():
                 f"{secs:.1f} s {why}",
                 flush=True,
             )
-    shutil.rmtree(work, ignore_errors=True)
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
     print(
         f"\n{args.runs} runs per pair, {args.size} bytes, link: 15 ms one way, Bernoulli 30 % "
         f"loss each way, recoup policy {args.policy or 'default'}, {os.cpu_count()} cores, "

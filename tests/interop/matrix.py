@@ -689,6 +689,17 @@ def write_doc(path, results, cases, elapsed, args):
         if spec.get("net"):
             ours += ", link " + " ".join(spec["net"])
         lines.append(f"| {case} | {ours} | {spec.get('scaled', 'same')} |")
+    # Sections written by hand after the generated ones (the 30 % loss benchmark from
+    # loss_bench.py) are kept: they start at the first heading the matrix does not write.
+    try:
+        with open(path) as f:
+            old = f.read().splitlines()
+    except FileNotFoundError:
+        old = []
+    ours = {ln for ln in lines if ln.startswith("## ")} | {"## Scaled from the runner"}
+    kept = next((i for i, ln in enumerate(old) if ln.startswith("## ") and ln not in ours), None)
+    if kept is not None:
+        lines += [""] + old[kept:]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")

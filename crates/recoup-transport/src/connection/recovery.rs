@@ -37,7 +37,8 @@ pub(super) struct SentFrames {
     pub stream: Vec<SentRange>,
     /// Bit i set: `stream[i]` carried the FIN.
     pub fins: u64,
-    pub crypto: Option<(u64, u64)>,
+    /// CRYPTO ranges (more than one when retransmissions and new bytes share the packet).
+    pub crypto: Vec<std::ops::Range<u64>>,
     pub control: Vec<ControlFrame>,
     pub handshake_done: bool,
     pub new_cids: Vec<u64>,
@@ -288,6 +289,9 @@ impl Connection {
         if let Some(largest) = f.ack_largest {
             self.spaces[space].on_ack_acked(largest);
         }
+        for r in &f.crypto {
+            self.spaces[space].crypto_send.on_acked(r.clone());
+        }
         for (i, r) in f.stream.iter().enumerate() {
             let fin = f.fins & (1 << i) != 0;
             let len = r.range.len() as usize;
@@ -327,8 +331,8 @@ impl Connection {
         trigger: recoup_recovery::LossTrigger,
     ) -> bool {
         let mut signals = f.stream.is_empty();
-        if let Some((start, end)) = f.crypto {
-            self.spaces[space].crypto_send.on_lost(start..end);
+        for r in &f.crypto {
+            self.spaces[space].crypto_send.on_lost(r.clone());
         }
         for r in &f.stream {
             // The FIN needs no lineage of its own: `unacked` reports it with the range that
@@ -391,11 +395,8 @@ impl Connection {
                 } else {
                     self.keys.write_level
                 };
+                // `write_packet` puts the unacknowledged CRYPTO data in each of them.
                 self.spaces[space].probes = count;
-                if space != SpaceId::Data {
-                    // RFC 9002 §6.2.4: probe with the handshake data that may be missing.
-                    self.spaces[space].crypto_send.retransmit_all();
-                }
             }
         }
     }

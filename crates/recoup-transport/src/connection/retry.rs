@@ -39,7 +39,7 @@ impl Connection {
         // ClientHello goes again (RFC 9000 §17.2.5.3: packet numbers continue).
         self.keys.rederive_initial(&header.scid, Side::Client);
         let _ = self.recovery.loss.forget_sent(SpaceId::Initial, now);
-        self.spaces[SpaceId::Initial].crypto_send.retransmit_all();
+        self.spaces[SpaceId::Initial].crypto_send.requeue_unacked();
         self.handshake.retry = Some(FollowedRetry {
             scid: header.scid,
             token: header.token.to_vec(),

@@ -128,7 +128,7 @@ impl Connection {
             && !self.spaces[hs].crypto_send.has_data()
             && self.wants_to_send(SpaceId::Data, now)
         {
-            self.spaces[hs].crypto_send.retransmit_all();
+            self.spaces[hs].crypto_send.requeue_unacked();
         }
     }
 
@@ -280,6 +280,14 @@ impl Connection {
                 pkt.in_flight = true;
             }
         }
+        if probe && space != SpaceId::Data && !self.spaces[space].crypto_send.has_data() {
+            // RFC 9002 §6.2.4: each probe in a handshake space carries CRYPTO data not yet
+            // acknowledged, not just a PING: the peer may have lost all of it, and a server that
+            // never saw the ClientHello cannot start a connection from a PING (RFC 9002 §6.2.2.1:
+            // the client's probes are what gets a stalled handshake going again). Data already
+            // queued goes first, so two probes of a long flight carry different parts of it.
+            self.spaces[space].crypto_send.requeue_unacked();
+        }
         if can_send {
             self.write_crypto(space, buf, end, &mut pkt, qlog);
             if data {
@@ -386,15 +394,10 @@ impl Connection {
             };
             Frame::Crypto { offset, data }.encode(buf);
             let range_end = offset + data.len() as u64;
-            pkt.frames.crypto = Some(match pkt.frames.crypto {
-                Some((a, b)) if b == offset => (a, range_end),
-                Some((a, b)) => {
-                    // Two separate ranges in one packet: remember the hull (a superset is
-                    // retransmitted on loss, which is harmless for CRYPTO).
-                    (a.min(offset), b.max(range_end))
-                }
-                None => (offset, range_end),
-            });
+            match pkt.frames.crypto.last_mut() {
+                Some(last) if last.end == offset => last.end = range_end,
+                _ => pkt.frames.crypto.push(offset..range_end),
+            }
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
             if qlog {

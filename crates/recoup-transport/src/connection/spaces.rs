@@ -126,8 +126,10 @@ pub(super) struct CryptoSend {
     data: Vec<u8>,
     /// Bytes below this offset were sent at least once.
     sent: u64,
-    /// Ranges to send again (lost, or asked for by a probe), in order.
+    /// Ranges to send again (lost, or asked for by a probe), in order, none of them acknowledged.
     retransmit: VecDeque<Range<u64>>,
+    /// Ranges the peer acknowledged: a probe re-sends only the rest.
+    acked: RangeSet,
 }
 
 impl CryptoSend {
@@ -165,19 +167,26 @@ impl CryptoSend {
         Some((range.start, bytes))
     }
 
-    /// A packet carrying `range` was lost: send it again.
+    /// A packet carrying `range` was lost: send what of it is still unacknowledged again.
     pub fn on_lost(&mut self, range: Range<u64>) {
-        if !range.is_empty() {
-            self.retransmit.push_back(range);
-        }
+        self.retransmit.extend(self.acked.gaps(range));
     }
 
-    /// A probe: re-send everything sent so far (RFC 9002 §6.2.4, the handshake's data).
-    pub fn retransmit_all(&mut self) {
-        self.retransmit.clear();
-        if self.sent > 0 {
-            self.retransmit.push_back(0..self.sent);
-        }
+    /// A packet carrying `range` was acknowledged: it needs no retransmission, now or on a probe.
+    pub fn on_acked(&mut self, range: Range<u64>) {
+        self.acked.insert(range);
+        let acked = &self.acked;
+        self.retransmit = self
+            .retransmit
+            .drain(..)
+            .flat_map(|r| acked.gaps(r))
+            .collect();
+    }
+
+    /// A probe: send every byte sent so far and not acknowledged again (RFC 9002 §6.2.4, the
+    /// handshake data the peer may be missing).
+    pub fn requeue_unacked(&mut self) {
+        self.retransmit = self.acked.gaps(0..self.sent).into();
     }
 }
 

@@ -467,6 +467,8 @@ impl PolicySpec {
             "autorec" => "autorec",
             "too" => "too",
             "ladr-rrl" | "ladr" => "ladr-rrl",
+            // Built by the simulator, which alone has the loss draws (recoup-sim's oracle).
+            "oracle" => return Err(Error::SimulationOnly { name: "oracle" }),
             "" => {
                 return Err(Error::Empty {
                     accepted: POLICY_NAMES,

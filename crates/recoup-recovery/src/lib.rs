@@ -35,8 +35,8 @@ mod testutil;
 mod too;
 
 pub use api::{
-    CopyRequest, DataRange, LossId, LossTrigger, LostData, PacketInfo, RecoveryPolicy, RttSample,
-    SendContext, SendKind, SendState, SentRange,
+    data_send_key, packet_key, CopyRequest, DataRange, LossId, LossTrigger, LostData, PacketInfo,
+    RecoveryPolicy, RttSample, SendContext, SendKind, SendState, SentRange,
 };
 pub use arq::Arq;
 pub use art::{adapt as art_adapt, Art, OutcomeWindow};

@@ -17,6 +17,7 @@ mod autorec_modes;
 mod bandit;
 mod burst;
 mod config;
+mod crest;
 mod error;
 pub mod fec;
 pub mod fec_schemes;
@@ -43,9 +44,10 @@ pub use art::{adapt as art_adapt, Art, OutcomeWindow};
 pub use autorec::AutoRec;
 pub use autorec_modes::{OffMode, ReinjectionCount, TUnitSample};
 pub use config::{
-    ArtConfig, ArtMabConfig, AutoRecConfig, BanditAlgo, LadrConfig, LevelCounts, Opportunism,
-    Or3Variant, PolicySpec, SchedulerConfig, TooConfig, POLICY_NAMES,
+    ArtConfig, ArtMabConfig, AutoRecConfig, BanditAlgo, CrestConfig, LadrConfig, LevelCounts,
+    Opportunism, Or3Variant, PolicySpec, SchedulerConfig, TooConfig, POLICY_NAMES,
 };
+pub use crest::Crest;
 pub use error::Error;
 pub use fec::{Fec, FecScheme, FecSpec};
 pub use fixed::Fixed;

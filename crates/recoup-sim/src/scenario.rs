@@ -895,6 +895,16 @@ fn direction(
         Some(Parsed(LossSpec::Replay(p))) => {
             LossSpec::Replay(resolve(base_dir, &p.to_string_lossy()))
         }
+        Some(Parsed(LossSpec::Crn { slot, model })) => match *model {
+            LossSpec::Replay(p) => LossSpec::Crn {
+                slot,
+                model: Box::new(LossSpec::Replay(resolve(base_dir, &p.to_string_lossy()))),
+            },
+            other => LossSpec::Crn {
+                slot,
+                model: Box::new(other),
+            },
+        },
         Some(Parsed(l)) => l,
         None => LossSpec::Bernoulli(Prob::ZERO),
     };

@@ -168,10 +168,14 @@ def main() -> None:
         me, bound = cell.loc[NEW], cell.loc[BOUND]
         auto = cell.loc["autorec"]
         by = dominated_by(cell, NEW)
+        if pd.isna(me["latency"]):
+            verdict = "n/a (no data needed a 2nd send)"
+        else:
+            verdict = "yes: " + ", ".join(by) if by else "no"
         table.append(
             [
                 c,
-                "yes: " + ", ".join(by) if by else "no",
+                verdict,
                 common.fmt(me["latency"]),
                 common.fmt(me["cost"], ".2f"),
                 common.fmt(auto["latency"]),
@@ -196,10 +200,12 @@ def main() -> None:
         "crest - oracle cost (pp)",
         "goal met",
     ]
-    n_dom = sum(1 for r in table if r[1] != "no")
+    n_dom = sum(1 for r in table if r[1].startswith("yes"))
+    n_na = sum(1 for r in table if r[1].startswith("n/a"))
     n_goal = sum(1 for r in table if r[-1] == "yes")
     summary = (
-        f"\ncrest dominated in {n_dom} of {len(table)} cells; within 20 % of the oracle's cost "
+        f"\ncrest dominated in {n_dom} of {len(table)} cells ({n_na} without data to judge); "
+        "within 20 % of the oracle's cost "
         f"at AutoRec's latency or better in {n_goal} of {len(table)}. Latency = mean recovery "
         "latency of data whose first retransmission was lost (`recovery_latency_multi_ms`), "
         f"cost = copies / new packets; means over {args.seeds} seeds.\n"

@@ -134,3 +134,16 @@ fn live_through_lossy_link_autorec_recovers_faster_than_arq() {
         "recovery latency of data whose first retransmission was lost: autorec {autorec_multi} ms, arq {arq_multi} ms"
     );
 }
+
+/// Issue 19: the new policy on real sockets through `recoup link`: every frame intact (checked
+/// in `stream_through_link`), copies in the server's qlog, and `recoup analyze` counting the
+/// same copies.
+#[test]
+fn live_through_lossy_link_crest_is_byte_exact_with_copies() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (crest, trace) = stream_through_link("crest", &work.path().join("crest"));
+    assert!(crest.copies > 0, "crest sent no copies: {crest:?}");
+    let rows = analyze(&[&trace], &work.path().join("analyze"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(number(&rows[0], "copies_sent"), crest.copies as f64);
+}

@@ -19,6 +19,9 @@ pub struct Datagram {
     pub payload: Vec<u8>,
     /// Opaque tag for tracing; the simulator never reads or changes it.
     pub id: u64,
+    /// Identity of what the datagram carries, set by the sending endpoint (the transport's
+    /// `Transmit::key`); `crn` loss elements decide its fate from it.
+    pub key: Option<u64>,
 }
 
 impl Datagram {
@@ -30,6 +33,7 @@ impl Datagram {
             dst,
             payload,
             id: 0,
+            key: None,
         }
     }
 
@@ -37,6 +41,13 @@ impl Datagram {
     #[must_use]
     pub fn with_id(mut self, id: u64) -> Self {
         self.id = id;
+        self
+    }
+
+    /// The same datagram with content key `key`.
+    #[must_use]
+    pub fn with_key(mut self, key: Option<u64>) -> Self {
+        self.key = key;
         self
     }
 

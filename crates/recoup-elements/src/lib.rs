@@ -42,11 +42,13 @@ pub use duplicate::{Duplicate, DuplicateSpec};
 pub use error::Error;
 pub use link::{Link, Service};
 pub use log::{DropReason, EventLog, LogEvent};
-pub use loss::{load_replay, FourStateParams, GeParams, Loss, LossSpec};
+pub use loss::{
+    load_replay, FourStateParams, GeParams, Loss, LossForecast, LossSpec, DEFAULT_CRN_SLOT,
+};
 pub use node::{ElementStats, Node, Output};
 pub use path::{ElementSpec, NamedNode, PathSpec, ServiceSpec};
 pub use queue::{Limits, QueueSpec, CODEL_INTERVAL, CODEL_TARGET};
 pub use reorder::{Reorder, ReorderSpec};
-pub use rng::element_rng;
+pub use rng::{element_rng, mix64};
 pub use trace::{Trace, MAX_TRACE_FILE_BYTES, MM_PACKET_SIZE};
 pub use units::{parse_duration, parse_percent, parse_rate, Prob};

@@ -15,8 +15,12 @@ use crate::datagram::Datagram;
 use crate::error::Error;
 use crate::log::{DropReason, EventLog, LogEvent};
 use crate::node::{ElementStats, Node, Output};
+use crate::rng::fnv1a64;
 use crate::trace::read_bounded;
 use crate::units::{parse_duration, parse_percent, Prob};
+
+mod crn;
+pub use crn::{LossForecast, DEFAULT_CRN_SLOT};
 
 /// netem Gilbert-Elliott parameters as the kernel holds them (`struct tc_netem_gemodel`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,6 +163,15 @@ pub enum LossSpec {
         /// Mean off period.
         mean_off: Duration,
     },
+    /// Per-packet common random numbers ([`LossForecast`]): `crn [slot=DUR] MODEL`, where MODEL
+    /// is `bernoulli`, `gemodel`, `slotted-gemodel` (its own slot) or `replay` (one line per
+    /// slot). A packet's fate depends on its key and its time slot, never on other packets.
+    Crn {
+        /// How often the hidden state steps (default [`DEFAULT_CRN_SLOT`]).
+        slot: Duration,
+        /// The model whose probabilities are used.
+        model: Box<LossSpec>,
+    },
 }
 
 impl FromStr for LossSpec {
@@ -176,6 +189,9 @@ impl FromStr for LossSpec {
         let Some((&kind, args)) = words.split_first() else {
             return Err(Error::spec(input, input, "empty loss description"));
         };
+        if kind == "crn" {
+            return parse_crn(input, args);
+        }
         let one_percent = |args: &[&str]| -> Result<Prob, Error> {
             match args {
                 [p] => parse_percent(p)
@@ -233,9 +249,45 @@ impl FromStr for LossSpec {
             _ => Err(Error::spec(
                 input,
                 kind,
-                "unknown loss model (none, bernoulli, random, gemodel, state, slotted-gemodel, replay, onoff)",
+                "unknown loss model (none, bernoulli, random, gemodel, state, slotted-gemodel, replay, onoff, crn)",
             )),
         }
+    }
+}
+
+/// `crn [slot=DUR] MODEL ...`.
+fn parse_crn(input: &str, args: &[&str]) -> Result<LossSpec, Error> {
+    let (slot, rest) = match args.split_first() {
+        Some((first, rest)) if first.starts_with("slot=") => {
+            let value = &first["slot=".len()..];
+            let slot = parse_duration(value).map_err(|d| Error::spec(input, first, d))?;
+            if slot.is_zero() {
+                return Err(Error::spec(input, first, "slot must be > 0"));
+            }
+            (slot, rest)
+        }
+        _ => (DEFAULT_CRN_SLOT, args),
+    };
+    if rest.is_empty() {
+        return Err(Error::spec(input, input, "crn: missing the loss model"));
+    }
+    let model: LossSpec = rest.join(" ").parse().map_err(|e| match e {
+        Error::Spec { part, detail, .. } => Error::spec(input, &part, detail),
+        other => other,
+    })?;
+    match model {
+        LossSpec::Bernoulli(_)
+        | LossSpec::GilbertElliott(_)
+        | LossSpec::SlottedGe { .. }
+        | LossSpec::Replay(_) => Ok(LossSpec::Crn {
+            slot,
+            model: Box::new(model),
+        }),
+        _ => Err(Error::spec(
+            input,
+            rest[0],
+            "crn draws support bernoulli, gemodel, slotted-gemodel and replay",
+        )),
     }
 }
 
@@ -306,6 +358,7 @@ enum Model {
         on: bool,
         next_switch_ms: u64,
     },
+    Crn(Box<LossForecast>),
 }
 
 /// A loss element: forwards or drops each datagram at once, never holds one.
@@ -323,6 +376,7 @@ impl Loss {
     /// Replay files are read here.
     pub fn new(spec: &LossSpec, mut rng: ChaCha8Rng) -> Result<Self, Error> {
         let model = match spec {
+            LossSpec::Crn { .. } => Model::Crn(Box::new(LossForecast::new(spec, rng.clone())?)),
             LossSpec::Bernoulli(p) => Model::Bernoulli(*p),
             LossSpec::GilbertElliott(params) => Model::Ge {
                 params: *params,
@@ -370,10 +424,13 @@ impl Loss {
         self
     }
 
-    /// Decide the fate of one packet passing at `now`: `true` means lost.
-    pub fn decide(&mut self, now: Instant) -> bool {
+    /// Decide the fate of one packet passing at `now`: `true` means lost. Only `crn` models
+    /// read `key` (the datagram's [`Datagram::key`], or a hash of its payload); the others draw
+    /// the next number of the element's stream.
+    pub fn decide(&mut self, now: Instant, key: u64) -> bool {
         let rng = &mut self.rng;
         match &mut self.model {
+            Model::Crn(forecast) => forecast.lost(key, now),
             // sch_netem.c loss_event, CLG_RANDOM: `q->loss && q->loss >= rnd`.
             Model::Bernoulli(p) => p.0 != 0 && p.0 >= rng.next_u32(),
             Model::Ge { params, bad } => ge_step(params, bad, rng),
@@ -498,7 +555,7 @@ impl Node for Loss {
             return Output::None;
         };
         self.stats.on_receive(&d);
-        if self.decide(now) {
+        if self.decide(now, d.key.unwrap_or_else(|| fnv1a64(&d.payload))) {
             self.stats.dropped += 1;
             if let Some(log) = self.log.as_mut() {
                 log.push(LogEvent::Drop {

@@ -94,7 +94,8 @@ impl ElementSpec {
 }
 
 const QUEUE_KINDS: [&str; 4] = ["infinite", "droptail", "drophead", "codel"];
-const LOSS_KINDS: [&str; 10] = [
+const LOSS_KINDS: [&str; 11] = [
+    "crn",
     "none",
     "bernoulli",
     "random",
@@ -252,6 +253,13 @@ impl PathSpec {
                 ElementSpec::Loss(spec) => {
                     let spec = match spec {
                         LossSpec::Replay(p) => LossSpec::Replay(resolve(p)),
+                        LossSpec::Crn { slot, model } => match model.as_ref() {
+                            LossSpec::Replay(p) => LossSpec::Crn {
+                                slot: *slot,
+                                model: Box::new(LossSpec::Replay(resolve(p))),
+                            },
+                            _ => spec.clone(),
+                        },
                         other => other.clone(),
                     };
                     let loss = Loss::new(&spec, element_rng(seed, &name))?;

@@ -12,7 +12,9 @@ use rand_chacha::ChaCha8Rng;
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
-fn fnv1a64(bytes: &[u8]) -> u64 {
+/// FNV-1a 64; also the key of a datagram that carries none (its payload's hash is at least the
+/// same in two runs that send the same bytes).
+pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(FNV_OFFSET, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(FNV_PRIME)
     })
@@ -24,6 +26,14 @@ fn splitmix64(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// A keyed 64-bit hash of `value`: one SplitMix64 step from `key ^ value`. Used for per-packet
+/// draws that must not depend on how many packets came before.
+#[must_use]
+pub fn mix64(key: u64, value: u64) -> u64 {
+    let mut state = key ^ value;
+    splitmix64(&mut state)
 }
 
 /// The random stream of element `name` in a run with scenario seed `seed`.

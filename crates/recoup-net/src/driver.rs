@@ -376,6 +376,7 @@ impl Driver {
         while let Some(Transmit {
             destination,
             contents,
+            ..
         }) = self.endpoint.poll_transmit(now)
         {
             if let Some(b) = batch.as_mut() {

@@ -189,3 +189,29 @@ pub trait RecoveryPolicy: std::fmt::Debug {
         None
     }
 }
+
+/// Identity of the data a packet carries, for simulated loss elements that draw per packet
+/// (common random numbers, DESIGN.md principle 3): a packet's fate is a function of this key, so
+/// a copy one policy adds cannot shift the fate of any other packet. `send` is 0 for the first
+/// transmission of `[start, ..)` and n for the n-th send of a lineage starting at `start`
+/// (retransmissions and copies counted together, as [`crate::Lineages`] counts them).
+#[must_use]
+pub fn data_send_key(stream: u64, start: u64, send: u32) -> u64 {
+    mix(mix(mix(0x5e4d_0001, stream), start), u64::from(send))
+}
+
+/// Identity of a packet without stream data (ACK-only, control, handshake): its packet number
+/// space and number. Only stream data is retransmitted by policies, so these keys need not be
+/// stable across policies beyond what the packet numbers are.
+#[must_use]
+pub fn packet_key(space: u8, pn: u64) -> u64 {
+    mix(mix(0x5e4d_0002, u64::from(space)), pn)
+}
+
+/// SplitMix64's finaliser over `state ^ value`: a cheap, well-mixed combination of two words.
+fn mix(state: u64, value: u64) -> u64 {
+    let mut z = (state ^ value).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

@@ -50,6 +50,12 @@ pub enum Error {
     #[error("WebRTC FEC rate table {path}: {detail}")]
     RateTable { path: String, detail: String },
 
+    #[error(
+        "policy `{name}` reads the simulator's future loss draws and runs only in simulation \
+         (`recoup run`/`sweep` with a `crn …` loss), not on real sockets"
+    )]
+    SimulationOnly { name: &'static str },
+
     #[error("inconsistent parameters for policy `{policy}`: {detail}")]
     Inconsistent {
         policy: &'static str,

@@ -17,6 +17,7 @@ mod autorec_modes;
 mod bandit;
 mod burst;
 mod config;
+mod crest;
 mod error;
 pub mod fec;
 pub mod fec_schemes;
@@ -35,17 +36,18 @@ mod testutil;
 mod too;
 
 pub use api::{
-    CopyRequest, DataRange, LossId, LossTrigger, LostData, PacketInfo, RecoveryPolicy, RttSample,
-    SendContext, SendKind, SendState, SentRange,
+    data_send_key, packet_key, CopyRequest, DataRange, LossId, LossTrigger, LostData, PacketInfo,
+    RecoveryPolicy, RttSample, SendContext, SendKind, SendState, SentRange,
 };
 pub use arq::Arq;
 pub use art::{adapt as art_adapt, Art, OutcomeWindow};
 pub use autorec::AutoRec;
 pub use autorec_modes::{OffMode, ReinjectionCount, TUnitSample};
 pub use config::{
-    ArtConfig, ArtMabConfig, AutoRecConfig, BanditAlgo, LadrConfig, LevelCounts, Opportunism,
-    Or3Variant, PolicySpec, SchedulerConfig, TooConfig, POLICY_NAMES,
+    ArtConfig, ArtMabConfig, AutoRecConfig, BanditAlgo, CrestConfig, LadrConfig, LevelCounts,
+    Opportunism, Or3Variant, PolicySpec, SchedulerConfig, TooConfig, POLICY_NAMES,
 };
+pub use crest::Crest;
 pub use error::Error;
 pub use fec::{Fec, FecScheme, FecSpec};
 pub use fixed::Fixed;

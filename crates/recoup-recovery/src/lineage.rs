@@ -171,6 +171,13 @@ impl Lineages {
         self.records.get(&id).map(|r| r.range)
     }
 
+    /// How many times an open lineage was sent since its first loss (retransmissions and copies):
+    /// the `send` of [`crate::data_send_key`] for its newest send.
+    #[must_use]
+    pub fn sends(&self, id: LossId) -> Option<u32> {
+        self.records.get(&id).map(|r| r.sends)
+    }
+
     /// Open lineages of `range.stream` overlapping `range`; an empty range (a bare FIN) matches a
     /// lineage that starts where it does.
     #[must_use]

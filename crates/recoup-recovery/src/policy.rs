@@ -11,6 +11,7 @@ use crate::arq::Arq;
 use crate::art::Art;
 use crate::autorec::AutoRec;
 use crate::config::PolicySpec;
+use crate::crest::Crest;
 use crate::fixed::Fixed;
 use crate::ladr::LadrRrl;
 use crate::or3::Or3;
@@ -31,6 +32,7 @@ pub enum Policy {
     AutoRec(AutoRec),
     Too(Too),
     LadrRrl(LadrRrl),
+    Crest(Crest),
     /// A policy written outside this crate.
     User(Box<dyn RecoveryPolicy + Send>),
 }
@@ -49,6 +51,7 @@ impl PolicySpec {
             Self::AutoRec(cfg) => Policy::AutoRec(AutoRec::new(*cfg)),
             Self::Too(cfg) => Policy::Too(Too::new(*cfg)),
             Self::LadrRrl(cfg) => Policy::LadrRrl(LadrRrl::new(*cfg)),
+            Self::Crest(cfg) => Policy::Crest(Crest::new(*cfg)),
         }
     }
 }
@@ -64,6 +67,7 @@ macro_rules! dispatch {
             Policy::AutoRec($p) => $call,
             Policy::Too($p) => $call,
             Policy::LadrRrl($p) => $call,
+            Policy::Crest($p) => $call,
             Policy::User($p) => $call,
         }
     };
@@ -134,6 +138,8 @@ mod tests {
         "too",
         "too:theta=1ms",
         "ladr-rrl",
+        "crest",
+        "crest:deadline=100ms,target=0.001",
     ];
 
     fn build(spec: &str, seed: u64) -> Policy {
@@ -263,6 +269,7 @@ mod tests {
                     Policy::AutoRec(a) => a.tracked(),
                     Policy::Too(t) => t.queue_len(),
                     Policy::LadrRrl(l) => l.to_recover(),
+                    Policy::Crest(c) => c.tracked(),
                     _ => 0,
                 };
                 assert_eq!(leftover, 0, "{spec} seed {seed}");
@@ -285,7 +292,7 @@ mod tests {
 
     #[test]
     fn same_seed_same_decisions() {
-        for spec in ["art", "art-mab", "art-mab:algo=ucb"] {
+        for spec in ["art", "art-mab", "art-mab:algo=ucb", "crest"] {
             let a = drive(&mut build(spec, 42), 7);
             let b = drive(&mut build(spec, 42), 7);
             assert_eq!(a, b, "{spec}");

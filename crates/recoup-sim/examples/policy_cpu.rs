@@ -21,6 +21,7 @@ fn main() {
             name: (*n).to_owned(),
             params: String::new(),
             spec: n.parse().expect("policy"),
+            oracle: false,
         })
         .collect();
     let policies: Vec<_> = sc.policies.iter().chain(extra.iter()).collect();

@@ -32,6 +32,7 @@ fn entry(name: &str) -> PolicyEntry {
         name: name.to_owned(),
         params: String::new(),
         spec: name.parse().expect("policy"),
+        oracle: false,
     }
 }
 

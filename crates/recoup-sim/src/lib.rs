@@ -14,6 +14,7 @@
 
 pub mod app;
 pub mod metrics;
+pub mod oracle;
 pub mod population;
 pub mod qlog_analyze;
 mod quic;

@@ -58,7 +58,7 @@ impl<A: Application> QuicNode<A> {
         if let Some(log) = self.sent_log.as_mut() {
             log.push((now, fnv1a(&t.contents)));
         }
-        Output::Datagram(Datagram::new(self.addr, t.destination, t.contents))
+        Output::Datagram(Datagram::new(self.addr, t.destination, t.contents).with_key(t.key))
     }
 
     #[must_use]

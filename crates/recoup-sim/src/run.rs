@@ -10,17 +10,19 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use recoup_apps::{App, StreamKey};
+use recoup_elements::{element_rng, ElementSpec, LossForecast, LossSpec};
 use recoup_recovery::PolicySpec;
 use recoup_time::Instant;
 use recoup_transport::qlog::{QlogWriter, VantagePoint};
 use recoup_transport::streams::StreamId;
 use recoup_transport::{
-    simulation_tls, ClientConfig, ConnectionHandle, Endpoint, Error as TransportError, Recovered,
-    ServerConfig, Side, TransportConfig,
+    simulation_tls, ClientConfig, ConnectionHandle, Endpoint, Error as TransportError,
+    PolicyFactory, Recovered, ServerConfig, Side, TransportConfig,
 };
 
 use crate::app::{AppEndpoint, AppOutcome};
 use crate::metrics::{goodput_window, run_row, CwndHolds, RunCounters, RunRow};
+use crate::oracle::Oracle;
 use crate::quic::{Application, QuicNode};
 use crate::scenario::{PolicyEntry, Scenario};
 use crate::sim::Simulator;
@@ -186,6 +188,11 @@ pub enum RunError {
     Path(#[from] recoup_elements::Error),
     #[error("transport: {0}")]
     Transport(#[from] TransportError),
+    #[error(
+        "policy `oracle` needs the down path's loss drawn per packet: write its loss as \
+         `crn …` (e.g. `crn bernoulli 5%`) for every policy of the comparison"
+    )]
+    OracleNeedsCrn,
     #[error("qlog {path}: {source}")]
     Qlog {
         path: PathBuf,
@@ -282,6 +289,11 @@ pub fn run_one_with_qlog(
         fec_receive: scenario.transport.fec.is_some(),
         record_recovery: true,
         seed,
+        custom_policy: if policy.oracle {
+            Some(oracle_factory(scenario, seed)?)
+        } else {
+            None
+        },
         ..defaults
     };
     let client_addr: SocketAddr = CLIENT.parse().expect("constant address");
@@ -301,6 +313,7 @@ pub fn run_one_with_qlog(
                 seed: seed ^ 0x5eed,
                 // The viewer is a standard receiver: it sends little and never copies.
                 policy: PolicySpec::Arq,
+                custom_policy: None,
                 ..transport.clone()
             },
             tls: client_tls,
@@ -401,6 +414,23 @@ pub fn run_one_with_qlog(
         row.app_error.get_or_insert(e);
     }
     Ok(row)
+}
+
+/// The oracle for one run: the fate function of the down path's loss element, built from the
+/// same spec and random stream as the element itself, so it answers what the element will do.
+fn oracle_factory(scenario: &Scenario, seed: u64) -> Result<PolicyFactory, RunError> {
+    let down = scenario.down.path_spec();
+    let Some((i, spec)) = down.elements.iter().enumerate().find_map(|(i, e)| match e {
+        ElementSpec::Loss(spec @ LossSpec::Crn { .. }) => Some((i, spec)),
+        _ => None,
+    }) else {
+        return Err(RunError::OracleNeedsCrn);
+    };
+    let name = format!("down/{i}-{}", down.elements[i].kind());
+    let forecast = LossForecast::new(spec, element_rng(seed, &name))?;
+    Ok(PolicyFactory::new(move |_seed| {
+        Box::new(Oracle::new(forecast.clone()))
+    }))
 }
 
 /// Every (policy, seed) of a scenario, in a stable order: policies as listed, seeds ascending.

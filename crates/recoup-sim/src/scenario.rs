@@ -456,7 +456,10 @@ pub struct PolicyEntry {
     pub label: String,
     pub name: String,
     pub params: String,
+    /// Placeholder `arq` for the oracle, which the run builds itself (`oracle` below).
     pub spec: PolicySpec,
+    /// The simulation-only oracle (issue 19): built per run from the down path's loss draws.
+    pub oracle: bool,
 }
 
 /// One concrete scenario (a sweep point, or the whole file without a sweep).
@@ -892,6 +895,16 @@ fn direction(
         Some(Parsed(LossSpec::Replay(p))) => {
             LossSpec::Replay(resolve(base_dir, &p.to_string_lossy()))
         }
+        Some(Parsed(LossSpec::Crn { slot, model })) => match *model {
+            LossSpec::Replay(p) => LossSpec::Crn {
+                slot,
+                model: Box::new(LossSpec::Replay(resolve(base_dir, &p.to_string_lossy()))),
+            },
+            other => LossSpec::Crn {
+                slot,
+                model: Box::new(other),
+            },
+        },
         Some(Parsed(l)) => l,
         None => LossSpec::Bernoulli(Prob::ZERO),
     };
@@ -1046,8 +1059,16 @@ fn check(
     let mut policies: Vec<PolicyEntry> = Vec::with_capacity(raw_policies.len());
     for (i, p) in raw_policies.into_iter().enumerate() {
         let key = format!("policy[{i}]");
-        let spec = PolicySpec::from_name_params(&p.name, &p.params)
-            .map_err(|e| invalid(file, &key, e.to_string()))?;
+        let oracle = p.name.trim() == "oracle";
+        if oracle && !p.params.trim().is_empty() {
+            return Err(invalid(file, &key, "policy `oracle` takes no parameters"));
+        }
+        let spec = if oracle {
+            PolicySpec::Arq
+        } else {
+            PolicySpec::from_name_params(&p.name, &p.params)
+                .map_err(|e| invalid(file, &key, e.to_string()))?
+        };
         let label = p.label.unwrap_or_else(|| p.name.trim().to_owned());
         if policies.iter().any(|q| q.label == label) {
             return Err(invalid(
@@ -1061,6 +1082,7 @@ fn check(
             name: p.name.trim().to_owned(),
             params: p.params,
             spec,
+            oracle,
         });
     }
     let repetitions = raw.repetitions.unwrap_or(1);

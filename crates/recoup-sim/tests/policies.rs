@@ -238,6 +238,7 @@ fn ladr_rate_limit_delivers_the_live_stream_like_arq() {
             name: name.to_owned(),
             params: String::new(),
             spec: name.parse().expect("policy"),
+            oracle: false,
         };
         run_one(&sc, &p, seed).expect("run")
     };

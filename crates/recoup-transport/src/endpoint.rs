@@ -242,6 +242,7 @@ impl Endpoint {
                     self.stateless.push_back(Transmit {
                         destination: remote,
                         contents: buf,
+                        key: None,
                     });
                     self.retries_sent += 1;
                     tracing::debug!(%remote, "sent a Retry");
@@ -310,6 +311,7 @@ impl Endpoint {
         self.stateless.push_back(Transmit {
             destination: remote,
             contents: packet,
+            key: None,
         });
         None
     }
@@ -328,6 +330,7 @@ impl Endpoint {
         self.stateless.push_back(Transmit {
             destination: remote,
             contents: buf,
+            key: None,
         });
     }
 

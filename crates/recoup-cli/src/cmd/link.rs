@@ -364,6 +364,10 @@ fn describe(path: &PathSpec) -> String {
             ElementSpec::Loss(LossSpec::OnOff { mean_on, mean_off }) => {
                 format!("onoff {} on, {} off", ms(*mean_on), ms(*mean_off))
             }
+            // Real datagrams carry no key: each is drawn by its (encrypted) payload's hash.
+            ElementSpec::Loss(LossSpec::Crn { slot, .. }) => {
+                format!("crn per-packet draws, {} slots", ms(*slot))
+            }
             ElementSpec::Corrupt(c) => format!("corrupt {}", pct(c.prob)),
             ElementSpec::Duplicate(d) if d.correlation == Prob::ZERO => {
                 format!("duplicate {}", pct(d.prob))

@@ -13,7 +13,7 @@ fn pct(f: f64) -> Prob {
 fn run(s: &str, seed: u64, n: u64) -> Vec<bool> {
     let mut loss = Loss::new(&spec(s), element_rng(seed, "loss")).expect("model");
     (0..n)
-        .map(|i| loss.decide(Instant::from_nanos(i * 1_000_000)))
+        .map(|i| loss.decide(Instant::from_nanos(i * 1_000_000), i))
         .collect()
 }
 
@@ -270,7 +270,7 @@ fn slotted_ge_changes_state_once_per_slot() {
     let mut sparse_bad = Vec::new();
     for slot in 0..10_000u64 {
         let lost = (0..10)
-            .filter(|k| sparse.decide(Instant::from_nanos((slot * 30 + k * 3) * 1_000_000)))
+            .filter(|k| sparse.decide(Instant::from_nanos((slot * 30 + k * 3) * 1_000_000), *k))
             .count();
         if lost == 10 {
             sparse_bad.push(slot as usize);
@@ -300,7 +300,7 @@ fn replay_follows_the_file_and_wraps() {
     std::fs::write(&good, "1\n0\n# comment\n\n0\n1\n").expect("write");
     let s = LossSpec::Replay(good.clone());
     let mut loss = Loss::new(&s, element_rng(1, "r")).expect("load");
-    let seq: Vec<bool> = (0..8).map(|_| loss.decide(Instant::ZERO)).collect();
+    let seq: Vec<bool> = (0..8).map(|_| loss.decide(Instant::ZERO, 0)).collect();
     assert_eq!(
         seq,
         vec![true, false, false, true, true, false, false, true]
@@ -347,4 +347,104 @@ fn loss_node_forwards_or_drops_at_once() {
             .map(|l| l.events().len() as u64 + l.overflow()),
         Some(st.dropped)
     );
+}
+
+/// Fates of keys `keys` sent 0.5 ms apart through a fresh `crn` element.
+fn crn_fates(spec: &str, seed: u64, keys: &[u64]) -> Vec<bool> {
+    let spec: LossSpec = spec.parse().expect("crn spec");
+    let mut loss = Loss::new(&spec, crate::element_rng(seed, "down/0-loss")).expect("element");
+    keys.iter()
+        .enumerate()
+        .map(|(i, &k)| loss.decide(Instant::from_nanos(i as u64 * 500_000), k))
+        .collect()
+}
+
+#[test]
+fn crn_an_inserted_packet_does_not_change_the_fate_of_the_others() {
+    for spec in [
+        "crn bernoulli 10%",
+        "crn gemodel 5% 30% 70%",
+        "crn slot=2ms slotted-gemodel 30ms 20% 80% 40% 1%",
+    ] {
+        for seed in 1..=5u64 {
+            let keys: Vec<u64> = (0..4000u64).map(|k| k * 7919 + 1).collect();
+            let base = crn_fates(spec, seed, &keys);
+            // Same times for the others: the extra packet rides between two of them at the
+            // same instant as its successor would under a time-slotted state.
+            let spec_parsed: LossSpec = spec.parse().expect("crn spec");
+            let mut loss =
+                Loss::new(&spec_parsed, crate::element_rng(seed, "down/0-loss")).expect("element");
+            let mut with_extra = Vec::new();
+            for (i, &k) in keys.iter().enumerate() {
+                let at = Instant::from_nanos(i as u64 * 500_000);
+                if i % 10 == 3 {
+                    let _ = loss.decide(at, 0xdead_0000 + i as u64);
+                }
+                with_extra.push(loss.decide(at, k));
+            }
+            assert_eq!(base, with_extra, "{spec} seed {seed}");
+            let lost = base.iter().filter(|&&l| l).count();
+            assert!(lost > 0, "{spec} seed {seed}: nothing lost");
+        }
+    }
+}
+
+#[test]
+fn crn_sequential_draws_do_shift_so_the_test_above_can_fail() {
+    // The same insertion under netem's sequential draws changes later fates.
+    let spec: LossSpec = "bernoulli 10%".parse().expect("spec");
+    let fates = |extra: bool| {
+        let mut loss = Loss::new(&spec, crate::element_rng(1, "x")).expect("element");
+        let mut out = Vec::new();
+        for i in 0..1000u64 {
+            if extra && i == 3 {
+                let _ = loss.decide(Instant::ZERO, 0);
+            }
+            out.push(loss.decide(Instant::ZERO, i));
+        }
+        out
+    };
+    assert_ne!(fates(false), fates(true));
+}
+
+#[test]
+fn crn_forecast_agrees_with_the_element_and_rates_hold() {
+    for (spec, rate) in [
+        ("crn bernoulli 10%", 0.10),
+        ("crn gemodel 5% 30% 70%", 0.7 * 5.0 / 35.0),
+    ] {
+        let parsed: LossSpec = spec.parse().expect("spec");
+        let mut loss = Loss::new(&parsed, crate::element_rng(9, "down/0-loss")).expect("element");
+        let mut forecast =
+            LossForecast::new(&parsed, crate::element_rng(9, "down/0-loss")).expect("forecast");
+        let n = 200_000u64;
+        let mut lost = 0u64;
+        for i in 0..n {
+            let at = Instant::from_nanos(i * 250_000);
+            // The forecast looks ahead of the element, as the oracle does.
+            let predicted = forecast.lost(i ^ 0x55, at);
+            let actual = loss.decide(at, i ^ 0x55);
+            assert_eq!(predicted, actual, "{spec}: packet {i}");
+            lost += u64::from(actual);
+        }
+        let measured = lost as f64 / n as f64;
+        assert!(
+            (measured - rate).abs() < 0.15 * rate,
+            "{spec}: loss {measured:.4}, expected {rate:.4}"
+        );
+    }
+}
+
+#[test]
+fn crn_rejects_models_it_cannot_key() {
+    for (bad, part) in [
+        ("crn state 1% 50%", "state"),
+        ("crn onoff 1s 1s", "onoff"),
+        ("crn", "crn"),
+        ("crn slot=0ms bernoulli 1%", "slot=0ms"),
+        ("crn bernoulli 1% 2%", "2%"),
+    ] {
+        let e = bad.parse::<LossSpec>().expect_err(bad).to_string();
+        assert!(e.contains(&format!("`{part}`")), "{bad}: {e}");
+    }
 }

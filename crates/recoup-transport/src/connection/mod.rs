@@ -78,6 +78,10 @@ use spaces::PacketSpace;
 pub struct Transmit {
     pub destination: SocketAddr,
     pub contents: Vec<u8>,
+    /// Identity of what the datagram carries ([`recoup_recovery::data_send_key`] for stream
+    /// data, else [`recoup_recovery::packet_key`]); `None` for stateless packets. Real sockets
+    /// ignore it; a simulated loss element drawing per packet decides the fate from it.
+    pub key: Option<u64>,
 }
 
 /// Why a connection ended.
@@ -223,6 +227,8 @@ pub struct Connection {
     /// A server's first received packet, logged when a qlog writer arrives.
     qlog_first: Option<(Instant, qlog::Event)>,
     stats: ConnectionStats,
+    /// The key of the datagram being built (see [`Transmit::key`]).
+    datagram_key: Option<u64>,
     rng: ChaCha8Rng,
     /// recoup's FEC extension (`fec`): active only when negotiated.
     fec: FecState,
@@ -358,6 +364,7 @@ impl Connection {
             qlog: None,
             qlog_first: None,
             stats: ConnectionStats::default(),
+            datagram_key: None,
             rng,
             fec: FecState::new(&config),
             config,

@@ -1,6 +1,8 @@
 //! Building datagrams: which space, which frames, in what order, within which limits.
 
-use recoup_recovery::{DataRange, LossId, RecoveryPolicy, SendKind, SentRange};
+use recoup_recovery::{
+    data_send_key, packet_key, DataRange, LossId, RecoveryPolicy, SendKind, SentRange,
+};
 use recoup_time::Instant;
 
 use super::{Connection, SentFrames, State, Transmit};
@@ -61,6 +63,7 @@ impl Connection {
                 .set_amplification_blocked(budget < MIN_INITIAL_SIZE, now);
         }
         self.coalesce_finished_copy(now);
+        self.datagram_key = None;
         let mut buf = Vec::with_capacity(limit);
         let mut open: Option<Open> = None;
         let mut pad = false;
@@ -112,6 +115,7 @@ impl Connection {
         Some(Transmit {
             destination: self.path.remote,
             contents: buf,
+            key: self.datagram_key.take(),
         })
     }
 
@@ -719,6 +723,7 @@ impl Connection {
         }
         buf.extend_from_slice(&packet);
         let space = pkt.space;
+        self.note_datagram_key(space, pkt.pn, &pkt.frames);
         self.spaces[space].next_pn += 1;
         self.stats.packets_sent += 1;
         if pkt.ack_eliciting {
@@ -773,6 +778,29 @@ impl Connection {
             pkt.frames,
         );
         let _ = self.recovery.loss.on_packet_sent(space, sent, now);
+    }
+
+    /// Keys the datagram by its stream data if it carries any (the first range: a copy travels
+    /// alone, a retransmission leads its packet), else by its first packet's number.
+    fn note_datagram_key(&mut self, space: SpaceId, pn: u64, frames: &SentFrames) {
+        let data_key = frames.stream.first().map(|r| match r.loss {
+            Some(id) => {
+                let start = self
+                    .recovery
+                    .lineage
+                    .range(id)
+                    .map_or(r.range.start, |l| l.start);
+                let sends = self.recovery.lineage.sends(id).unwrap_or(0);
+                data_send_key(r.range.stream, start, sends)
+            }
+            None => data_send_key(r.range.stream, r.range.start, 0),
+        });
+        match data_key {
+            Some(k) => self.datagram_key = Some(k),
+            None => {
+                self.datagram_key.get_or_insert(packet_key(space as u8, pn));
+            }
+        }
     }
 
     /// In the closing state: one CONNECTION_CLOSE per received packet (RFC 9000 §10.2.1).
@@ -842,6 +870,7 @@ impl Connection {
         Some(Transmit {
             destination: self.path.remote,
             contents: buf,
+            key: self.datagram_key.take(),
         })
     }
 
@@ -873,6 +902,7 @@ impl Connection {
         Some(Transmit {
             destination,
             contents: buf,
+            key: self.datagram_key.take(),
         })
     }
 

@@ -111,8 +111,7 @@ fn webrtc_protects_frames_by_loss_and_rtt() {
 
 #[test]
 fn hairpin_adds_repair_to_retransmissions_as_the_deadline_nears() {
-    let lambda = HairpinConfig::default().lambda;
-    let mut s = HairpinFec::new(HairpinConfig { lambda });
+    let mut s = HairpinFec::new(HairpinConfig::default());
     s.on_rtt_update(ms(0), &rtt(30));
     settle(&mut s, ms(0), 0..100, |pn| pn % 10 == 0);
     // A frame at t=0 with a 100 ms deadline: three rounds left, little or no repair now.

@@ -157,13 +157,16 @@ pub struct HairpinConfig {
 #[serde(rename_all = "lowercase")]
 pub enum RoundCount {
     /// As the Hairpin authors' simulator counts them (`hkust-spark/ns3-sparkrtc`,
-    /// `HairpinPolicy`): `floor((left - rtt') / rtt')` rounds in all, the one being sent
-    /// included and at least it, with `rtt' = srtt + rttvar` (theirs adds the RTT's standard
-    /// deviation).
-    Feedback,
-    /// A round counts if its packets can still arrive: `rtt/2 + k·rtt <= left` (a loss known
-    /// exactly one RTT after its send).
+    /// `HairpinPolicy::GetPolicyFECParam`): `floor((left - rtt') / rtt')` rounds in all, the one
+    /// being sent included and at least it, with `rtt' = srtt + rttvar` (their `rttSd` is the
+    /// same RFC 6298 mean deviation). Theirs also takes the frame's own sending time off the
+    /// first round's `left`, which a scheme here does not see.
     #[default]
+    Feedback,
+    /// Ours before the ablation: a round counts if its packets can still arrive,
+    /// `rtt/2 + k·rtt <= left`, as if a loss were known exactly one RTT after its send. Loss
+    /// detection takes longer (RFC 9002 §6.1 thresholds, ack delay), so at the retransmission
+    /// round this counts a round that arrives after the deadline (EXPERIMENTS.md, Fig. 19).
     Arrival,
 }
 

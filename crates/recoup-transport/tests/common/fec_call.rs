@@ -34,6 +34,9 @@ pub const PACKET: usize = 1200;
 pub const DEADLINE: Duration = Duration::from_millis(100);
 pub const RTT: Duration = Duration::from_millis(30);
 
+/// Sees every coded repair with the source symbols of its window.
+pub type RepairHook<'a> = &'a mut dyn FnMut(&CodedRepair, &[Vec<u8>]);
+
 /// What one call cost and did.
 #[derive(Debug, Default)]
 pub struct CallCost {
@@ -174,11 +177,7 @@ impl Call {
 
     /// Codes and sends every repair the scheme asks for at `t`; `hook` sees each with the
     /// source symbols of its window.
-    fn send_repairs(
-        &mut self,
-        t: Instant,
-        hook: &mut Option<&mut dyn FnMut(&CodedRepair, &[Vec<u8>])>,
-    ) {
+    fn send_repairs(&mut self, t: Instant, hook: &mut Option<RepairHook<'_>>) {
         let ctx = FecContext {
             state: SendState::OnMode,
             rtt: None,
@@ -249,7 +248,7 @@ pub fn video_call(
     loss: f64,
     seed: u64,
     length: Duration,
-    mut hook: Option<&mut dyn FnMut(&CodedRepair, &[Vec<u8>])>,
+    mut hook: Option<RepairHook<'_>>,
 ) -> CallCost {
     let mut call = Call {
         sender: FecSender::new(spec.build(seed)),

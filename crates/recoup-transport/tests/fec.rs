@@ -3,12 +3,21 @@
 //! RFC 9000 error code.
 
 mod common;
+#[path = "common/fec_call.rs"]
+mod fec_call;
 
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{data, drain, pump, seed, NetConfig, Pair, SeedGuard, SERVER};
+use rand::seq::index;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 use recoup_recovery::FecSpec;
 use recoup_time::Instant;
+use recoup_transport::fec::{decode, CodeError, CodedRepair};
 use recoup_transport::frame::{Frame, RepairFrame};
 use recoup_transport::{CloseReason, Event, TransportConfig, TransportErrorCode};
 
@@ -116,8 +125,18 @@ fn no_repair_frame_toward_a_peer_that_did_not_negotiate() {
     };
     let mut p = Pair::with_configs(s, lossy(0.05), client, with_fec("block:k=4,m=1"));
     let payload = data(512 * 1024, s);
-    let got = download(&mut p, &payload, Duration::from_secs(60));
+    let (got, logged) = warnings(|| download(&mut p, &payload, Duration::from_secs(60)));
     assert!(got == payload, "received bytes differ from sent bytes");
+    // The server says once, naming the scheme, that it falls back to ARQ.
+    let warned: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains("did not negotiate FEC"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{logged}");
+    assert!(
+        warned[0].contains("WARN") && warned[0].contains("block:k=4,m=1"),
+        "{logged}"
+    );
     let server = p.server_conn().expect("server");
     assert!(
         !server.fec_active(),
@@ -135,6 +154,44 @@ fn no_repair_frame_toward_a_peer_that_did_not_negotiate() {
         cs.packets_lost + ss.packets_lost > 0,
         "the loss was plain ARQ's to recover"
     );
+}
+
+/// A log sink shared with the subscriber.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<u8>>>);
+
+impl io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `f` with this thread's log events of level WARN and above captured; returns its result
+/// and the log text.
+fn warnings<T>(f: impl FnOnce() -> T) -> (T, String) {
+    let log = Log::default();
+    let sink = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    let out = tracing::subscriber::with_default(subscriber, f);
+    let text = String::from_utf8_lossy(
+        &log.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+    .into_owned();
+    (out, text)
 }
 
 fn closes(p: &mut Pair, client: bool) -> Vec<CloseReason> {
@@ -251,4 +308,129 @@ fn malformed_repair_frames_close_with_the_rfc_9000_code() {
         |carrier, out| repair_frame(carrier - 1, 1, 0, &[0; 4], out),
         TransportErrorCode::FRAME_ENCODING_ERROR,
     );
+}
+
+/// The repair windows one scheme asked for over a call, with their source and repair symbols.
+type Windows = BTreeMap<(u64, u128, u16), (Vec<Vec<u8>>, BTreeMap<u16, Vec<u8>>)>;
+
+/// Every scheme's own windows (the shapes it picks over a call at 10 % loss, retransmission
+/// rounds included) decode under every loss pattern up to their repair count (every pattern
+/// where there are at most 64 with that many losses, else 24 drawn ones and the worst: the
+/// sources first) and fail cleanly beyond it, through the public coding API.
+#[test]
+fn every_scheme_s_windows_decode_up_to_their_repairs_and_fail_cleanly_beyond() {
+    let s = seed(34);
+    let _g = SeedGuard(s);
+    let mut rng = ChaCha8Rng::seed_from_u64(s);
+    for name in [
+        "block:k=4,m=1",
+        "block:k=9,m=3",
+        "webrtc14",
+        "webrtc-now",
+        "hairpin:lambda=1e-7",
+        "tambur:max_ratio=0.5",
+    ] {
+        let spec: FecSpec = name.parse().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut windows = Windows::new();
+        let mut hook = |r: &CodedRepair, sources: &[Vec<u8>]| {
+            let w = windows
+                .entry((r.first_pn, r.window, r.repairs))
+                .or_insert_with(|| (sources.to_vec(), BTreeMap::new()));
+            w.1.insert(r.index, r.symbol.clone());
+        };
+        fec_call::video_call(&spec, 0.1, s, Duration::from_secs(4), Some(&mut hook));
+        // One window of each (k, m) shape the scheme used.
+        let mut shapes = BTreeMap::new();
+        for ((first, _, m), (sources, repairs)) in &windows {
+            assert_eq!(repairs.len(), usize::from(*m), "{name}: window at {first}");
+            shapes
+                .entry((sources.len(), repairs.len()))
+                .or_insert((sources, repairs));
+        }
+        assert!(!shapes.is_empty(), "{name}: no repair over a lossy call");
+        for ((k, m), (sources, repairs)) in shapes {
+            let n = k + m;
+            for lost in 0..=n {
+                let mut patterns: Vec<Vec<usize>> = if binomial(n, lost) <= 64 {
+                    subsets(n, lost)
+                } else {
+                    (0..24)
+                        .map(|_| index::sample(&mut rng, n, lost).into_vec())
+                        .collect()
+                };
+                patterns.push((0..lost).collect());
+                for pattern in patterns {
+                    check_pattern(name, k, m, sources, repairs, &pattern);
+                }
+            }
+        }
+    }
+}
+
+/// Decodes a window of `k` `sources` and `m` `repairs` without the symbols in `lost` (index
+/// below k: a source, else repair `i - k`) and checks the outcome.
+fn check_pattern(
+    name: &str,
+    k: usize,
+    m: usize,
+    sources: &[Vec<u8>],
+    repairs: &BTreeMap<u16, Vec<u8>>,
+    lost: &[usize],
+) {
+    let gone = |i: usize| lost.contains(&i);
+    let len = repairs.values().next().map_or(0, Vec::len);
+    let present: Vec<(usize, &[u8])> = (0..k)
+        .filter(|&i| !gone(i))
+        .map(|i| (i, sources[i].as_slice()))
+        .collect();
+    let received: Vec<(usize, &[u8])> = repairs
+        .iter()
+        .filter(|(j, _)| !gone(k + usize::from(**j)))
+        .map(|(j, r)| (usize::from(*j), r.as_slice()))
+        .collect();
+    let missing = k - present.len();
+    let what = format!("{name}: {k}:{m} window without {lost:?}");
+    match decode(k, m, &present, &received, len) {
+        Ok(restored) => {
+            assert!(missing <= received.len(), "{what}: decoded from too little");
+            assert_eq!(restored.len(), missing, "{what}");
+            for (i, symbol) in restored {
+                let source = &sources[i];
+                assert_eq!(&symbol[..source.len()], &source[..], "{what}: source {i}");
+                assert!(symbol[source.len()..].iter().all(|&b| b == 0), "{what}");
+            }
+        }
+        Err(e) => {
+            assert!(missing > received.len(), "{what}: {e}");
+            assert_eq!(
+                e,
+                CodeError::NotEnough {
+                    missing,
+                    repairs: received.len()
+                },
+                "{what}"
+            );
+        }
+    }
+}
+
+fn binomial(n: usize, k: usize) -> u128 {
+    (0..k).fold(1u128, |acc, i| acc * (n - i) as u128 / (i as u128 + 1))
+}
+
+/// Every `k`-element subset of `0..n`, ascending.
+fn subsets(n: usize, k: usize) -> Vec<Vec<usize>> {
+    if k == 0 {
+        return vec![Vec::new()];
+    }
+    if n < k {
+        return Vec::new();
+    }
+    let mut with_last = subsets(n - 1, k - 1);
+    for s in &mut with_last {
+        s.push(n - 1);
+    }
+    let mut out = subsets(n - 1, k);
+    out.extend(with_last);
+    out
 }

@@ -198,6 +198,17 @@ mod tests {
         }
         let e = err("hairpin:lambda=2");
         assert!(e.contains("`lambda`") && e.contains("0..=1"), "{e}");
+        let ablation: FecSpec = "hairpin:rounds=arrival,max_rounds=2,cost=share,loss=max"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            ablation.to_string(),
+            "hairpin:rounds=arrival,max_rounds=2,cost=share,loss=max"
+        );
+        let e = err("hairpin:max_rounds=0");
+        assert!(e.contains("`max_rounds`") && e.contains("1..=16"), "{e}");
+        let e = err("hairpin:rounds=three");
+        assert!(e.contains("`rounds`") && e.contains("three"), "{e}");
         let e = err("tambur:ratio=0.3");
         assert!(
             e.contains("unknown parameter `ratio`") && e.contains("max_ratio"),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::hairpin::LAMBDA_DEFAULT;
+use super::hairpin::{LAMBDA_DEFAULT, MAX_ROUNDS};
 use super::tambur::{MAX_RATIO_DEFAULT, TAU_FRAMES};
 use super::webrtc::{default_table_path, HybridThresholds, RateTable, TABLE_FILE};
 use crate::error::Error;
@@ -133,13 +133,65 @@ impl WebRtcConfig {
     }
 }
 
-/// `hairpin:` parameters.
+/// `hairpin:` parameters. `lambda` is the scheme's; the others choose between readings of its
+/// model for the ablation of EXPERIMENTS.md (Fig. 19, "Hairpin: why the smaller effect").
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HairpinConfig {
     /// Weight of bandwidth against deadline misses: 1e-1 (LC), 1e-4 (default), 1e-7 (HC).
     #[serde(deserialize_with = "lambda")]
     pub lambda: f64,
+    /// How the rounds left before a frame's deadline are counted.
+    pub rounds: RoundCount,
+    /// Most rounds a plan looks ahead (1: all of a frame's repair in the round being sent).
+    #[serde(deserialize_with = "max_rounds")]
+    pub max_rounds: u32,
+    /// What the bandwidth term of the objective counts.
+    pub cost: CostTerm,
+    /// Which loss rate the plan assumes for every round.
+    pub loss: LossEstimate,
+}
+
+/// How [`HairpinConfig::rounds`] counts the rounds left (`hairpin::rounds_left`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RoundCount {
+    /// As the Hairpin authors' simulator counts them (`hkust-spark/ns3-sparkrtc`,
+    /// `HairpinPolicy::GetPolicyFECParam`): `floor((left - rtt') / rtt')` rounds in all, the one
+    /// being sent included and at least it, with `rtt' = srtt + rttvar` (their `rttSd` is the
+    /// same RFC 6298 mean deviation). Theirs also takes the frame's own sending time off the
+    /// first round's `left`, which a scheme here does not see.
+    #[default]
+    Feedback,
+    /// Ours before the ablation: a round counts if its packets can still arrive,
+    /// `rtt/2 + k·rtt <= left`, as if a loss were known exactly one RTT after its send. Loss
+    /// detection takes longer (RFC 9002 §6.1 thresholds, ack delay), so at the retransmission
+    /// round this counts a round that arrives after the deadline (EXPERIMENTS.md, Fig. 19).
+    Arrival,
+}
+
+/// What [`HairpinConfig::cost`] charges for bandwidth.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CostTerm {
+    /// Expected packets sent per media packet of the frame (linear in the packets sent).
+    #[default]
+    Packets,
+    /// The redundant share of the packets sent, `extra / (media + extra)`, as the reference
+    /// simulator's objective (`QoE = -miss + lambda·(1 - share)`) and our bandwidth-cost metric
+    /// count it.
+    Share,
+}
+
+/// Which loss rate [`HairpinConfig::loss`] feeds the plan (`frames::LossFilter`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LossEstimate {
+    /// Packets lost over packets settled in the last ten seconds.
+    #[default]
+    Mean,
+    /// The worst one-second loss rate of the last ten (WebRTC's filter).
+    Max,
 }
 
 // Parsing keeps lambda finite and in range, so equality is reflexive.
@@ -149,12 +201,20 @@ impl Default for HairpinConfig {
     fn default() -> Self {
         Self {
             lambda: LAMBDA_DEFAULT,
+            rounds: RoundCount::default(),
+            max_rounds: MAX_ROUNDS,
+            cost: CostTerm::default(),
+            loss: LossEstimate::default(),
         }
     }
 }
 
 fn lambda<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     in_range(d, 0.0..=1.0, "a weight in 0..=1 (e.g. 1e-4)")
+}
+
+fn max_rounds<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    in_range(d, 1..=MAX_ROUNDS, "a round count in 1..=16")
 }
 
 /// `tambur:` parameters.

@@ -111,11 +111,11 @@ fn webrtc_protects_frames_by_loss_and_rtt() {
 
 #[test]
 fn hairpin_adds_repair_to_retransmissions_as_the_deadline_nears() {
-    let lambda = HairpinConfig::default().lambda;
-    let mut s = HairpinFec::new(HairpinConfig { lambda });
-    s.on_rtt_update(ms(0), &rtt(30));
+    let mut s = HairpinFec::new(HairpinConfig::default());
+    s.on_rtt_update(ms(0), &rtt(20));
     settle(&mut s, ms(0), 0..100, |pn| pn % 10 == 0);
-    // A frame at t=0 with a 100 ms deadline: three rounds left, little or no repair now.
+    // A frame at t=0 with a 100 ms deadline, rtt' = 20 + 10 ms: floor(70 / 30) = two rounds
+    // left, little or no repair now.
     send_frame(&mut s, ms(0), 7, 100, 10, ms(100));
     let first: u16 = drain(&mut s, ms(0)).iter().map(|r| r.repairs).sum();
     // Two of its packets retransmitted at 70 ms: one round left, so the repair is larger.

@@ -9,14 +9,14 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use recoup_apps::{App, StreamKey};
+use recoup_apps::{App, PacketFeedback, PathFeedback, StreamKey};
 use recoup_recovery::PolicySpec;
 use recoup_time::Instant;
 use recoup_transport::qlog::{QlogWriter, VantagePoint};
 use recoup_transport::streams::StreamId;
 use recoup_transport::{
-    simulation_tls, ClientConfig, ConnectionHandle, Endpoint, Error as TransportError, Recovered,
-    ServerConfig, Side, TransportConfig,
+    simulation_tls, ClientConfig, ConnectionHandle, Endpoint, Error as TransportError,
+    PacketRecord, Recovered, ServerConfig, Side, TransportConfig,
 };
 
 use crate::app::{AppEndpoint, AppOutcome};
@@ -74,11 +74,16 @@ impl AppDriver {
     }
 
     fn key(&self, id: StreamId) -> StreamKey {
-        if id.initiator() == self.side {
-            StreamKey::Local(id.index())
-        } else {
-            StreamKey::Peer(id.index())
-        }
+        stream_key(self.side, id)
+    }
+}
+
+/// A stream as the application of endpoint `side` names it.
+fn stream_key(side: Side, id: StreamId) -> StreamKey {
+    if id.initiator() == side {
+        StreamKey::Local(id.index())
+    } else {
+        StreamKey::Peer(id.index())
     }
 }
 
@@ -100,6 +105,37 @@ impl Application for AppDriver {
         if !conn.is_established() {
             return None;
         }
+        // Packet feedback for an application that adapts its rate (cloud gaming); empty unless
+        // the transport records it.
+        let side = self.side;
+        let key = |id: StreamId| stream_key(side, id);
+        let feedback: Vec<PacketFeedback> = conn
+            .drain_packet_records()
+            .map(|r| match r {
+                PacketRecord::Sent {
+                    pn,
+                    at,
+                    bytes,
+                    resend,
+                    streams,
+                } => PacketFeedback::Sent {
+                    pn,
+                    at,
+                    bytes,
+                    resend,
+                    streams: streams.into_iter().map(|(id, n)| (key(id), n)).collect(),
+                },
+                PacketRecord::Acked { pn, at } => PacketFeedback::Acked { pn, at },
+                PacketRecord::Lost { pn, at } => PacketFeedback::Lost { pn, at },
+            })
+            .collect();
+        let (srtt, cwnd, _) = conn.path_stats();
+        let path = PathFeedback {
+            pacing_rate: conn.pacing_rate(),
+            delay_rate: (!srtt.is_zero())
+                .then(|| (cwnd as f64 * 8.0 / srtt.as_secs_f64()).min(u64::MAX as f64) as u64),
+        };
+        self.app.on_feedback(now, &feedback, path);
         // Reads first: what arrived may be what the application waits for.
         while conn.accept_stream(true).is_some() || conn.accept_stream(false).is_some() {}
         for id in conn.readable_streams() {
@@ -281,6 +317,8 @@ pub fn run_one_with_qlog(
         // Both ends run the same config; only the server has data to protect.
         fec_receive: scenario.transport.fec.is_some(),
         record_recovery: true,
+        // The cloud-gaming sender's bitrate controller and frame metrics read packet feedback.
+        record_packets: matches!(scenario.app, crate::app::AppSpec::Gaming(_)),
         seed,
         ..defaults
     };
@@ -301,6 +339,7 @@ pub fn run_one_with_qlog(
                 seed: seed ^ 0x5eed,
                 // The viewer is a standard receiver: it sends little and never copies.
                 policy: PolicySpec::Arq,
+                record_packets: false,
                 ..transport.clone()
             },
             tls: client_tls,
@@ -360,6 +399,8 @@ pub fn run_one_with_qlog(
     let server = sim
         .downcast_mut::<QuicNode<AppDriver>>(s)
         .expect("server node is a QuicNode<AppDriver>");
+    server.app_mut().app.finish(end);
+    let sender_outcome = server.app().app.outcome();
     let handle = server.app().conn;
     let stats = handle
         .and_then(|h| server.endpoint_mut().connection_mut(h))
@@ -397,6 +438,9 @@ pub fn run_one_with_qlog(
         &counters,
         outcome.as_ref(),
     );
+    if let Some(AppOutcome::Gaming(g)) = &sender_outcome {
+        crate::metrics::gaming_columns(&mut row, g);
+    }
     if let Some(e) = client_error.or_else(|| driver.error.clone()) {
         row.app_error.get_or_insert(e);
     }

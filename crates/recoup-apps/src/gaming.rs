@@ -46,6 +46,11 @@ pub struct GamingConfig {
     pub lbbc: Option<LbbcConfig>,
     /// LADR §3.3's pending-data limit.
     pub pending_limit: bool,
+    /// The share of the delay-based controller's rate the encoder targets. Pudica keeps the
+    /// bandwidth utilisation below one (LADR §2.4 footnote 5); an encoder at exactly Copa's
+    /// window / SRTT runs at the bottleneck's rate and queues at the sender without end. 0.9 is
+    /// our assumption, not a number from LADR or Pudica.
+    pub utilization: f64,
 }
 
 impl Default for GamingConfig {
@@ -66,6 +71,7 @@ impl Default for GamingConfig {
             deadline: Duration::from_millis(100),
             lbbc: None,
             pending_limit: false,
+            utilization: 0.9,
         }
     }
 }
@@ -388,7 +394,8 @@ impl App for GamingSender {
             }
         }
         self.pacing_rate = path.pacing_rate;
-        if let Some(b_d) = path.delay_rate {
+        if let Some(rate) = path.delay_rate {
+            let b_d = (rate as f64 * self.cfg.utilization) as u64;
             let b_l = self.lbbc.as_ref().and_then(|l| l.rate(now));
             self.target = target_rate(b_l, b_d).clamp(self.cfg.min_bitrate, self.cfg.max_bitrate);
         }
@@ -670,7 +677,7 @@ mod tests {
             delay_rate: Some(d),
         };
         s.on_feedback(ms(0), &[], path(7_000_000));
-        assert_eq!(s.target(), 7_000_000);
+        assert_eq!(s.target(), 6_300_000, "90 % of Copa's rate");
         s.on_feedback(ms(0), &[], path(100));
         assert_eq!(s.target(), 1_000_000, "min_bitrate");
         s.on_feedback(ms(0), &[], path(u64::MAX));

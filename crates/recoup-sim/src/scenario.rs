@@ -321,6 +321,8 @@ struct RawGaming {
     lbbc_c: Option<f64>,
     /// LADR §3.3's pending-data limit.
     pending_limit: Option<bool>,
+    /// The share of the delay-based rate the encoder targets, in (0, 1].
+    utilization: Option<f64>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -1044,7 +1046,12 @@ fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Scenario
             ))
         }
     };
+    let utilization = g.utilization.unwrap_or(d.utilization);
+    if !(utilization > 0.0 && utilization <= 1.0) {
+        return Err(invalid(file, "app.utilization", "must be in (0, 1]"));
+    }
     Ok(AppSpec::Gaming(GamingConfig {
+        utilization,
         encoder,
         min_bitrate,
         max_bitrate,

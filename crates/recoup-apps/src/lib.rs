@@ -7,6 +7,8 @@
 //!   with start-up buffer, playback at the frame clock, freezes and rebuffering.
 //! - [`transfer`]: file transfers and RPC request/response pairs, flow completion times.
 //! - [`rtc`]: frames with a playback deadline, one stream per frame.
+//! - [`gaming`]: cloud gaming, frames at a bitrate that follows a bitrate controller ([`lbbc`]),
+//!   with LADR's frame metrics from per-packet feedback ([`App::on_feedback`]).
 //!
 //! Every byte the applications send is framed ([`frame`]): receivers verify checksums and
 //! sequence numbers and report corruption as errors, never silently.
@@ -34,6 +36,8 @@
 #![deny(clippy::disallowed_methods)]
 
 pub mod frame;
+pub mod gaming;
+pub mod lbbc;
 pub mod live;
 pub mod rtc;
 pub mod source;
@@ -63,8 +67,45 @@ pub struct Write {
     pub fin: bool,
 }
 
+/// What the transport reports of one packet carrying this endpoint's streams.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PacketFeedback {
+    /// Sent at `at`; `resend`: it re-sent lost data; stream bytes it carried per stream.
+    Sent {
+        pn: u64,
+        at: Instant,
+        bytes: usize,
+        resend: bool,
+        streams: Vec<(StreamKey, u64)>,
+    },
+    Acked {
+        pn: u64,
+        at: Instant,
+    },
+    Lost {
+        pn: u64,
+        at: Instant,
+    },
+}
+
+/// The transport's rates at the moment of a feedback call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PathFeedback {
+    /// What pacing sends at now, bytes per second (congestion control and the recovery
+    /// policy's limit).
+    pub pacing_rate: Option<u64>,
+    /// The delay-based congestion controller's rate, bits per second (its window over the
+    /// smoothed RTT).
+    pub delay_rate: Option<u64>,
+}
+
 /// An application endpoint. See the module documentation for the call order.
 pub trait App {
+    /// Packet feedback since the last call and the path's rates, for an application that adapts
+    /// its sending (a drivers calls it before [`App::poll_write`] when it has feedback). By
+    /// default ignored.
+    fn on_feedback(&mut self, _now: Instant, _packets: &[PacketFeedback], _path: PathFeedback) {}
+
     /// The next bytes to write, at most `max` of them; `None` when there is nothing to write
     /// now. `max == 0` always gives `None`. By default nothing: a receiver only reads.
     fn poll_write(&mut self, _now: Instant, _max: usize) -> Option<Write> {

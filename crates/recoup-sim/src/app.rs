@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use recoup_apps::{live, rtc, transfer, App, FrameError, StreamKey, Write};
+use recoup_apps::{
+    gaming, live, rtc, transfer, App, FrameError, PacketFeedback, PathFeedback, StreamKey, Write,
+};
 use recoup_elements::element_rng;
 use recoup_time::Instant;
 
@@ -14,6 +16,7 @@ pub enum AppSpec {
     File(transfer::FileConfig),
     Rpc(transfer::RpcConfig),
     Rtc(rtc::RtcConfig),
+    Gaming(gaming::GamingConfig),
 }
 
 impl AppSpec {
@@ -25,6 +28,7 @@ impl AppSpec {
             Self::File(_) => "file",
             Self::Rpc(_) => "rpc",
             Self::Rtc(_) => "rtc",
+            Self::Gaming(_) => "gaming",
         }
     }
 
@@ -50,6 +54,12 @@ impl AppSpec {
                 server: AppEndpoint::RtcSender(rtc::RtcSender::new(c, start, duration, rng)),
                 client: AppEndpoint::RtcReceiver(rtc::RtcReceiver::new(c, start, duration)),
             },
+            Self::Gaming(c) => AppPair {
+                server: AppEndpoint::GamingSender(Box::new(gaming::GamingSender::new(
+                    c, start, duration, rng,
+                ))),
+                client: AppEndpoint::GamingViewer(gaming::GamingViewer::new(c)),
+            },
         }
     }
 }
@@ -72,6 +82,9 @@ pub enum AppEndpoint {
     RpcClient(transfer::RpcClient),
     RtcSender(rtc::RtcSender),
     RtcReceiver(rtc::RtcReceiver),
+    /// Boxed: its frame book makes it far larger than the others.
+    GamingSender(Box<gaming::GamingSender>),
+    GamingViewer(gaming::GamingViewer),
 }
 
 /// What the receiving side of a run measured.
@@ -81,11 +94,15 @@ pub enum AppOutcome {
     /// File and RPC.
     Transfer(transfer::TransferOutcome),
     Rtc(rtc::RtcOutcome),
+    /// Cloud gaming: the sender's frame metrics (LADR's are sender-side).
+    Gaming(gaming::GamingOutcome),
+    GamingViewer(gaming::GamingViewerOutcome),
 }
 
 impl AppEndpoint {
     /// The measured outcome, on the receiving endpoint (player, file receiver, RPC client, RTC
-    /// receiver); `None` on the sending one.
+    /// receiver, gaming viewer) and on the gaming sender (LADR measures at the sender); `None`
+    /// on the other sending ones.
     #[must_use]
     pub fn outcome(&self) -> Option<AppOutcome> {
         match self {
@@ -93,6 +110,8 @@ impl AppEndpoint {
             Self::FileReceiver(r) => Some(AppOutcome::Transfer(r.outcome())),
             Self::RpcClient(c) => Some(AppOutcome::Transfer(c.outcome())),
             Self::RtcReceiver(r) => Some(AppOutcome::Rtc(r.outcome())),
+            Self::GamingSender(s) => s.outcome().map(AppOutcome::Gaming),
+            Self::GamingViewer(v) => Some(AppOutcome::GamingViewer(v.outcome())),
             _ => None,
         }
     }
@@ -107,6 +126,8 @@ impl AppEndpoint {
             Self::RpcClient(a) => a,
             Self::RtcSender(a) => a,
             Self::RtcReceiver(a) => a,
+            Self::GamingSender(a) => &mut **a,
+            Self::GamingViewer(a) => a,
         }
     }
 
@@ -120,6 +141,8 @@ impl AppEndpoint {
             Self::RpcClient(a) => a,
             Self::RtcSender(a) => a,
             Self::RtcReceiver(a) => a,
+            Self::GamingSender(a) => &**a,
+            Self::GamingViewer(a) => a,
         }
     }
 }
@@ -137,6 +160,10 @@ impl App for AppEndpoint {
         fin: bool,
     ) -> Result<(), FrameError> {
         self.app().on_stream_bytes(now, stream, data, fin)
+    }
+
+    fn on_feedback(&mut self, now: Instant, packets: &[PacketFeedback], path: PathFeedback) {
+        self.app().on_feedback(now, packets, path);
     }
 
     fn stream_deadline(&self, stream: StreamKey) -> Option<Instant> {

@@ -19,6 +19,8 @@ use std::time::Duration;
 use recoup_transport::Recovered;
 use serde::{Deserialize, Serialize};
 
+use recoup_apps::gaming::GamingOutcome;
+
 use crate::app::AppOutcome;
 
 /// Per-run counters from the sender's transport and the path.
@@ -157,6 +159,26 @@ pub struct RunRow {
     /// retran_ratio minus the baseline policy's on the same seed (TOO: "1.9 % of redundancy
     /// (retran_ratio) is additionally introduced") ([`fill_baseline_columns`]).
     pub retran_ratio_added: Option<f64>,
+    /// Cloud gaming (docs/LADR.md "Frame metrics"), measured at the sender: frames encoded, the
+    /// share the pending-data limit skipped (skipped / ticks), lossy and loss-affected frames,
+    /// frames over the deadline (LADR's ">100 ms frames"), the frame delay (mean, p90) and its
+    /// breakdown (means), the recovery time of lossy frames (mean, p90), the encoder's mean
+    /// target and LBBC's congestion signals; the viewer's frame delay (capture to last byte).
+    pub frames_sent: Option<u64>,
+    pub frames_skipped_rate: Option<f64>,
+    pub lossy_frame_rate: Option<f64>,
+    pub loss_affected_frame_rate: Option<f64>,
+    pub frames_over_deadline_rate: Option<f64>,
+    pub frame_delay_ms: Option<f64>,
+    pub frame_delay_p90_ms: Option<f64>,
+    pub frame_propagation_ms: Option<f64>,
+    pub frame_queuing_ms: Option<f64>,
+    pub frame_recovery_ms: Option<f64>,
+    pub frame_recovery_lossy_ms: Option<f64>,
+    pub frame_recovery_lossy_p90_ms: Option<f64>,
+    pub encoder_bitrate_mbps: Option<f64>,
+    pub lbbc_signals: Option<u64>,
+    pub viewer_frame_delay_ms: Option<f64>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -314,6 +336,21 @@ pub fn run_row(
         repair_packets: (counters.packets_repair > 0).then_some(counters.packets_repair),
         fec_recovered_packets: counters.fec_recovered.map(|(p, _)| p),
         fec_recovered_bytes: counters.fec_recovered.map(|(_, b)| b),
+        frames_sent: None,
+        frames_skipped_rate: None,
+        lossy_frame_rate: None,
+        loss_affected_frame_rate: None,
+        frames_over_deadline_rate: None,
+        frame_delay_ms: None,
+        frame_delay_p90_ms: None,
+        frame_propagation_ms: None,
+        frame_queuing_ms: None,
+        frame_recovery_ms: None,
+        frame_recovery_lossy_ms: None,
+        frame_recovery_lossy_p90_ms: None,
+        encoder_bitrate_mbps: None,
+        lbbc_signals: None,
+        viewer_frame_delay_ms: None,
     };
     match app {
         Some(AppOutcome::Live(o)) => {
@@ -344,9 +381,34 @@ pub fn run_row(
                 (playback > 0.0).then(|| o.frozen_webrtc.as_secs_f64() / playback);
             row.app_error = o.error.as_ref().map(ToString::to_string);
         }
+        Some(AppOutcome::Gaming(o)) => gaming_columns(&mut row, o),
+        Some(AppOutcome::GamingViewer(o)) => {
+            row.viewer_frame_delay_ms = mean(&o.delays_ms);
+            row.app_error = o.error.as_ref().map(ToString::to_string);
+        }
         None => {}
     }
     row
+}
+
+/// Fills the cloud-gaming sender's columns (LADR's frame metrics).
+pub fn gaming_columns(row: &mut RunRow, o: &GamingOutcome) {
+    let delays = sorted(o.delays_ms.clone());
+    let recovery = sorted(o.recovery_lossy_ms.clone());
+    row.frames_sent = Some(o.frames);
+    row.frames_skipped_rate = ratio(o.frames_skipped, o.frames + o.frames_skipped);
+    row.lossy_frame_rate = ratio(o.lossy_frames, o.frames);
+    row.loss_affected_frame_rate = ratio(o.loss_affected_frames, o.frames);
+    row.frames_over_deadline_rate = ratio(o.frames_over_deadline, o.frames);
+    row.frame_delay_ms = mean(&delays);
+    row.frame_delay_p90_ms = percentile(&delays, 0.9);
+    row.frame_propagation_ms = o.propagation_ms;
+    row.frame_queuing_ms = o.queuing_ms;
+    row.frame_recovery_ms = o.recovery_ms;
+    row.frame_recovery_lossy_ms = mean(&recovery);
+    row.frame_recovery_lossy_p90_ms = percentile(&recovery, 0.9);
+    row.encoder_bitrate_mbps = o.mean_bitrate_mbps;
+    row.lbbc_signals = Some(o.lbbc_signals);
 }
 
 /// Sets the columns measured against the `baseline` policy's row with the same seed:
@@ -439,6 +501,24 @@ impl RunRow {
                 "held_copies_dropped",
                 self.held_copies_dropped.map(|v| v as f64),
             ),
+            ("frames_sent", self.frames_sent.map(|v| v as f64)),
+            ("frames_skipped_rate", self.frames_skipped_rate),
+            ("lossy_frame_rate", self.lossy_frame_rate),
+            ("loss_affected_frame_rate", self.loss_affected_frame_rate),
+            ("frames_over_deadline_rate", self.frames_over_deadline_rate),
+            ("frame_delay_ms", self.frame_delay_ms),
+            ("frame_delay_p90_ms", self.frame_delay_p90_ms),
+            ("frame_propagation_ms", self.frame_propagation_ms),
+            ("frame_queuing_ms", self.frame_queuing_ms),
+            ("frame_recovery_ms", self.frame_recovery_ms),
+            ("frame_recovery_lossy_ms", self.frame_recovery_lossy_ms),
+            (
+                "frame_recovery_lossy_p90_ms",
+                self.frame_recovery_lossy_p90_ms,
+            ),
+            ("encoder_bitrate_mbps", self.encoder_bitrate_mbps),
+            ("lbbc_signals", self.lbbc_signals.map(|v| v as f64)),
+            ("viewer_frame_delay_ms", self.viewer_frame_delay_ms),
         ]
     }
 }

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use recoup_apps::{App, StreamKey};
+use recoup_apps::{App, PacketFeedback, PathFeedback, StreamKey};
 use recoup_elements::{element_rng, ElementSpec, LossForecast, LossSpec};
 use recoup_recovery::PolicySpec;
 use recoup_time::Instant;
@@ -17,7 +17,7 @@ use recoup_transport::qlog::{QlogWriter, VantagePoint};
 use recoup_transport::streams::StreamId;
 use recoup_transport::{
     simulation_tls, ClientConfig, ConnectionHandle, Endpoint, Error as TransportError,
-    PolicyFactory, Recovered, ServerConfig, Side, TransportConfig,
+    PacketRecord, PolicyFactory, Recovered, ServerConfig, Side, TransportConfig,
 };
 
 use crate::app::{AppEndpoint, AppOutcome};
@@ -76,11 +76,16 @@ impl AppDriver {
     }
 
     fn key(&self, id: StreamId) -> StreamKey {
-        if id.initiator() == self.side {
-            StreamKey::Local(id.index())
-        } else {
-            StreamKey::Peer(id.index())
-        }
+        stream_key(self.side, id)
+    }
+}
+
+/// A stream as the application of endpoint `side` names it.
+fn stream_key(side: Side, id: StreamId) -> StreamKey {
+    if id.initiator() == side {
+        StreamKey::Local(id.index())
+    } else {
+        StreamKey::Peer(id.index())
     }
 }
 
@@ -102,6 +107,37 @@ impl Application for AppDriver {
         if !conn.is_established() {
             return None;
         }
+        // Packet feedback for an application that adapts its rate (cloud gaming); empty unless
+        // the transport records it.
+        let side = self.side;
+        let key = |id: StreamId| stream_key(side, id);
+        let feedback: Vec<PacketFeedback> = conn
+            .drain_packet_records()
+            .map(|r| match r {
+                PacketRecord::Sent {
+                    pn,
+                    at,
+                    bytes,
+                    resend,
+                    streams,
+                } => PacketFeedback::Sent {
+                    pn,
+                    at,
+                    bytes,
+                    resend,
+                    streams: streams.into_iter().map(|(id, n)| (key(id), n)).collect(),
+                },
+                PacketRecord::Acked { pn, at } => PacketFeedback::Acked { pn, at },
+                PacketRecord::Lost { pn, at } => PacketFeedback::Lost { pn, at },
+            })
+            .collect();
+        let (srtt, cwnd, _) = conn.path_stats();
+        let path = PathFeedback {
+            pacing_rate: conn.pacing_rate(),
+            delay_rate: (!srtt.is_zero())
+                .then(|| (cwnd as f64 * 8.0 / srtt.as_secs_f64()).min(u64::MAX as f64) as u64),
+        };
+        self.app.on_feedback(now, &feedback, path);
         // Reads first: what arrived may be what the application waits for.
         while conn.accept_stream(true).is_some() || conn.accept_stream(false).is_some() {}
         for id in conn.readable_streams() {
@@ -288,6 +324,8 @@ pub fn run_one_with_qlog(
         // Both ends run the same config; only the server has data to protect.
         fec_receive: scenario.transport.fec.is_some(),
         record_recovery: true,
+        // The cloud-gaming sender's bitrate controller and frame metrics read packet feedback.
+        record_packets: matches!(scenario.app, crate::app::AppSpec::Gaming(_)),
         seed,
         custom_policy: if policy.oracle {
             Some(oracle_factory(scenario, seed)?)
@@ -314,6 +352,7 @@ pub fn run_one_with_qlog(
                 // The viewer is a standard receiver: it sends little and never copies.
                 policy: PolicySpec::Arq,
                 custom_policy: None,
+                record_packets: false,
                 ..transport.clone()
             },
             tls: client_tls,
@@ -373,6 +412,8 @@ pub fn run_one_with_qlog(
     let server = sim
         .downcast_mut::<QuicNode<AppDriver>>(s)
         .expect("server node is a QuicNode<AppDriver>");
+    server.app_mut().app.finish(end);
+    let sender_outcome = server.app().app.outcome();
     let handle = server.app().conn;
     let stats = handle
         .and_then(|h| server.endpoint_mut().connection_mut(h))
@@ -410,6 +451,9 @@ pub fn run_one_with_qlog(
         &counters,
         outcome.as_ref(),
     );
+    if let Some(AppOutcome::Gaming(g)) = &sender_outcome {
+        crate::metrics::gaming_columns(&mut row, g);
+    }
     if let Some(e) = client_error.or_else(|| driver.error.clone()) {
         row.app_error.get_or_insert(e);
     }

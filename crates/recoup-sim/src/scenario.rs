@@ -24,6 +24,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use recoup_apps::frame::MAX_PAYLOAD;
+use recoup_apps::gaming::GamingConfig;
+use recoup_apps::lbbc::LbbcConfig;
 use recoup_apps::live::LiveConfig;
 use recoup_apps::rtc::RtcConfig;
 use recoup_apps::source::EncoderConfig;
@@ -254,6 +256,7 @@ enum RawApp {
     File(RawFileApp),
     Rpc(RawRpc),
     Rtc(RawRtc),
+    Gaming(RawGaming),
 }
 
 #[derive(Debug, Deserialize)]
@@ -294,6 +297,32 @@ struct RawRtc {
     key_ratio: Option<f64>,
     size_noise: Option<f64>,
     deadline: Option<Dur>,
+}
+
+/// `kind = "gaming"` (docs/LADR.md): cloud gaming with a bitrate controller.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGaming {
+    bitrate: Option<Rate>,
+    min_bitrate: Option<Rate>,
+    max_bitrate: Option<Rate>,
+    fps: Option<u32>,
+    gop: Option<u32>,
+    key_ratio: Option<f64>,
+    size_noise: Option<f64>,
+    deadline: Option<Dur>,
+    /// The delay-based controller: `copa` (the transport's congestion controller).
+    delay_controller: Option<String>,
+    /// `none` or `lbbc` (LADR §3.2).
+    loss_controller: Option<String>,
+    lbbc_n: Option<u32>,
+    lbbc_delta: Option<Dur>,
+    lbbc_beta: Option<f64>,
+    lbbc_c: Option<f64>,
+    /// LADR §3.3's pending-data limit.
+    pending_limit: Option<bool>,
+    /// The share of the delay-based rate the encoder targets, in (0, 1].
+    utilization: Option<f64>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -663,6 +692,7 @@ fn check_axis(axis: &str, policy_labels: &[String], file: &str) -> Result<(), Sc
             keys::<RawFileApp>(),
             keys::<RawRpc>(),
             keys::<RawRtc>(),
+            keys::<RawGaming>(),
         ]
         .iter()
         .any(|fields| fields.contains(k)),
@@ -952,7 +982,99 @@ fn encoder(
 
 const MAX_TRANSFERS: u32 = 1_000_000;
 
-fn app(raw: Option<RawApp>, file: &str) -> Result<AppSpec, ScenarioError> {
+/// The cloud-gaming app: bounds checked, errors naming the key.
+fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, ScenarioError> {
+    let d = GamingConfig::default();
+    let encoder = encoder(
+        g.bitrate,
+        g.fps,
+        g.gop,
+        g.key_ratio,
+        g.size_noise,
+        d.encoder,
+        file,
+    )?;
+    let min_bitrate = g.min_bitrate.map_or(d.min_bitrate, |r| r.0);
+    let max_bitrate = g.max_bitrate.map_or(d.max_bitrate, |r| r.0);
+    if min_bitrate == 0 || min_bitrate > max_bitrate {
+        return Err(invalid(
+            file,
+            "app.min_bitrate",
+            "must be above 0 and at most app.max_bitrate",
+        ));
+    }
+    if !(min_bitrate..=max_bitrate).contains(&encoder.bitrate) {
+        return Err(invalid(
+            file,
+            "app.bitrate",
+            "the start rate must lie between app.min_bitrate and app.max_bitrate",
+        ));
+    }
+    match g.delay_controller.as_deref().map(str::trim) {
+        None | Some("copa") => {
+            if cc != CcAlgorithm::Copa {
+                return Err(invalid(
+                    file,
+                    "app.delay_controller",
+                    "`copa` is the transport's congestion controller: set transport.cc = \"copa\"",
+                ));
+            }
+        }
+        Some("pudica") => {
+            return Err(invalid(
+                file,
+                "app.delay_controller",
+                "`pudica` is not implemented (its paper is not among ours); use `copa`",
+            ))
+        }
+        Some(other) => {
+            return Err(invalid(
+                file,
+                "app.delay_controller",
+                format!("unknown controller `{other}` (known: copa)"),
+            ))
+        }
+    }
+    let lbbc = match g.loss_controller.as_deref().map(str::trim) {
+        None | Some("none") => None,
+        Some("lbbc") => {
+            let l = LbbcConfig::default();
+            let l = LbbcConfig {
+                n: g.lbbc_n.unwrap_or(l.n),
+                delta: g.lbbc_delta.map_or(l.delta, |x| x.0),
+                beta: g.lbbc_beta.unwrap_or(l.beta),
+                c: g.lbbc_c.unwrap_or(l.c),
+            };
+            l.validate(encoder.fps).map_err(|e| {
+                let key = e.split(' ').next().unwrap_or("lbbc");
+                invalid(file, &format!("app.{key}"), e.clone())
+            })?;
+            Some(l)
+        }
+        Some(other) => {
+            return Err(invalid(
+                file,
+                "app.loss_controller",
+                format!("unknown controller `{other}` (known: none, lbbc)"),
+            ))
+        }
+    };
+    let utilization = g.utilization.unwrap_or(d.utilization);
+    if !(utilization > 0.0 && utilization <= 1.0) {
+        return Err(invalid(file, "app.utilization", "must be in (0, 1]"));
+    }
+    Ok(AppSpec::Gaming(GamingConfig {
+        utilization,
+        encoder,
+        min_bitrate,
+        max_bitrate,
+        deadline: g.deadline.map_or(d.deadline, |x| x.0),
+        lbbc,
+        pending_limit: g.pending_limit.unwrap_or(false),
+    }))
+}
+
+fn app(raw: Option<RawApp>, file: &str, cc: CcAlgorithm) -> Result<AppSpec, ScenarioError> {
     let count = |c: Option<u32>| match c.unwrap_or(1) {
         0 => Err(invalid(file, "app.count", "must be at least 1")),
         n if n > MAX_TRANSFERS => Err(invalid(
@@ -1021,6 +1143,7 @@ fn app(raw: Option<RawApp>, file: &str) -> Result<AppSpec, ScenarioError> {
                 deadline: deadline.map_or(d.deadline, |x| x.0),
             })
         }
+        Some(RawApp::Gaming(g)) => gaming(g, cc, file)?,
     })
 }
 
@@ -1093,6 +1216,7 @@ fn check(
     if duration.is_zero() {
         return Err(invalid(file, "duration", "must be > 0"));
     }
+    let transport = raw.transport.unwrap_or_default();
     Ok(Scenario {
         name,
         seed: raw.seed.unwrap_or(1),
@@ -1100,8 +1224,8 @@ fn check(
         duration,
         down,
         up,
-        app: app(raw.app, file)?,
-        transport: raw.transport.unwrap_or_default(),
+        app: app(raw.app, file, transport.cc)?,
+        transport,
         policies,
     })
 }

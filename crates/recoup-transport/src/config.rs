@@ -101,6 +101,9 @@ pub struct TransportConfig {
     pub aead_integrity_limit: Option<u64>,
     /// Keep a per-lost-range recovery record for the metrics (DESIGN.md "Metrics").
     pub record_recovery: bool,
+    /// Keep per-packet send/ACK/loss records for the application (`Connection::drain_packet_records`),
+    /// e.g. a cloud-gaming bitrate controller.
+    pub record_packets: bool,
     /// Seed for connection IDs and the policy's random choices. A simulated run is a pure
     /// function of its seed; the real-time driver seeds from the OS.
     pub seed: u64,
@@ -137,6 +140,7 @@ impl Default for TransportConfig {
             aead_confidentiality_limit: None,
             aead_integrity_limit: None,
             record_recovery: false,
+            record_packets: false,
             seed: 0,
         }
     }

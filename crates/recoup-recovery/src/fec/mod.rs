@@ -115,6 +115,7 @@ pub enum Fec {
     WebRtc(Box<crate::fec_schemes::WebRtcFec>),
     Hairpin(Box<crate::fec_schemes::HairpinFec>),
     Tambur(Box<crate::fec_schemes::TamburFec>),
+    Ladr(Box<crate::fec_schemes::LadrFec>),
     /// A scheme written outside this crate.
     User(Box<dyn FecScheme + Send>),
 }
@@ -126,6 +127,7 @@ macro_rules! dispatch {
             Fec::WebRtc($s) => $call,
             Fec::Hairpin($s) => $call,
             Fec::Tambur($s) => $call,
+            Fec::Ladr($s) => $call,
             Fec::User($s) => $call,
         }
     };

@@ -6,12 +6,13 @@ use std::str::FromStr;
 use super::{BlockConfig, BlockFec, Fec};
 use crate::error::Error;
 use crate::fec_schemes::{
-    HairpinConfig, HairpinFec, TamburConfig, TamburFec, WebRtcConfig, WebRtcFec, WebRtcVariant,
+    HairpinConfig, HairpinFec, LadrFec, LadrFecConfig, TamburConfig, TamburFec, WebRtcConfig,
+    WebRtcFec, WebRtcVariant,
 };
 use crate::params::{changed, Params};
 
 /// Every built-in FEC scheme name, for error messages.
-pub const FEC_NAMES: &str = "block, webrtc14, webrtc-now, hairpin, tambur";
+pub const FEC_NAMES: &str = "block, webrtc14, webrtc-now, hairpin, tambur, ladr";
 
 /// A FEC scheme and its parameters, as given on the command line or in a scenario file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +22,8 @@ pub enum FecSpec {
     WebRtc(WebRtcVariant, WebRtcConfig),
     Hairpin(HairpinConfig),
     Tambur(TamburConfig),
+    /// LADR's opportunistic FEC (LADR §3.4).
+    Ladr(LadrFecConfig),
 }
 
 impl FecSpec {
@@ -33,6 +36,7 @@ impl FecSpec {
             Self::WebRtc(WebRtcVariant::Now, _) => "webrtc-now",
             Self::Hairpin(_) => "hairpin",
             Self::Tambur(_) => "tambur",
+            Self::Ladr(_) => "ladr",
         }
     }
 
@@ -44,6 +48,7 @@ impl FecSpec {
             Self::WebRtc(v, c) => Fec::WebRtc(Box::new(WebRtcFec::new(*v, *c))),
             Self::Hairpin(c) => Fec::Hairpin(Box::new(HairpinFec::new(*c))),
             Self::Tambur(c) => Fec::Tambur(Box::new(TamburFec::new(*c))),
+            Self::Ladr(c) => Fec::Ladr(Box::new(LadrFec::new(*c))),
         }
     }
 
@@ -55,6 +60,7 @@ impl FecSpec {
             "webrtc-now" => "webrtc-now",
             "hairpin" => "hairpin",
             "tambur" => "tambur",
+            "ladr" => "ladr",
             "" => {
                 return Err(Error::Empty {
                     accepted: FEC_NAMES,
@@ -81,6 +87,17 @@ impl FecSpec {
                 return Ok(Self::WebRtc(variant, c.resolve(scheme)?));
             }
             "hairpin" => Self::Hairpin(p.take()?),
+            "ladr" => {
+                let c: LadrFecConfig = p.take()?;
+                p.finish()?;
+                let table = WebRtcConfig {
+                    table: c.table,
+                    ..WebRtcConfig::default()
+                }
+                .resolve(scheme)?
+                .table;
+                return Ok(Self::Ladr(LadrFecConfig { table, ..c }));
+            }
             _ => Self::Tambur(p.take()?),
         };
         p.finish()?;
@@ -123,6 +140,7 @@ impl fmt::Display for FecSpec {
             Self::WebRtc(_, c) => changed(c, Some(&WebRtcConfig::default())),
             Self::Hairpin(c) => changed(c, Some(&HairpinConfig::default())),
             Self::Tambur(c) => changed(c, Some(&TamburConfig::default())),
+            Self::Ladr(c) => changed(c, Some(&LadrFecConfig::default())),
         };
         if items.is_empty() {
             return f.write_str(self.name());

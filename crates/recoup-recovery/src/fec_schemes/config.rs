@@ -258,3 +258,39 @@ fn tau<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 fn window<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     in_range(d, 1..=10_000, "a frame count in 1..=10000")
 }
+
+/// `ladr:` parameters (LADR §3.4's opportunistic FEC).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LadrFecConfig {
+    /// Procedure #1 switches FEC on when sum_long > k · sum_short.
+    #[serde(deserialize_with = "scaling")]
+    pub k: f64,
+    /// FEC goes off after this long without a loss (#1) or with queuing below t_q (#2).
+    #[serde(with = "duration")]
+    pub t_hold: Duration,
+    /// Procedure #2's queuing-delay threshold.
+    #[serde(with = "duration")]
+    pub t_q: Duration,
+    /// WebRTC's rate table for the repair it sends when on.
+    pub table: TableRef,
+}
+
+// Parsing keeps k finite, so equality is reflexive.
+impl Eq for LadrFecConfig {}
+
+impl Default for LadrFecConfig {
+    /// k = 1, t_hold = 400 ms, t_q = 50 ms (LADR §3.4).
+    fn default() -> Self {
+        Self {
+            k: 1.0,
+            t_hold: Duration::from_millis(400),
+            t_q: Duration::from_millis(50),
+            table: TableRef::default(),
+        }
+    }
+}
+
+fn scaling<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    in_range(d, 0.0..=1000.0, "a scaling factor in 0..=1000")
+}

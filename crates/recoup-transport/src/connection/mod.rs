@@ -27,6 +27,7 @@
 
 mod cids;
 mod fec;
+mod feedback;
 mod handshake;
 mod idle;
 mod keys;
@@ -64,6 +65,7 @@ use recoup_recovery::Recovered;
 use cids::CidState;
 pub use cids::{CidEvent, IssuedCid};
 use fec::FecState;
+pub use feedback::PacketRecord;
 use handshake::Handshake;
 use idle::IdleTimer;
 use keys::KeyState;
@@ -232,6 +234,8 @@ pub struct Connection {
     rng: ChaCha8Rng,
     /// recoup's FEC extension (`fec`): active only when negotiated.
     fec: FecState,
+    /// Packet events for the application (`feedback`), when `record_packets` is set.
+    packet_records: Vec<PacketRecord>,
 }
 
 impl Connection {
@@ -367,6 +371,7 @@ impl Connection {
             datagram_key: None,
             rng,
             fec: FecState::new(&config),
+            packet_records: Vec::new(),
             config,
         }
     }

@@ -420,6 +420,7 @@ impl Connection {
                     .policy
                     .on_packet_lost(now, &info, lost.trigger);
                 self.fec_on_packet_lost(now, &info, p.data.repair);
+                self.record_lost(p.pn, now);
             }
             self.qlog_packet_lost(now, space, p.pn, lost.trigger);
             let signals = self.on_frames_lost(now, space, p.pn, p.time_sent, &p.data, lost.trigger);
@@ -479,6 +480,7 @@ impl Connection {
                 let info = p.data.info(p.pn, p.time_sent, p.size);
                 self.recovery.policy.on_packet_acked(now, &info);
                 self.fec_on_packet_acked(now, &info, p.data.repair);
+                self.record_acked(p.pn, now);
             }
             self.on_frames_acked(now, space, p.pn, p.time_sent, &p.data);
         }

@@ -741,6 +741,7 @@ impl Connection {
             }
             let info = pkt.frames.info(pkt.pn, now, size);
             self.recovery.policy.on_packet_sent(now, &info);
+            self.record_sent(&info);
             self.fec_on_packet_sent(now, pkt.pn, &pkt.frames);
         }
         if let Some(q) = self.qlog.as_mut() {

@@ -1,0 +1,82 @@
+//! Per-packet feedback for applications that adapt to the path: a cloud-gaming encoder's bitrate
+//! controller reads, per video frame, when its packets went out, which were acknowledged and
+//! which were lost (LADR §3.2's congestion signals are defined on exactly that). Recorded only
+//! with [`TransportConfig::record_packets`](crate::TransportConfig::record_packets), drained by
+//! [`Connection::drain_packet_records`].
+
+use recoup_recovery::{PacketInfo, SendKind};
+use recoup_time::Instant;
+
+use super::Connection;
+use crate::streams::StreamId;
+
+/// One application-data packet event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PacketRecord {
+    /// Sent at `at`: `bytes` on the wire, the stream bytes it carried per stream, and whether
+    /// it re-sent lost data (retransmission or copy) rather than new data.
+    Sent {
+        pn: u64,
+        at: Instant,
+        bytes: usize,
+        resend: bool,
+        streams: Vec<(StreamId, u64)>,
+    },
+    Acked {
+        pn: u64,
+        at: Instant,
+    },
+    Lost {
+        pn: u64,
+        at: Instant,
+    },
+}
+
+impl Connection {
+    /// Packet events since the last call (none unless `record_packets` is set).
+    pub fn drain_packet_records(&mut self) -> impl Iterator<Item = PacketRecord> + '_ {
+        self.packet_records.drain(..)
+    }
+
+    /// The rate pacing sends at now, bytes per second: the congestion controller's, capped by
+    /// the recovery policy's limit (LADR's reactive rate limit). `None` when neither sets one.
+    #[must_use]
+    pub fn pacing_rate(&self) -> Option<u64> {
+        let cc = crate::cc::CongestionController::pacing_rate(&self.recovery.cc);
+        match (
+            cc,
+            recoup_recovery::RecoveryPolicy::rate_limit(&self.recovery.policy),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub(super) fn record_sent(&mut self, info: &PacketInfo<'_>) {
+        if self.config.record_packets {
+            self.packet_records.push(PacketRecord::Sent {
+                pn: info.pn,
+                at: info.sent,
+                bytes: info.bytes,
+                resend: info.kind != SendKind::New,
+                streams: info
+                    .ranges
+                    .iter()
+                    .map(|r| (StreamId(r.range.stream), r.range.len()))
+                    .collect(),
+            });
+        }
+    }
+
+    pub(super) fn record_acked(&mut self, pn: u64, at: Instant) {
+        if self.config.record_packets {
+            self.packet_records.push(PacketRecord::Acked { pn, at });
+        }
+    }
+
+    pub(super) fn record_lost(&mut self, pn: u64, at: Instant) {
+        if self.config.record_packets {
+            self.packet_records.push(PacketRecord::Lost { pn, at });
+        }
+    }
+}

@@ -19,8 +19,7 @@ use crate::error::Error;
 use crate::params::{self, in_range, Params};
 
 /// The policy names the parser accepts.
-pub const POLICY_NAMES: &str =
-    "arq, fixed, or3, art, art-mab, autorec, too, ladr-rrl (alias ladr), crest";
+pub const POLICY_NAMES: &str = "arq, fixed, or3, art, art-mab, autorec, too, ladr-rrl (alias ladr)";
 
 /// OR3's redundancy level per round (ART §7.1 baselines): R counts every send of the round,
 /// the ARQ retransmission included (ART Fig. 9: R_1 = 3 replicas k = 1, 2, 3).
@@ -321,40 +320,6 @@ impl Default for TooConfig {
     }
 }
 
-/// `crest` (issue 19): see the `crest` module for the rules.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct CrestConfig {
-    /// Cost tolerance: copies per round K with K · p <= beta (AutoRec's G(K) <= beta).
-    #[serde(deserialize_with = "tolerance")]
-    pub beta: f64,
-    /// Chance that a round's retransmission and all its copies are lost, at most.
-    #[serde(deserialize_with = "fraction")]
-    pub target: f64,
-    /// Most copies per round.
-    #[serde(deserialize_with = "zero_to_64")]
-    pub k_max: u32,
-    /// Copies that cannot arrive within this long after the data's first send are not sent;
-    /// zero turns the rule off.
-    #[serde(with = "params::duration")]
-    pub deadline: Duration,
-    /// Packet outcomes the loss estimate remembers (weight 1 / window).
-    #[serde(deserialize_with = "window")]
-    pub window: u32,
-}
-
-impl Default for CrestConfig {
-    fn default() -> Self {
-        Self {
-            beta: 0.3,
-            target: 0.01,
-            k_max: 10,
-            deadline: Duration::ZERO,
-            window: 512,
-        }
-    }
-}
-
 /// `ladr-rrl`: LADR's reactive rate limit (LADR §3.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -363,9 +328,6 @@ pub struct LadrConfig {
     pub n_high: u32,
     #[serde(deserialize_with = "packets")]
     pub n_low: u32,
-    /// The frame interval t_inv of the ACK-rate estimate (§3.3; 16.67 ms at 60 fps).
-    #[serde(with = "params::duration")]
-    pub t_inv: Duration,
 }
 
 impl Default for LadrConfig {
@@ -373,7 +335,6 @@ impl Default for LadrConfig {
         Self {
             n_high: 4,
             n_low: 2,
-            t_inv: Duration::from_nanos(1_000_000_000 / 60),
         }
     }
 }
@@ -454,10 +415,6 @@ fn tolerance<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     in_range(d, 0.0..=100.0, "a fraction >= 0 (`0.3` or `30%`)")
 }
 
-fn window<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-    in_range(d, 1..=1_000_000, "a packet count in 1..=1000000")
-}
-
 fn fraction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     in_range(d, 0.0..=1.0, "a fraction in [0, 1] (`0.2` or `20%`)")
 }
@@ -480,7 +437,6 @@ pub enum PolicySpec {
     AutoRec(AutoRecConfig),
     Too(TooConfig),
     LadrRrl(LadrConfig),
-    Crest(CrestConfig),
 }
 
 impl PolicySpec {
@@ -496,7 +452,6 @@ impl PolicySpec {
             Self::AutoRec(_) => "autorec",
             Self::Too(_) => "too",
             Self::LadrRrl(_) => "ladr-rrl",
-            Self::Crest(_) => "crest",
         }
     }
 
@@ -512,9 +467,6 @@ impl PolicySpec {
             "autorec" => "autorec",
             "too" => "too",
             "ladr-rrl" | "ladr" => "ladr-rrl",
-            "crest" => "crest",
-            // Built by the simulator, which alone has the loss draws (recoup-sim's oracle).
-            "oracle" => return Err(Error::SimulationOnly { name: "oracle" }),
             "" => {
                 return Err(Error::Empty {
                     accepted: POLICY_NAMES,
@@ -555,20 +507,12 @@ impl PolicySpec {
                 Self::AutoRec(p.take()?)
             }
             "too" => Self::Too(p.take()?),
-            "crest" => Self::Crest(p.take()?),
             _ => {
                 let ladr: LadrConfig = p.take()?;
                 if ladr.n_low > ladr.n_high {
                     return Err(Error::Inconsistent {
                         policy,
                         detail: "n_low must not exceed n_high".to_owned(),
-                    });
-                }
-                if ladr.t_inv.is_zero() || ladr.t_inv > Duration::from_secs(1) {
-                    return Err(Error::Inconsistent {
-                        policy,
-                        detail: "t_inv must be above 0 and at most 1s (one frame interval)"
-                            .to_owned(),
                     });
                 }
                 Self::LadrRrl(ladr)
@@ -615,7 +559,6 @@ impl fmt::Display for PolicySpec {
             Self::AutoRec(c) => changed(c, Some(&AutoRecConfig::testbed())),
             Self::Too(c) => changed(c, Some(&TooConfig::default())),
             Self::LadrRrl(c) => changed(c, Some(&LadrConfig::default())),
-            Self::Crest(c) => changed(c, Some(&CrestConfig::default())),
         };
         f.write_str(self.name())?;
         if !items.is_empty() {

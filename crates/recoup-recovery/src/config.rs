@@ -363,9 +363,6 @@ pub struct LadrConfig {
     pub n_high: u32,
     #[serde(deserialize_with = "packets")]
     pub n_low: u32,
-    /// The frame interval t_inv of the ACK-rate estimate (§3.3; 16.67 ms at 60 fps).
-    #[serde(with = "params::duration")]
-    pub t_inv: Duration,
 }
 
 impl Default for LadrConfig {
@@ -373,7 +370,6 @@ impl Default for LadrConfig {
         Self {
             n_high: 4,
             n_low: 2,
-            t_inv: Duration::from_nanos(1_000_000_000 / 60),
         }
     }
 }
@@ -562,13 +558,6 @@ impl PolicySpec {
                     return Err(Error::Inconsistent {
                         policy,
                         detail: "n_low must not exceed n_high".to_owned(),
-                    });
-                }
-                if ladr.t_inv.is_zero() || ladr.t_inv > Duration::from_secs(1) {
-                    return Err(Error::Inconsistent {
-                        policy,
-                        detail: "t_inv must be above 0 and at most 1s (one frame interval)"
-                            .to_owned(),
                     });
                 }
                 Self::LadrRrl(ladr)

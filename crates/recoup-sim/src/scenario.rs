@@ -1249,6 +1249,62 @@ mod tests {
     const MINIMAL: &str = "[path]\nrate = \"10Mbps\"\n";
 
     #[test]
+    fn gaming_parses_and_bad_values_name_their_key() {
+        let g = |app: &str, cc: &str| {
+            format!("{MINIMAL}[app]\nkind = \"gaming\"\n{app}[transport]\ncc = \"{cc}\"\n")
+        };
+        let s = one(&g(
+            "loss_controller = \"lbbc\"\npending_limit = true\n",
+            "copa",
+        ))
+        .expect("gaming");
+        let AppSpec::Gaming(c) = s.app else {
+            panic!("gaming")
+        };
+        assert_eq!(c.lbbc, Some(LbbcConfig::default()));
+        assert!(c.pending_limit);
+        for (app, cc, key) in [
+            ("", "cubic", "app.delay_controller"),
+            (
+                "delay_controller = \"pudica\"\n",
+                "copa",
+                "app.delay_controller",
+            ),
+            (
+                "delay_controller = \"gcc\"\n",
+                "copa",
+                "app.delay_controller",
+            ),
+            ("loss_controller = \"bbr\"\n", "copa", "app.loss_controller"),
+            (
+                "loss_controller = \"lbbc\"\nlbbc_n = 2\n",
+                "copa",
+                "app.lbbc_n",
+            ),
+            (
+                "loss_controller = \"lbbc\"\nlbbc_delta = \"20ms\"\n",
+                "copa",
+                "app.lbbc_delta",
+            ),
+            (
+                "loss_controller = \"lbbc\"\nlbbc_beta = 1.5\n",
+                "copa",
+                "app.lbbc_beta",
+            ),
+            (
+                "min_bitrate = \"5Mbps\"\nmax_bitrate = \"2Mbps\"\n",
+                "copa",
+                "app.min_bitrate",
+            ),
+            ("bitrate = \"50Mbps\"\n", "copa", "app.bitrate"),
+            ("utilization = 0\n", "copa", "app.utilization"),
+        ] {
+            let e = err(&g(app, cc));
+            assert!(e.contains(key), "{app}: {e}");
+        }
+    }
+
+    #[test]
     fn builtin_default_is_autorecs_testbed_and_matches_the_file() {
         let d = Scenario::builtin_default();
         assert_eq!(d.name, "default");

@@ -22,6 +22,8 @@
 //! Frames are streamed: [`FrameSource`] produces one piece by piece, [`FrameParser`] consumes
 //! an in-order byte stream of them, checksumming on the fly, and never keeps a payload.
 
+use std::collections::BTreeMap;
+
 use recoup_time::Instant;
 
 /// First four bytes of every frame.
@@ -340,6 +342,44 @@ pub struct ReceivedFrame {
     pub header: FrameHeader,
     /// When its last byte arrived.
     pub completed: Instant,
+}
+
+/// Receives applications that send one frame per stream, frame `i` on the peer's stream `i`
+/// (the video call and the cloud-gaming sender): one [`FrameParser`] per open stream, dropped
+/// at its FIN.
+#[derive(Debug, Default)]
+pub struct OneFramePerStream {
+    parsers: BTreeMap<u64, FrameParser>,
+    scratch: Vec<ReceivedFrame>,
+}
+
+impl OneFramePerStream {
+    /// Feed stream `i`'s next bytes; returns its frame once the frame's last byte arrived. More
+    /// than one frame on a stream is a protocol error.
+    pub fn push(
+        &mut self,
+        now: Instant,
+        i: u64,
+        data: &[u8],
+        fin: bool,
+    ) -> Result<Option<&ReceivedFrame>, FrameError> {
+        let parser = self
+            .parsers
+            .entry(i)
+            .or_insert_with(|| FrameParser::new(Some(i)));
+        self.scratch.clear();
+        parser.push(now, data, &mut self.scratch)?;
+        if fin {
+            parser.finish()?;
+            self.parsers.remove(&i);
+        }
+        if self.scratch.len() > 1 {
+            return Err(FrameError::Protocol(format!(
+                "stream {i}: more than one frame"
+            )));
+        }
+        Ok(self.scratch.first())
+    }
 }
 
 /// Parses frames out of an in-order byte stream as bytes arrive, checking each payload's

@@ -27,7 +27,7 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 use recoup_time::Instant;
 
-use crate::frame::{FrameError, FrameParser, FrameSource, ReceivedFrame, FRAME_HEADER_LEN};
+use crate::frame::{FrameError, FrameSource, OneFramePerStream, FRAME_HEADER_LEN};
 use crate::lbbc::{target_rate, FrameFeedback, Lbbc, LbbcConfig};
 use crate::source::EncoderConfig;
 use crate::{clock_tick, keep_first_error, unexpected, App, PacketFeedback, PathFeedback};
@@ -469,9 +469,8 @@ pub struct GamingViewerOutcome {
 #[derive(Debug)]
 pub struct GamingViewer {
     deadline: Duration,
-    parsers: HashMap<u64, FrameParser>,
+    frames: OneFramePerStream,
     outcome: GamingViewerOutcome,
-    scratch: Vec<ReceivedFrame>,
 }
 
 impl GamingViewer {
@@ -479,9 +478,8 @@ impl GamingViewer {
     pub fn new(cfg: &GamingConfig) -> Self {
         Self {
             deadline: cfg.deadline,
-            parsers: HashMap::new(),
+            frames: OneFramePerStream::default(),
             outcome: GamingViewerOutcome::default(),
-            scratch: Vec::new(),
         }
     }
 
@@ -500,22 +498,7 @@ impl GamingViewer {
         let StreamKey::Peer(i) = stream else {
             return Err(unexpected(stream));
         };
-        let parser = self
-            .parsers
-            .entry(i)
-            .or_insert_with(|| FrameParser::new(Some(i)));
-        self.scratch.clear();
-        parser.push(now, data, &mut self.scratch)?;
-        if fin {
-            parser.finish()?;
-            self.parsers.remove(&i);
-        }
-        if self.scratch.len() > 1 {
-            return Err(FrameError::Protocol(format!(
-                "stream {i}: more than one frame"
-            )));
-        }
-        if let Some(f) = self.scratch.first() {
+        if let Some(f) = self.frames.push(now, i, data, fin)? {
             // The capture time is on the sender's clock: meaningful where both share one (the
             // simulator; `recoup link` on one host).
             let capture = Instant::from_nanos(f.header.capture_us.saturating_mul(1_000));

@@ -5,13 +5,13 @@
 //! showing the previous frame for every missed one, so a run of `m` consecutive missed frames
 //! is one freeze of `m` frame intervals.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
 use recoup_time::Instant;
 
-use crate::frame::{FrameError, FrameParser, FrameSource, ReceivedFrame};
+use crate::frame::{FrameError, FrameSource, OneFramePerStream};
 use crate::source::EncoderConfig;
 use crate::{clock_tick, keep_first_error, unexpected, App, StreamKey, Write};
 
@@ -169,13 +169,12 @@ pub struct RtcReceiver {
     deadline: Duration,
     /// Frames sent in all.
     total: u64,
-    streams: BTreeMap<u64, FrameParser>,
+    frames: OneFramePerStream,
     /// Per frame index: completed by its deadline.
     on_time: Vec<bool>,
     late: u64,
     outcome: Option<RtcOutcome>,
     error: Option<FrameError>,
-    scratch: Vec<ReceivedFrame>,
 }
 
 impl RtcReceiver {
@@ -189,12 +188,11 @@ impl RtcReceiver {
             fps,
             deadline: config.deadline,
             total,
-            streams: BTreeMap::new(),
+            frames: OneFramePerStream::default(),
             on_time: Vec::new(),
             late: 0,
             outcome: None,
             error: None,
-            scratch: Vec::new(),
         }
     }
 
@@ -230,23 +228,9 @@ impl RtcReceiver {
         if i >= self.total {
             return Err(unexpected(stream));
         }
-        let parser = self
-            .streams
-            .entry(i)
-            .or_insert_with(|| FrameParser::new(Some(i)));
-        self.scratch.clear();
-        parser.push(now, data, &mut self.scratch)?;
-        if fin {
-            parser.finish()?;
-            self.streams.remove(&i);
-        }
-        if self.scratch.len() > 1 {
-            return Err(FrameError::Protocol(format!(
-                "stream {i}: more than one frame"
-            )));
-        }
-        if let Some(f) = self.scratch.first() {
-            if f.completed <= self.deadline_of(i) {
+        let deadline = self.deadline_of(i);
+        if let Some(f) = self.frames.push(now, i, data, fin)? {
+            if f.completed <= deadline {
                 let idx = usize::try_from(i).unwrap_or(usize::MAX);
                 if self.on_time.len() <= idx {
                     self.on_time.resize(idx + 1, false);

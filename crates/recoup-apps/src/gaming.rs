@@ -30,7 +30,9 @@ use recoup_time::Instant;
 use crate::frame::{FrameError, FrameSource, OneFramePerStream, FRAME_HEADER_LEN};
 use crate::lbbc::{target_rate, FrameFeedback, Lbbc, LbbcConfig};
 use crate::source::EncoderConfig;
-use crate::{clock_tick, keep_first_error, unexpected, App, PacketFeedback, PathFeedback};
+use crate::{
+    clock_tick, keep_first_error, unexpected, write_front, App, PacketFeedback, PathFeedback,
+};
 use crate::{StreamKey, Write};
 
 /// Cloud-gaming parameters (both ends).
@@ -369,17 +371,7 @@ impl App for GamingSender {
                 FrameSource::new(kind, index, t, len),
             ));
         }
-        if max == 0 {
-            return None;
-        }
-        let (stream, source) = self.pending.front_mut()?;
-        let stream = *stream;
-        let data = source.read(max);
-        let fin = source.is_empty();
-        if fin {
-            self.pending.pop_front();
-        }
-        Some(Write { stream, data, fin })
+        write_front(&mut self.pending, max)
     }
 
     fn on_feedback(&mut self, now: Instant, packets: &[PacketFeedback], path: PathFeedback) {

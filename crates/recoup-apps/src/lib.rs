@@ -163,6 +163,25 @@ fn frames_in(d: Duration, fps: u32) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX).max(1)
 }
 
+/// Writes the frames queued in `active`, front first, one stream each; the last bytes of each
+/// carry FIN.
+fn write_front(
+    active: &mut std::collections::VecDeque<(StreamKey, frame::FrameSource)>,
+    max: usize,
+) -> Option<Write> {
+    if max == 0 {
+        return None;
+    }
+    let (stream, source) = active.front_mut()?;
+    let stream = *stream;
+    let data = source.read(max);
+    let fin = source.is_empty();
+    if fin {
+        active.pop_front();
+    }
+    Some(Write { stream, data, fin })
+}
+
 /// Rejects data on a stream an endpoint never expects any on.
 fn unexpected(stream: StreamKey) -> FrameError {
     FrameError::Protocol(format!("unexpected data on stream {stream:?}"))

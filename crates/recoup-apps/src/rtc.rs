@@ -13,7 +13,7 @@ use recoup_time::Instant;
 
 use crate::frame::{FrameError, FrameSource, OneFramePerStream};
 use crate::source::EncoderConfig;
-use crate::{clock_tick, keep_first_error, unexpected, App, StreamKey, Write};
+use crate::{clock_tick, keep_first_error, unexpected, write_front, App, StreamKey, Write};
 
 /// RTC parameters (both ends).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -79,17 +79,7 @@ impl App for RtcSender {
                 .push_back((StreamKey::Local(self.next_frame), source));
             self.next_frame += 1;
         }
-        if max == 0 {
-            return None;
-        }
-        let (stream, source) = self.pending.front_mut()?;
-        let stream = *stream;
-        let data = source.read(max);
-        let fin = source.is_empty();
-        if fin {
-            self.pending.pop_front();
-        }
-        Some(Write { stream, data, fin })
+        write_front(&mut self.pending, max)
     }
 
     fn next_wakeup(&self) -> Option<Instant> {

@@ -13,7 +13,7 @@ use recoup_time::Instant;
 use crate::frame::{
     FrameError, FrameKind, FrameParser, FrameSource, ReceivedFrame, FRAME_HEADER_LEN,
 };
-use crate::{keep_first_error, unexpected, App, StreamKey, Write};
+use crate::{keep_first_error, unexpected, write_front, App, StreamKey, Write};
 
 /// `count` files of `size` bytes, the i-th written at `start + i * interval` on its own stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,21 +49,6 @@ pub struct TransferOutcome {
 
 fn payload_len(total: u64) -> u32 {
     u32::try_from(total.saturating_sub(FRAME_HEADER_LEN as u64)).unwrap_or(u32::MAX)
-}
-
-/// Writes transfers queued in `active`, front first; the last bytes of each carry FIN.
-fn write_front(active: &mut VecDeque<(StreamKey, FrameSource)>, max: usize) -> Option<Write> {
-    if max == 0 {
-        return None;
-    }
-    let (stream, source) = active.front_mut()?;
-    let stream = *stream;
-    let data = source.read(max);
-    let fin = source.is_empty();
-    if fin {
-        active.pop_front();
-    }
-    Some(Write { stream, data, fin })
 }
 
 /// One incoming transfer: exactly one frame with a given sequence number, then FIN.

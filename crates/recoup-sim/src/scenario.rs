@@ -437,6 +437,32 @@ pub struct TransportSpec {
     /// always decodes. `None`: no repair symbols.
     #[serde(deserialize_with = "some_from_str")]
     pub fec: Option<FecSpec>,
+    /// Packets pacing lets leave back to back after an idle period (at least 1); `None` keeps
+    /// the transport's default (10).
+    #[serde(deserialize_with = "pacing_burst")]
+    pub pacing_burst: Option<u64>,
+    /// An upper bound on the pacing rate (`"20Mbps"`), bits per second, on top of the
+    /// congestion controller's: an ablation knob (experiments/ladr/pacing.py). `None`: no bound.
+    #[serde(deserialize_with = "max_pacing_rate")]
+    pub max_pacing_rate: Option<u64>,
+}
+
+fn pacing_burst<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match u64::deserialize(d)? {
+        0 => Err(de::Error::custom(
+            "`transport.pacing_burst` must be at least 1 packet",
+        )),
+        n => Ok(Some(n)),
+    }
+}
+
+fn max_pacing_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Rate::deserialize(d)? {
+        Rate(bps) if bps < 8 => Err(de::Error::custom(format!(
+            "`transport.max_pacing_rate`: {bps} bit/s is below one byte per second"
+        ))),
+        Rate(bps) => Ok(Some(bps)),
+    }
 }
 
 fn some_from_str<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
@@ -1298,6 +1324,13 @@ mod tests {
             ),
             ("bitrate = \"50Mbps\"\n", "copa", "app.bitrate"),
             ("utilization = 0\n", "copa", "app.utilization"),
+            (
+                "loss_controller = \"lbbc\"\nlbbc_c = -1.0\n",
+                "copa",
+                "app.lbbc_c",
+            ),
+            ("min_bitrate = \"0Mbps\"\n", "copa", "app.min_bitrate"),
+            ("max_bitrate = \"fast\"\n", "copa", "max_bitrate"),
         ] {
             let e = err(&g(app, cc));
             assert!(e.contains(key), "{app}: {e}");
@@ -1325,6 +1358,24 @@ mod tests {
         let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/default.toml");
         let loaded = load(&file).expect("scenarios/default.toml");
         assert_eq!(loaded, vec![d]);
+    }
+
+    #[test]
+    fn pacing_burst_and_max_pacing_rate_parse_and_name_bad_values() {
+        let s = one(&format!(
+            "{MINIMAL}[transport]\npacing_burst = 2\nmax_pacing_rate = \"20Mbps\"\n"
+        ))
+        .expect("valid");
+        assert_eq!(s.transport.pacing_burst, Some(2));
+        assert_eq!(s.transport.max_pacing_rate, Some(20_000_000));
+        for (line, key) in [
+            ("pacing_burst = 0", "transport.pacing_burst"),
+            ("max_pacing_rate = \"1bps\"", "transport.max_pacing_rate"),
+            ("max_pacing_rate = \"fast\"", "max_pacing_rate"),
+        ] {
+            let e = err(&format!("{MINIMAL}[transport]\n{line}\n"));
+            assert!(e.contains(key), "{line}: {e}");
+        }
     }
 
     #[test]
@@ -1595,7 +1646,9 @@ mod tests {
                 "receive_window",
                 "send_buffer",
                 "copies_beyond_cwnd",
-                "fec"
+                "fec",
+                "pacing_burst",
+                "max_pacing_rate"
             ]
         );
         assert_eq!(keys::<RawFileApp>(), ["size", "count", "interval"]);

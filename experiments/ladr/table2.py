@@ -125,8 +125,8 @@ def main() -> None:
     )
     figs = common.figure_dir(args.quick)
     duration = "10s" if args.quick else "30s"
-    name = "ladr-table2" + ("" if args.setting == "shallow" else f"-{args.setting}")
-    out = common.RESULTS / (name + ("-quick" if args.quick else ""))
+    stem = "ladr-table2" + ("" if args.setting == "shallow" else f"-{args.setting}")
+    out = common.RESULTS / (stem + ("-quick" if args.quick else ""))
     rtts = fleet_rtts(args.seeds)
     parts = []
     for row in ROWS:
@@ -178,9 +178,9 @@ def main() -> None:
         f"{args.seeds} sessions x {duration} per row (mean / p90 over sessions); wall time "
         f"{wall:.0f} s with --jobs {args.jobs} on {common.machine()}.\n"
     )
-    common.save_text(figs / f"{name}.md", md)
+    common.save_text(figs / f"{stem}.md", md)
     print(md)
-    breakdown_plot(extra, figs / f"{name}.png")
+    breakdown_plot(extra, figs / f"{stem}.png")
 
 
 def breakdown_plot(means: common.pd.DataFrame, path: Path) -> None:

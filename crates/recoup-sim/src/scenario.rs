@@ -299,24 +299,26 @@ struct RawRtc {
     deadline: Option<Dur>,
 }
 
-/// `kind = "gaming"` (docs/LADR.md): cloud gaming with a bitrate controller.
+/// `kind = "gaming"` (docs/LADR.md): cloud gaming with a bitrate controller. Rates and
+/// durations stay strings until `gaming` parses them: inside the `kind`-tagged `[app]` a value's
+/// own error would lose its key.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawGaming {
-    bitrate: Option<Rate>,
-    min_bitrate: Option<Rate>,
-    max_bitrate: Option<Rate>,
+    bitrate: Option<String>,
+    min_bitrate: Option<String>,
+    max_bitrate: Option<String>,
     fps: Option<u32>,
     gop: Option<u32>,
     key_ratio: Option<f64>,
     size_noise: Option<f64>,
-    deadline: Option<Dur>,
+    deadline: Option<String>,
     /// The delay-based controller: `copa` (the transport's congestion controller).
     delay_controller: Option<String>,
     /// `none` or `lbbc` (LADR §3.2).
     loss_controller: Option<String>,
     lbbc_n: Option<u32>,
-    lbbc_delta: Option<Dur>,
+    lbbc_delta: Option<String>,
     lbbc_beta: Option<f64>,
     lbbc_c: Option<f64>,
     /// LADR §3.3's pending-data limit.
@@ -1008,11 +1010,40 @@ fn encoder(
 
 const MAX_TRANSFERS: u32 = 1_000_000;
 
+/// `app.<key>`'s rate, parsed with an error naming the key.
+fn app_rate(file: &str, key: &str, value: Option<&str>) -> Result<Option<u64>, ScenarioError> {
+    value
+        .map(|v| {
+            parse_rate(v)
+                .map_err(|e| invalid(file, &format!("app.{key}"), format!("bad rate `{v}`: {e}")))
+        })
+        .transpose()
+}
+
+/// `app.<key>`'s duration, parsed with an error naming the key.
+fn app_duration(
+    file: &str,
+    key: &str,
+    value: Option<&str>,
+) -> Result<Option<Duration>, ScenarioError> {
+    value
+        .map(|v| {
+            parse_duration(v).map_err(|e| {
+                invalid(
+                    file,
+                    &format!("app.{key}"),
+                    format!("bad duration `{v}`: {e}"),
+                )
+            })
+        })
+        .transpose()
+}
+
 /// The cloud-gaming app: bounds checked, errors naming the key.
 fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, ScenarioError> {
     let d = GamingConfig::default();
     let encoder = encoder(
-        g.bitrate,
+        app_rate(file, "bitrate", g.bitrate.as_deref())?.map(Rate),
         g.fps,
         g.gop,
         g.key_ratio,
@@ -1020,8 +1051,10 @@ fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Scenario
         d.encoder,
         file,
     )?;
-    let min_bitrate = g.min_bitrate.map_or(d.min_bitrate, |r| r.0);
-    let max_bitrate = g.max_bitrate.map_or(d.max_bitrate, |r| r.0);
+    let min_bitrate =
+        app_rate(file, "min_bitrate", g.min_bitrate.as_deref())?.unwrap_or(d.min_bitrate);
+    let max_bitrate =
+        app_rate(file, "max_bitrate", g.max_bitrate.as_deref())?.unwrap_or(d.max_bitrate);
     if min_bitrate == 0 || min_bitrate > max_bitrate {
         return Err(invalid(
             file,
@@ -1067,7 +1100,8 @@ fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Scenario
             let l = LbbcConfig::default();
             let l = LbbcConfig {
                 n: g.lbbc_n.unwrap_or(l.n),
-                delta: g.lbbc_delta.map_or(l.delta, |x| x.0),
+                delta: app_duration(file, "lbbc_delta", g.lbbc_delta.as_deref())?
+                    .unwrap_or(l.delta),
                 beta: g.lbbc_beta.unwrap_or(l.beta),
                 c: g.lbbc_c.unwrap_or(l.c),
             };
@@ -1094,7 +1128,7 @@ fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Scenario
         encoder,
         min_bitrate,
         max_bitrate,
-        deadline: g.deadline.map_or(d.deadline, |x| x.0),
+        deadline: app_duration(file, "deadline", g.deadline.as_deref())?.unwrap_or(d.deadline),
         lbbc,
         pending_limit: g.pending_limit.unwrap_or(false),
     }))
@@ -1330,7 +1364,14 @@ mod tests {
                 "app.lbbc_c",
             ),
             ("min_bitrate = \"0Mbps\"\n", "copa", "app.min_bitrate"),
-            ("max_bitrate = \"fast\"\n", "copa", "max_bitrate"),
+            ("max_bitrate = \"fast\"\n", "copa", "app.max_bitrate"),
+            ("bitrate = \"2Tbps\"\n", "copa", "app.bitrate"),
+            ("deadline = \"soon\"\n", "copa", "app.deadline"),
+            (
+                "loss_controller = \"lbbc\"\nlbbc_delta = \"5\"\n",
+                "copa",
+                "app.lbbc_delta",
+            ),
         ] {
             let e = err(&g(app, cc));
             assert!(e.contains(key), "{app}: {e}");

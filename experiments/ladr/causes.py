@@ -19,7 +19,9 @@ to experiments/figures/ladr-causes-<experiment>.md.
 - ladr: LADR's two candidate causes, one at a time: (1) frames skipped by the pending-data
   limit because repair packets take pacing budget: LADR without the pending-data limit; (2)
   repair sized from a loss rate dominated by burst overflows: LADR with WebRTC's table flattened
-  so that every loss column gives the protection of the smallest non-zero one (1/255, 0.4 %).
+  so that every loss column gives the protection of the smallest non-zero one (1/255, 0.4 %);
+  and a third, (3) repair packets leaving with each frame's idle burst: LADR and +LBBC+RRL both
+  with a pacing burst of one packet (`transport.pacing_burst = 1`).
 """
 
 from __future__ import annotations
@@ -94,6 +96,8 @@ def variants(experiment: str) -> list[tuple[str, str, dict]]:
             ("LADR (Table 2)", "LADR", {}),
             ("(1) LADR without the pending-data limit", "LADR", {"app": {"pending_limit": False}}),
             ("(2) LADR, flat FEC table", "LADR", {"transport": {"fec": f"ladr:table={flat}"}}),
+            ("+LBBC+RRL, burst 1", "+LBBC+RRL", {"transport": {"pacing_burst": 1}}),
+            ("(3) LADR, burst 1", "LADR", {"transport": {"pacing_burst": 1}}),
         ]
     raise ValueError(f"unknown experiment {experiment!r}")
 

@@ -815,6 +815,10 @@ mod tests {
         assert!(e.contains("malformed"), "{e}");
         let e = err("ladr-rrl:n_high=2,n_low=3");
         assert!(e.contains("n_low must not exceed n_high"), "{e}");
+        let e = err("ladr-rrl:n_high=0");
+        assert!(e.contains("`n_high`") && e.contains("1..=1000000"), "{e}");
+        let e = err("ladr-rrl:n_low=many");
+        assert!(e.contains("`n_low`"), "{e}");
         let e = err("autorec:preset=lab");
         assert!(e.contains("`testbed` or `deployment`"), "{e}");
     }

@@ -50,6 +50,9 @@ pub struct RunCounters {
     /// Packets the receiver restored from repair symbols and their stream bytes; `None` where
     /// unknown (a sender's qlog does not say).
     pub fec_recovered: Option<(u64, u64)>,
+    /// Packets sent while the policy's rate limit was in force, and those of them sent while it
+    /// was below the congestion controller's rate; `None` where unknown (a qlog does not say).
+    pub packets_rate_limited: Option<(u64, u64)>,
 }
 
 /// Copies that found the congestion window full and were not allowed beyond it.
@@ -179,6 +182,10 @@ pub struct RunRow {
     pub encoder_bitrate_mbps: Option<f64>,
     pub lbbc_signals: Option<u64>,
     pub viewer_frame_delay_ms: Option<f64>,
+    /// The share of packets sent while the policy's rate limit (LADR's reactive rate limit) was
+    /// in force, and while it was also below the congestion controller's rate (it bound).
+    pub rate_limited_rate: Option<f64>,
+    pub rate_limit_binding_rate: Option<f64>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -351,6 +358,12 @@ pub fn run_row(
         encoder_bitrate_mbps: None,
         lbbc_signals: None,
         viewer_frame_delay_ms: None,
+        rate_limited_rate: counters
+            .packets_rate_limited
+            .and_then(|(on, _)| ratio(on, counters.packets_sent())),
+        rate_limit_binding_rate: counters
+            .packets_rate_limited
+            .and_then(|(_, binding)| ratio(binding, counters.packets_sent())),
     };
     match app {
         Some(AppOutcome::Live(o)) => {
@@ -519,6 +532,8 @@ impl RunRow {
             ("encoder_bitrate_mbps", self.encoder_bitrate_mbps),
             ("lbbc_signals", self.lbbc_signals.map(|v| v as f64)),
             ("viewer_frame_delay_ms", self.viewer_frame_delay_ms),
+            ("rate_limited_rate", self.rate_limited_rate),
+            ("rate_limit_binding_rate", self.rate_limit_binding_rate),
         ]
     }
 }

@@ -320,6 +320,11 @@ pub fn run_one_with_qlog(
                 usize::try_from(b).unwrap_or(usize::MAX)
             }),
         copies_beyond_cwnd: scenario.transport.copies_beyond_cwnd,
+        pacing_burst: scenario
+            .transport
+            .pacing_burst
+            .unwrap_or(defaults.pacing_burst),
+        max_pacing_rate: scenario.transport.max_pacing_rate.map(|bps| bps / 8),
         fec: scenario.transport.fec,
         // Both ends run the same config; only the server has data to protect.
         fec_receive: scenario.transport.fec.is_some(),
@@ -442,6 +447,7 @@ pub fn run_one_with_qlog(
         }),
         packets_repair: stats.repair_packets_sent,
         bytes_repair: stats.repair_bytes_sent,
+        packets_rate_limited: Some((stats.rate_limited_packets, stats.rate_limit_binding_packets)),
         fec_recovered,
     };
     let mut row = run_row(

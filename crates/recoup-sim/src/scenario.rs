@@ -299,24 +299,26 @@ struct RawRtc {
     deadline: Option<Dur>,
 }
 
-/// `kind = "gaming"` (docs/LADR.md): cloud gaming with a bitrate controller.
+/// `kind = "gaming"` (docs/LADR.md): cloud gaming with a bitrate controller. Rates and
+/// durations stay strings until `gaming` parses them: inside the `kind`-tagged `[app]` a value's
+/// own error would lose its key.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawGaming {
-    bitrate: Option<Rate>,
-    min_bitrate: Option<Rate>,
-    max_bitrate: Option<Rate>,
+    bitrate: Option<String>,
+    min_bitrate: Option<String>,
+    max_bitrate: Option<String>,
     fps: Option<u32>,
     gop: Option<u32>,
     key_ratio: Option<f64>,
     size_noise: Option<f64>,
-    deadline: Option<Dur>,
+    deadline: Option<String>,
     /// The delay-based controller: `copa` (the transport's congestion controller).
     delay_controller: Option<String>,
     /// `none` or `lbbc` (LADR §3.2).
     loss_controller: Option<String>,
     lbbc_n: Option<u32>,
-    lbbc_delta: Option<Dur>,
+    lbbc_delta: Option<String>,
     lbbc_beta: Option<f64>,
     lbbc_c: Option<f64>,
     /// LADR §3.3's pending-data limit.
@@ -437,6 +439,32 @@ pub struct TransportSpec {
     /// always decodes. `None`: no repair symbols.
     #[serde(deserialize_with = "some_from_str")]
     pub fec: Option<FecSpec>,
+    /// Packets pacing lets leave back to back after an idle period (at least 1); `None` keeps
+    /// the transport's default (10).
+    #[serde(deserialize_with = "pacing_burst")]
+    pub pacing_burst: Option<u64>,
+    /// An upper bound on the pacing rate (`"20Mbps"`), bits per second, on top of the
+    /// congestion controller's: an ablation knob (experiments/ladr/pacing.py). `None`: no bound.
+    #[serde(deserialize_with = "max_pacing_rate")]
+    pub max_pacing_rate: Option<u64>,
+}
+
+fn pacing_burst<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match u64::deserialize(d)? {
+        0 => Err(de::Error::custom(
+            "`transport.pacing_burst` must be at least 1 packet",
+        )),
+        n => Ok(Some(n)),
+    }
+}
+
+fn max_pacing_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Rate::deserialize(d)? {
+        Rate(bps) if bps < 8 => Err(de::Error::custom(format!(
+            "`transport.max_pacing_rate`: {bps} bit/s is below one byte per second"
+        ))),
+        Rate(bps) => Ok(Some(bps)),
+    }
 }
 
 fn some_from_str<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
@@ -982,11 +1010,40 @@ fn encoder(
 
 const MAX_TRANSFERS: u32 = 1_000_000;
 
+/// `app.<key>`'s rate, parsed with an error naming the key.
+fn app_rate(file: &str, key: &str, value: Option<&str>) -> Result<Option<u64>, ScenarioError> {
+    value
+        .map(|v| {
+            parse_rate(v)
+                .map_err(|e| invalid(file, &format!("app.{key}"), format!("bad rate `{v}`: {e}")))
+        })
+        .transpose()
+}
+
+/// `app.<key>`'s duration, parsed with an error naming the key.
+fn app_duration(
+    file: &str,
+    key: &str,
+    value: Option<&str>,
+) -> Result<Option<Duration>, ScenarioError> {
+    value
+        .map(|v| {
+            parse_duration(v).map_err(|e| {
+                invalid(
+                    file,
+                    &format!("app.{key}"),
+                    format!("bad duration `{v}`: {e}"),
+                )
+            })
+        })
+        .transpose()
+}
+
 /// The cloud-gaming app: bounds checked, errors naming the key.
 fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, ScenarioError> {
     let d = GamingConfig::default();
     let encoder = encoder(
-        g.bitrate,
+        app_rate(file, "bitrate", g.bitrate.as_deref())?.map(Rate),
         g.fps,
         g.gop,
         g.key_ratio,
@@ -994,8 +1051,10 @@ fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Scenario
         d.encoder,
         file,
     )?;
-    let min_bitrate = g.min_bitrate.map_or(d.min_bitrate, |r| r.0);
-    let max_bitrate = g.max_bitrate.map_or(d.max_bitrate, |r| r.0);
+    let min_bitrate =
+        app_rate(file, "min_bitrate", g.min_bitrate.as_deref())?.unwrap_or(d.min_bitrate);
+    let max_bitrate =
+        app_rate(file, "max_bitrate", g.max_bitrate.as_deref())?.unwrap_or(d.max_bitrate);
     if min_bitrate == 0 || min_bitrate > max_bitrate {
         return Err(invalid(
             file,
@@ -1041,7 +1100,8 @@ fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Scenario
             let l = LbbcConfig::default();
             let l = LbbcConfig {
                 n: g.lbbc_n.unwrap_or(l.n),
-                delta: g.lbbc_delta.map_or(l.delta, |x| x.0),
+                delta: app_duration(file, "lbbc_delta", g.lbbc_delta.as_deref())?
+                    .unwrap_or(l.delta),
                 beta: g.lbbc_beta.unwrap_or(l.beta),
                 c: g.lbbc_c.unwrap_or(l.c),
             };
@@ -1068,7 +1128,7 @@ fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Scenario
         encoder,
         min_bitrate,
         max_bitrate,
-        deadline: g.deadline.map_or(d.deadline, |x| x.0),
+        deadline: app_duration(file, "deadline", g.deadline.as_deref())?.unwrap_or(d.deadline),
         lbbc,
         pending_limit: g.pending_limit.unwrap_or(false),
     }))
@@ -1298,6 +1358,20 @@ mod tests {
             ),
             ("bitrate = \"50Mbps\"\n", "copa", "app.bitrate"),
             ("utilization = 0\n", "copa", "app.utilization"),
+            (
+                "loss_controller = \"lbbc\"\nlbbc_c = -1.0\n",
+                "copa",
+                "app.lbbc_c",
+            ),
+            ("min_bitrate = \"0Mbps\"\n", "copa", "app.min_bitrate"),
+            ("max_bitrate = \"fast\"\n", "copa", "app.max_bitrate"),
+            ("bitrate = \"2Tbps\"\n", "copa", "app.bitrate"),
+            ("deadline = \"soon\"\n", "copa", "app.deadline"),
+            (
+                "loss_controller = \"lbbc\"\nlbbc_delta = \"5\"\n",
+                "copa",
+                "app.lbbc_delta",
+            ),
         ] {
             let e = err(&g(app, cc));
             assert!(e.contains(key), "{app}: {e}");
@@ -1325,6 +1399,24 @@ mod tests {
         let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/default.toml");
         let loaded = load(&file).expect("scenarios/default.toml");
         assert_eq!(loaded, vec![d]);
+    }
+
+    #[test]
+    fn pacing_burst_and_max_pacing_rate_parse_and_name_bad_values() {
+        let s = one(&format!(
+            "{MINIMAL}[transport]\npacing_burst = 2\nmax_pacing_rate = \"20Mbps\"\n"
+        ))
+        .expect("valid");
+        assert_eq!(s.transport.pacing_burst, Some(2));
+        assert_eq!(s.transport.max_pacing_rate, Some(20_000_000));
+        for (line, key) in [
+            ("pacing_burst = 0", "transport.pacing_burst"),
+            ("max_pacing_rate = \"1bps\"", "transport.max_pacing_rate"),
+            ("max_pacing_rate = \"fast\"", "max_pacing_rate"),
+        ] {
+            let e = err(&format!("{MINIMAL}[transport]\n{line}\n"));
+            assert!(e.contains(key), "{line}: {e}");
+        }
     }
 
     #[test]
@@ -1595,7 +1687,9 @@ mod tests {
                 "receive_window",
                 "send_buffer",
                 "copies_beyond_cwnd",
-                "fec"
+                "fec",
+                "pacing_burst",
+                "max_pacing_rate"
             ]
         );
         assert_eq!(keys::<RawFileApp>(), ["size", "count", "interval"]);

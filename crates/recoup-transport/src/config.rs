@@ -69,6 +69,13 @@ pub struct TransportConfig {
     pub initial_window: Option<u64>,
     /// Pace packets (RFC 9002 §7.7).
     pub pacing: bool,
+    /// Packets pacing lets leave back to back after an idle period.
+    pub pacing_burst: u64,
+    /// An upper bound on the pacing rate, bytes per second, on top of the congestion
+    /// controller's and the policy's (an ablation knob: do cloud-gaming frames overflow a
+    /// shallow buffer because they leave at Copa's 2·cwnd/RTT?). Like the policy's limit, it
+    /// replaces the window-based rate of a controller that sets no explicit rate.
+    pub max_pacing_rate: Option<u64>,
     /// Which copies may leave when the congestion window is full.
     pub copies_beyond_cwnd: CopiesBeyondCwnd,
     /// Loss-recovery policy; built per connection with a seed derived from `seed`.
@@ -128,6 +135,8 @@ impl Default for TransportConfig {
             cc: CcAlgorithm::default(),
             initial_window: None,
             pacing: true,
+            pacing_burst: crate::pacing::DEFAULT_BURST_PACKETS,
+            max_pacing_rate: None,
             copies_beyond_cwnd: CopiesBeyondCwnd::default(),
             policy: PolicySpec::default(),
             custom_policy: None,

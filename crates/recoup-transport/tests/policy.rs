@@ -367,3 +367,42 @@ fn every_policy_completes_a_lossy_transfer() {
         }
     }
 }
+
+/// `max_pacing_rate` caps the pacing rate on top of the congestion controller's: 200 kB at a
+/// 50 kB/s cap take about 4 s (less the initial burst), far longer than uncapped.
+#[test]
+fn max_pacing_rate_caps_the_sending_rate() {
+    let s = seed(7);
+    let _guard = SeedGuard(s);
+    let span = |cap: Option<u64>| {
+        let config = TransportConfig {
+            cc: recoup_transport::cc::CcAlgorithm::Copa,
+            max_pacing_rate: cap,
+            ..config("arq")
+        };
+        let r = run_with(s, config, 0.0, 200_000, None);
+        let first = r.trace.first().expect("packets").0;
+        let last = r.trace.last().expect("packets").0;
+        last.saturating_duration_since(first)
+    };
+    let capped = span(Some(50_000));
+    let free = span(None);
+    assert!(capped >= Duration::from_secs(3), "capped: {capped:?}");
+    assert!(free * 4 < capped, "uncapped {free:?}, capped {capped:?}");
+}
+
+/// The counters of packets sent under a policy's rate limit: never for ARQ; for `ladr-rrl` on a
+/// path lossy enough to lose retransmissions, some, and binding ones among them.
+#[test]
+fn packets_under_the_rate_limit_are_counted() {
+    let s = seed(11);
+    let _guard = SeedGuard(s);
+    let arq = run(s, "arq", 0.3, 1_000_000).stats;
+    assert_eq!(
+        (arq.rate_limited_packets, arq.rate_limit_binding_packets),
+        (0, 0)
+    );
+    let rrl = run(s, "ladr-rrl", 0.3, 1_000_000).stats;
+    assert!(rrl.rate_limited_packets > 0, "{rrl:?}");
+    assert!(rrl.rate_limit_binding_packets <= rrl.rate_limited_packets);
+}

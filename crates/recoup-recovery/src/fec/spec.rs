@@ -238,4 +238,18 @@ mod tests {
         assert!(e.contains("low_rtt") && e.contains("high_rtt"), "{e}");
         assert!(err("webrtc").contains("webrtc14, webrtc-now, hairpin, tambur"));
     }
+
+    #[test]
+    fn ladr_thresholds_out_of_range_name_their_key() {
+        let spec: FecSpec = "ladr:k=2,t_hold=1s,t_q=20ms".parse().expect("valid");
+        assert_eq!(spec.name(), "ladr");
+        let e = err("ladr:k=-1");
+        assert!(e.contains("`k`") && e.contains("0..=1000"), "{e}");
+        let e = err("ladr:t_hold=soon");
+        assert!(e.contains("`t_hold`"), "{e}");
+        let e = err("ladr:t_q=-5ms");
+        assert!(e.contains("`t_q`"), "{e}");
+        let e = err("ladr:n_high=4");
+        assert!(e.contains("unknown parameter `n_high`"), "{e}");
+    }
 }

@@ -39,17 +39,11 @@ impl Connection {
     }
 
     /// The rate pacing sends at now, bytes per second: the congestion controller's, capped by
-    /// the recovery policy's limit (LADR's reactive rate limit). `None` when neither sets one.
+    /// the recovery policy's limit (LADR's reactive rate limit) and the configured
+    /// `max_pacing_rate`. `None` when none of them sets one.
     #[must_use]
     pub fn pacing_rate(&self) -> Option<u64> {
-        let cc = crate::cc::CongestionController::pacing_rate(&self.recovery.cc);
-        match (
-            cc,
-            recoup_recovery::RecoveryPolicy::rate_limit(&self.recovery.policy),
-        ) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.recovery.pacing_rate()
     }
 
     pub(super) fn record_sent(&mut self, info: &PacketInfo<'_>) {

@@ -180,6 +180,10 @@ pub struct ConnectionStats {
     pub repair_frames_received: u64,
     pub fec_recovered_packets: u64,
     pub fec_recovered_bytes: u64,
+    /// Application-data packets sent while the policy's rate limit was in force (LADR's reactive
+    /// rate limit), and those of them sent while it was below the congestion controller's rate.
+    pub rate_limited_packets: u64,
+    pub rate_limit_binding_packets: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -25,7 +25,7 @@ use crate::crypto::Side;
 use crate::error::TransportError;
 use crate::frame::AckFrame;
 use crate::loss::{LossConfig, LossDetection, SpaceId};
-use crate::pacing::{Pacer, DEFAULT_BURST_PACKETS};
+use crate::pacing::Pacer;
 use crate::qlog::{CcDetail, Event, MetricsUpdated, PacketHeader, PacketLost};
 use crate::streams::{ControlFrame, StreamId};
 
@@ -83,6 +83,8 @@ pub(super) struct RecoveryHost {
     pub copy_held_since: Option<Instant>,
     /// Which copies may exceed the congestion window besides those the policy marks.
     copies_beyond_cwnd: CopiesBeyondCwnd,
+    /// `TransportConfig::max_pacing_rate`.
+    max_pacing_rate: Option<u64>,
 }
 
 impl RecoveryHost {
@@ -102,7 +104,8 @@ impl RecoveryHost {
             cc,
             pacer: config
                 .pacing
-                .then(|| Pacer::new(mds, DEFAULT_BURST_PACKETS, now)),
+                .then(|| Pacer::new(mds, config.pacing_burst, now)),
+            max_pacing_rate: config.max_pacing_rate,
             pacing_wakeup: None,
             lineage: Lineages::new(config.record_recovery),
             policy,
@@ -121,7 +124,7 @@ impl RecoveryHost {
         let mds = config.max_datagram_size as u64;
         self.cc = new_controller(config, now);
         if self.pacer.is_some() {
-            self.pacer = Some(Pacer::new(mds, DEFAULT_BURST_PACKETS, now));
+            self.pacer = Some(Pacer::new(mds, config.pacing_burst, now));
         }
         self.loss.reset_rtt(now);
     }
@@ -209,11 +212,8 @@ impl RecoveryHost {
 
     /// When pacing next lets a full packet go, if it holds one back now.
     pub fn pacing_delay(&mut self, now: Instant, mds: usize) -> Option<Instant> {
+        let rate = self.pacing_rate();
         let pacer = self.pacer.as_mut()?;
-        let rate = match (self.cc.pacing_rate(), self.policy.rate_limit()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
         pacer.next_send_time(
             now,
             self.cc.window(),
@@ -221,6 +221,25 @@ impl RecoveryHost {
             rate,
             mds as u64,
         )
+    }
+
+    /// The explicit pacing rate, bytes per second: the congestion controller's, capped by the
+    /// policy's rate limit and `max_pacing_rate`. `None` when none of them sets one.
+    pub fn pacing_rate(&self) -> Option<u64> {
+        [
+            self.cc.pacing_rate(),
+            self.policy.rate_limit(),
+            self.max_pacing_rate,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Whether the policy's rate limit is in force and below the congestion controller's rate.
+    pub fn rate_limit_binding(&self) -> Option<bool> {
+        let limit = self.policy.rate_limit()?;
+        Some(self.cc.pacing_rate().is_none_or(|cc| limit < cc))
     }
 
     fn send_context(&self, mds: usize) -> SendContext {

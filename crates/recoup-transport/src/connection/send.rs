@@ -739,6 +739,10 @@ impl Connection {
                 Some(SendKind::New) => self.stats.new_packets += 1,
                 None => {}
             }
+            if let Some(binding) = self.recovery.rate_limit_binding() {
+                self.stats.rate_limited_packets += 1;
+                self.stats.rate_limit_binding_packets += u64::from(binding);
+            }
             let info = pkt.frames.info(pkt.pn, now, size);
             self.recovery.policy.on_packet_sent(now, &info);
             self.record_sent(&info);

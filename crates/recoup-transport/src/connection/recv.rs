@@ -74,8 +74,12 @@ impl Connection {
         from: (SocketAddr, usize),
         header: &PartialDecode<'_>,
     ) -> bool {
-        let mut packet = header.packet.to_vec();
-        match self.handle_packet(now, from, header, &mut packet) {
+        let mut packet = std::mem::take(&mut self.rx_scratch);
+        packet.clear();
+        packet.extend_from_slice(header.packet);
+        let handled = self.handle_packet(now, from, header, &mut packet);
+        self.rx_scratch = packet;
+        match handled {
             Ok(()) => {}
             Err(Error::Transport(err)) => {
                 self.close_with_error(now, &err);

@@ -206,7 +206,7 @@ impl Connection {
                 raw: RawInfo {
                     length: header.packet.len() as u64,
                 },
-                frames: qlog_received_frames(&payload, exponent),
+                frames: qlog_received_frames(payload, exponent),
                 trigger: None,
                 recoup: None,
             });
@@ -219,7 +219,7 @@ impl Connection {
         }
         let largest_yet = largest.is_none_or(|l| pn > l);
         let (ack_eliciting, probing) =
-            self.process_frames(now, space, (packet_type, pn), &header.dcid, from, &payload)?;
+            self.process_frames(now, space, (packet_type, pn), &header.dcid, from, payload)?;
         if space == SpaceId::Data && !probing && self.side == Side::Server {
             if from.0 != self.path.remote && largest_yet {
                 // RFC 9000 §9.3: only a non-probing packet with the highest packet number so far

@@ -25,7 +25,7 @@ use crate::metrics::{goodput_window, run_row, CwndHolds, RunCounters, RunRow};
 use crate::oracle::Oracle;
 use crate::quic::{Application, QuicNode};
 use crate::scenario::{PolicyEntry, Scenario};
-use crate::sim::Simulator;
+use crate::sim::{NodeId, Simulator};
 
 const CLIENT: &str = "10.0.0.1:50000";
 const SERVER: &str = "10.0.0.2:443";
@@ -224,6 +224,10 @@ pub enum RunError {
     Path(#[from] recoup_elements::Error),
     #[error("transport: {0}")]
     Transport(#[from] TransportError),
+    #[error("a run has 1 to {MAX_FLOWS} flows, not {0}")]
+    Flows(usize),
+    #[error("policy `oracle` forecasts the losses of one flow: it cannot share a path")]
+    OracleOneFlow,
     #[error(
         "policy `oracle` needs the down path's loss drawn per packet: write its loss as \
          `crn …` (e.g. `crn bernoulli 5%`) for every policy of the comparison"
@@ -296,6 +300,48 @@ pub fn run_one_with_qlog(
     seed: u64,
     qlog_dir: Option<&Path>,
 ) -> Result<RunRow, RunError> {
+    let mut rows = run_flows_with_qlog(scenario, policy, seed, 1, qlog_dir)?;
+    Ok(rows.remove(0))
+}
+
+/// Most flows [`run_flows`] runs on one path (client ports 50000 and up).
+pub const MAX_FLOWS: usize = 10_000;
+
+/// `flows` connections, each a client and a server running `scenario`'s application with
+/// `policy`, that share the scenario's path: one loss, queue and link per direction carries all
+/// of them. Flow 0 is exactly [`run_one`]'s run when alone; flow `i` draws its TLS, transport
+/// and application randomness from `seed + i·2^32`. One row per flow, in flow order.
+pub fn run_flows(
+    scenario: &Scenario,
+    policy: &PolicyEntry,
+    seed: u64,
+    flows: usize,
+) -> Result<Vec<RunRow>, RunError> {
+    run_flows_with_qlog(scenario, policy, seed, flows, None)
+}
+
+/// The seed of flow `i` of a run with `seed`.
+fn flow_seed(seed: u64, i: usize) -> u64 {
+    seed.wrapping_add((i as u64) << 32)
+}
+
+/// One flow's endpoints in the simulation.
+struct Flow {
+    client: NodeId,
+    server: NodeId,
+    client_addr: SocketAddr,
+    server_addr: SocketAddr,
+}
+
+/// Adds flow `i`'s client and server nodes (qlog traces only for flow 0).
+fn add_flow(
+    sim: &mut Simulator,
+    scenario: &Scenario,
+    policy: &PolicyEntry,
+    (seed, i): (u64, usize),
+    qlog_dir: Option<&Path>,
+) -> Result<Flow, RunError> {
+    let seed = flow_seed(seed, i);
     let (client_tls, server_tls) = simulation_tls(seed, "localhost", &[b"hq-interop"])?;
     let defaults = TransportConfig::default();
     let transport = TransportConfig {
@@ -339,8 +385,13 @@ pub fn run_one_with_qlog(
         },
         ..defaults
     };
-    let client_addr: SocketAddr = CLIENT.parse().expect("constant address");
-    let server_addr: SocketAddr = SERVER.parse().expect("constant address");
+    let mut client_addr: SocketAddr = CLIENT.parse().expect("constant address");
+    let mut server_addr: SocketAddr = SERVER.parse().expect("constant address");
+    // `i < MAX_FLOWS`: both ports stay below 65536.
+    client_addr.set_port(client_addr.port() + i as u16);
+    if i > 0 {
+        server_addr.set_port(10_000 + i as u16);
+    }
     let server_ep = Endpoint::new(
         Some(ServerConfig {
             transport: transport.clone(),
@@ -365,38 +416,102 @@ pub fn run_one_with_qlog(
         },
         server_addr,
     )?;
-    let start = Instant::ZERO;
-    let pair = scenario.app.build(start, scenario.duration, seed);
+    let pair = scenario.app.build(Instant::ZERO, scenario.duration, seed);
     let bidi = matches!(scenario.app, crate::app::AppSpec::Rpc(_));
     let mut client_driver = AppDriver::new(Side::Client, pair.client, bidi);
     let mut server_driver = AppDriver::new(Side::Server, pair.server, bidi);
-    if let Some(dir) = qlog_dir {
+    if let Some(dir) = qlog_dir.filter(|_| i == 0) {
         for (driver, vantage) in [
             (&mut client_driver, VantagePoint::Client),
             (&mut server_driver, VantagePoint::Server),
         ] {
             let name = qlog_file_name(&scenario.name, &policy.label, seed, vantage);
-            driver.qlog = Some(qlog_writer(dir, name, vantage, start)?);
+            driver.qlog = Some(qlog_writer(dir, name, vantage, Instant::ZERO)?);
         }
     }
-    let mut sim = Simulator::new();
-    let c = sim.add_node(
-        "client",
+    let suffix = if i == 0 {
+        String::new()
+    } else {
+        format!("-{i}")
+    };
+    let client = sim.add_node(
+        format!("client{suffix}"),
         Box::new(QuicNode::new(client_addr, client_ep, client_driver)),
     );
-    let s = sim.add_node(
-        "server",
+    let server = sim.add_node(
+        format!("server{suffix}"),
         Box::new(QuicNode::new(server_addr, server_ep, server_driver)),
     );
+    Ok(Flow {
+        client,
+        server,
+        client_addr,
+        server_addr,
+    })
+}
+
+fn run_flows_with_qlog(
+    scenario: &Scenario,
+    policy: &PolicyEntry,
+    seed: u64,
+    flows: usize,
+    qlog_dir: Option<&Path>,
+) -> Result<Vec<RunRow>, RunError> {
+    if !(1..=MAX_FLOWS).contains(&flows) {
+        return Err(RunError::Flows(flows));
+    }
+    if policy.oracle && flows > 1 {
+        return Err(RunError::OracleOneFlow);
+    }
+    let start = Instant::ZERO;
+    let mut sim = Simulator::new();
+    let all = (0..flows)
+        .map(|i| add_flow(&mut sim, scenario, policy, (seed, i), qlog_dir))
+        .collect::<Result<Vec<Flow>, RunError>>()?;
     let down = scenario.down.path_spec().build(seed, "down", None, 0)?;
     let up = scenario.up.path_spec().build(seed, "up", None, 0)?;
-    sim.add_path(s, client_addr, down, c);
-    sim.add_path(c, server_addr, up, s);
+    let first = &all[0];
+    let down = sim.add_path(first.server, first.client_addr, down, first.client);
+    let up = sim.add_path(first.client, first.server_addr, up, first.server);
+    if flows > 1 {
+        // The other flows enter the same chains, and each chain's last node delivers by
+        // destination address.
+        for f in &all {
+            share_path(&mut sim, &down, (f.server, f.client_addr, f.client));
+            share_path(&mut sim, &up, (f.client, f.server_addr, f.server));
+        }
+    }
     let end = start + scenario.duration + DRAIN;
     sim.run_until(end);
+    Ok(all
+        .iter()
+        .map(|f| flow_row(&mut sim, f, scenario, policy, (seed, end)))
+        .collect())
+}
 
+/// Routes `from`'s datagrams to `dst` through the chain `path` (as [`Simulator::add_path`]
+/// built it) and the chain's output for `dst` to `to`.
+fn share_path(sim: &mut Simulator, path: &[NodeId], (from, dst, to): (NodeId, SocketAddr, NodeId)) {
+    match (path.first(), path.last()) {
+        (Some(&first), Some(&last)) => {
+            sim.route(from, dst, first);
+            sim.route(last, dst, to);
+        }
+        _ => sim.route(from, dst, to),
+    }
+}
+
+/// The result row of one flow after the run.
+fn flow_row(
+    sim: &mut Simulator,
+    flow: &Flow,
+    scenario: &Scenario,
+    policy: &PolicyEntry,
+    (seed, end): (u64, Instant),
+) -> RunRow {
+    let start = Instant::ZERO;
     let client = sim
-        .downcast_mut::<QuicNode<AppDriver>>(c)
+        .downcast_mut::<QuicNode<AppDriver>>(flow.client)
         .expect("client node is a QuicNode<AppDriver>");
     client.app_mut().app.finish(end);
     let outcome: Option<AppOutcome> = client.app().app.outcome();
@@ -415,7 +530,7 @@ pub fn run_one_with_qlog(
         .filter(|_| scenario.transport.fec.is_some())
         .map(|st| (st.fec_recovered_packets, st.fec_recovered_bytes));
     let server = sim
-        .downcast_mut::<QuicNode<AppDriver>>(s)
+        .downcast_mut::<QuicNode<AppDriver>>(flow.server)
         .expect("server node is a QuicNode<AppDriver>");
     server.app_mut().app.finish(end);
     let sender_outcome = server.app().app.outcome();
@@ -463,7 +578,7 @@ pub fn run_one_with_qlog(
     if let Some(e) = client_error.or_else(|| driver.error.clone()) {
         row.app_error.get_or_insert(e);
     }
-    Ok(row)
+    row
 }
 
 /// The oracle for one run: the fate function of the down path's loss element, built from the

@@ -1809,6 +1809,7 @@ mod tests {
                 "autorec-rtt-queue.toml",
                 "autorec-switches.toml",
                 "autorec-testbed.toml",
+                "bulk.toml",
                 "default.toml",
                 "ge-burst.toml",
                 "lte-trace.toml"

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use recoup_sim::metrics::fill_baseline_columns;
-use recoup_sim::run::run_one;
+use recoup_sim::run::{run_flows, run_one};
 use recoup_sim::scenario::Scenario;
 
 #[test]
@@ -274,4 +274,72 @@ fn every_fec_baseline_protects_a_call_byte_exact() {
             row.bandwidth_cost
         );
     }
+}
+
+#[test]
+fn flows_sharing_a_path_share_its_link_and_each_delivers_everything() {
+    // 2 MB at 10 Mbit/s takes about 1.7 s alone; three such transfers through the same link
+    // need about three times the link time, so together they cannot all finish that fast.
+    let text = r#"
+        name = "flows"
+        duration = "15s"
+        [path]
+        rtt = "20ms"
+        rate = "10Mbps"
+        queue = "droptail packets=100"
+        loss = "bernoulli 1%"
+        [app]
+        kind = "file"
+        size = "2MB"
+        [transport]
+        cc = "bbr"
+        [[policy]]
+        name = "arq"
+    "#;
+    let sc = recoup_sim::scenario::load_str(text, "flows.toml", None, "flows")
+        .expect("scenario")
+        .remove(0);
+    let alone = run_one(&sc, &sc.policies[0], 1).expect("run");
+    let rows = run_flows(&sc, &sc.policies[0], 1, 3).expect("run");
+    assert_eq!(rows.len(), 3);
+    let one = serde_json::to_string(&run_flows(&sc, &sc.policies[0], 1, 1).expect("run")[0]);
+    assert_eq!(
+        one.expect("json"),
+        serde_json::to_string(&alone).expect("json"),
+        "one flow is run_one's run"
+    );
+    for r in &rows {
+        assert_eq!(r.app_error, None);
+        assert_eq!(r.transfers_incomplete, Some(0), "a flow did not finish");
+        assert!(
+            r.lost_ranges > 0,
+            "1 % loss on the shared path, nothing lost"
+        );
+    }
+    let fct_alone = alone.fct_ms.expect("fct");
+    let slowest = rows
+        .iter()
+        .map(|r| r.fct_ms.expect("fct"))
+        .fold(0.0, f64::max);
+    assert!(
+        slowest > 2.5 * fct_alone,
+        "3 flows on one link: slowest FCT {slowest} ms, one flow alone {fct_alone} ms"
+    );
+    // Megabits delivered by all flows over the time the last one took: at most the link rate.
+    let megabits: f64 = rows
+        .iter()
+        .map(|r| r.goodput_mbps.expect("goodput") * r.fct_ms.expect("fct") / 1e3)
+        .sum();
+    let rate = megabits / (slowest / 1e3);
+    assert!(
+        rate <= 10.0,
+        "flows together above the link rate: {rate} Mbit/s"
+    );
+}
+
+#[test]
+fn a_run_needs_at_least_one_flow() {
+    let sc = Scenario::builtin_default();
+    let err = run_flows(&sc, &sc.policies[0], 1, 0).expect_err("zero flows");
+    assert!(err.to_string().contains("not 0"), "{err}");
 }

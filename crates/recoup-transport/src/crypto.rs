@@ -96,13 +96,27 @@ impl PacketProtection {
         pn_offset: usize,
         pn_len: usize,
     ) -> Result<(), Error> {
+        self.seal_at(pn, buf, 0, pn_offset, pn_len)
+    }
+
+    /// [`Self::seal`] of the packet that occupies `buf[start..]` (the last of a datagram being
+    /// built; `pn_offset` counts from `start`), so coalesced packets are protected where they
+    /// lie instead of being moved out and back.
+    pub fn seal_at(
+        &self,
+        pn: u64,
+        buf: &mut Vec<u8>,
+        start: usize,
+        pn_offset: usize,
+        pn_len: usize,
+    ) -> Result<(), Error> {
         seal_packet(
             self.header.as_ref(),
             self.packet.as_ref(),
             pn,
             buf,
-            pn_offset,
-            pn_len,
+            start,
+            (pn_offset, pn_len),
         )
     }
 
@@ -286,7 +300,20 @@ impl OneRttKeys {
         pn_offset: usize,
         pn_len: usize,
     ) -> Result<(), Error> {
-        let Some(first) = buf.first_mut() else {
+        self.seal_at(pn, buf, 0, pn_offset, pn_len)
+    }
+
+    /// [`Self::seal`] of the packet that occupies `buf[start..]`; see
+    /// [`PacketProtection::seal_at`].
+    pub fn seal_at(
+        &self,
+        pn: u64,
+        buf: &mut Vec<u8>,
+        start: usize,
+        pn_offset: usize,
+        pn_len: usize,
+    ) -> Result<(), Error> {
+        let Some(first) = buf.get_mut(start) else {
             return Err(Error::InvalidState("empty packet"));
         };
         if *first & LONG_HEADER_FORM != 0 {
@@ -304,8 +331,8 @@ impl OneRttKeys {
             self.local.as_ref(),
             pn,
             buf,
-            pn_offset,
-            pn_len,
+            start,
+            (pn_offset, pn_len),
         )
     }
 
@@ -387,15 +414,16 @@ impl OneRttKeys {
     }
 }
 
+/// Seals the packet at `buf[start..]`; `pn_offset` counts from `start`.
 fn seal_packet(
     header_key: &dyn HeaderProtectionKey,
     packet_key: &dyn PacketKey,
     pn: u64,
     buf: &mut Vec<u8>,
-    pn_offset: usize,
-    pn_len: usize,
+    start: usize,
+    (pn_offset, pn_len): (usize, usize),
 ) -> Result<(), Error> {
-    let Some(&first) = buf.first() else {
+    let Some(&first) = buf.get(start) else {
         return Err(Error::InvalidState("empty packet"));
     };
     if !(1..=MAX_PN_LEN).contains(&pn_len) || usize::from(first & 0x03) + 1 != pn_len {
@@ -404,23 +432,25 @@ fn seal_packet(
         ));
     }
     let header_len = pn_offset + pn_len;
-    if pn_offset == 0 || header_len > buf.len() {
+    // `buf.get(start)` succeeded: the packet is not empty.
+    let packet_len = buf.len() - start;
+    if pn_offset == 0 || header_len > packet_len {
         return Err(Error::InvalidState("packet number lies outside the packet"));
     }
     let sample_end = pn_offset + SAMPLE_OFFSET + header_key.sample_len();
-    if buf.len() + packet_key.tag_len() < sample_end {
+    if packet_len + packet_key.tag_len() < sample_end {
         // RFC 9001 §5.4.2: the sender pads so that a sample is available.
         return Err(Error::InvalidState(
             "packet too short for a header protection sample",
         ));
     }
-    let (header, payload) = buf.split_at_mut(header_len);
+    let (header, payload) = buf[start..].split_at_mut(header_len);
     let tag = packet_key
         .encrypt_in_place(pn, header, payload)
         .map_err(|_| Error::InvalidState("payload too long for the AEAD"))?;
     buf.extend_from_slice(tag.as_ref());
 
-    let (first, rest) = buf
+    let (first, rest) = buf[start..]
         .split_first_mut()
         .ok_or(Error::InvalidState("empty packet"))?;
     // `rest` starts at packet index 1.

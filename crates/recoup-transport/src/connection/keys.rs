@@ -186,24 +186,25 @@ impl KeyState {
         }
     }
 
-    /// Protects a packet of `space` in place (see [`crate::crypto::PacketProtection::seal`]);
-    /// `None` if the space has no keys.
+    /// Protects the packet of `space` at `buf[start..]` in place (see
+    /// [`crate::crypto::PacketProtection::seal_at`]; `pn_offset` counts from `start`); `None` if
+    /// the space has no keys.
     pub fn seal(
         &self,
         space: SpaceId,
         pn: u64,
-        packet: &mut Vec<u8>,
-        pn_offset: usize,
-        pn_len: usize,
+        buf: &mut Vec<u8>,
+        start: usize,
+        (pn_offset, pn_len): (usize, usize),
     ) -> Option<Result<(), Error>> {
         match space {
             SpaceId::Data => self
                 .one_rtt
                 .as_ref()
-                .map(|k| k.seal(pn, packet, pn_offset, pn_len)),
+                .map(|k| k.seal_at(pn, buf, start, pn_offset, pn_len)),
             _ => self
                 .long_header(space)
-                .map(|k| k.local.seal(pn, packet, pn_offset, pn_len)),
+                .map(|k| k.local.seal_at(pn, buf, start, pn_offset, pn_len)),
         }
     }
 
@@ -231,22 +232,22 @@ impl KeyState {
 
     /// Decrypts a received packet of `space` whose header protection was removed. Returns the
     /// payload and whether the peer started a key update with it (1-RTT only, RFC 9001 §6.2).
-    pub fn open(
+    pub fn open<'a>(
         &mut self,
         space: SpaceId,
         pn: u64,
-        packet: &mut [u8],
+        packet: &'a mut [u8],
         header_len: usize,
-    ) -> Result<(Vec<u8>, bool), Error> {
+    ) -> Result<(&'a [u8], bool), Error> {
         if space != SpaceId::Data {
             let keys = self.long_header(space).ok_or(Error::Decrypt)?;
-            return Ok((keys.remote.open(pn, packet, header_len)?.to_vec(), false));
+            return Ok((keys.remote.open(pn, packet, header_len)?, false));
         }
         let opened = self
             .one_rtt
             .as_mut()
             .ok_or(Error::Decrypt)?
             .open(pn, packet, header_len)?;
-        Ok((opened.payload.to_vec(), opened.peer_updated))
+        Ok((opened.payload, opened.peer_updated))
     }
 }

@@ -74,8 +74,12 @@ impl Connection {
         from: (SocketAddr, usize),
         header: &PartialDecode<'_>,
     ) -> bool {
-        let mut packet = header.packet.to_vec();
-        match self.handle_packet(now, from, header, &mut packet) {
+        let mut packet = std::mem::take(&mut self.rx_scratch);
+        packet.clear();
+        packet.extend_from_slice(header.packet);
+        let handled = self.handle_packet(now, from, header, &mut packet);
+        self.rx_scratch = packet;
+        match handled {
             Ok(()) => {}
             Err(Error::Transport(err)) => {
                 self.close_with_error(now, &err);
@@ -202,7 +206,7 @@ impl Connection {
                 raw: RawInfo {
                     length: header.packet.len() as u64,
                 },
-                frames: qlog_received_frames(&payload, exponent),
+                frames: qlog_received_frames(payload, exponent),
                 trigger: None,
                 recoup: None,
             });
@@ -215,7 +219,7 @@ impl Connection {
         }
         let largest_yet = largest.is_none_or(|l| pn > l);
         let (ack_eliciting, probing) =
-            self.process_frames(now, space, (packet_type, pn), &header.dcid, from, &payload)?;
+            self.process_frames(now, space, (packet_type, pn), &header.dcid, from, payload)?;
         if space == SpaceId::Data && !probing && self.side == Side::Server {
             if from.0 != self.path.remote && largest_yet {
                 // RFC 9000 §9.3: only a non-probing packet with the highest packet number so far

@@ -707,21 +707,17 @@ impl Connection {
         let size = buf.len() + TAG_LEN - pkt.layout.start;
         let pn_offset = pkt.layout.pn_offset;
         let pn_len = pkt.layout.pn_len;
-        let mut packet = buf.split_off(pkt.layout.start);
-        let sealed = self.keys.seal(
-            pkt.space,
-            pkt.pn,
-            &mut packet,
-            pn_offset - pkt.layout.start,
-            pn_len,
-        );
+        let start = pkt.layout.start;
+        let sealed = self
+            .keys
+            .seal(pkt.space, pkt.pn, buf, start, (pn_offset - start, pn_len));
         if !matches!(sealed, Some(Ok(()))) {
             // Keys vanished or the layout is inconsistent: a bug, not the peer's doing. Drop the
             // packet; its frames were not recorded as sent and will be sent again.
             tracing::error!(space = ?pkt.space, pn = pkt.pn, "could not seal packet");
+            buf.truncate(start);
             return;
         }
-        buf.extend_from_slice(&packet);
         let space = pkt.space;
         self.note_datagram_key(space, pkt.pn, &pkt.frames);
         self.spaces[space].next_pn += 1;

@@ -90,6 +90,7 @@ def main():
                 seq += 1
 
         flush(0.0)
+        stalled = 0
         while clock.now < 30.0:
             timers = [t for t in (client.get_timer(), server and server.get_timer()) if t]
             candidates = timers + ([queue[0][0]] if queue else [])
@@ -98,6 +99,14 @@ def main():
             if not candidates:
                 break
             now = max(clock.now, min(candidates))
+            # aioquic can report a timer at `now` that handle_timer(now) leaves where it is (seen
+            # in about 1 run in 10: the server's timer stuck at 1.00477 s), and the loop then
+            # spun at one instant forever (the test hung); after a few rounds without time
+            # moving, step the clock by a microsecond.
+            stalled = stalled + 1 if now == clock.now else 0
+            if stalled > 8:
+                now += 1e-6
+                stalled = 0
             clock.now = now
             if done_at is not None and now >= done_at + 0.5:
                 break

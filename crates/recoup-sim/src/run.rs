@@ -296,6 +296,32 @@ pub fn run_one_with_qlog(
     seed: u64,
     qlog_dir: Option<&Path>,
 ) -> Result<RunRow, RunError> {
+    let custom = if policy.oracle {
+        Some(oracle_factory(scenario, seed)?)
+    } else {
+        None
+    };
+    run(scenario, policy, seed, qlog_dir, custom)
+}
+
+/// [`run_one`] with the sender's policy made by `factory` (for example `art-dqn` with the
+/// trainer's exploring learner); `policy` still labels the row.
+pub fn run_one_with_policy(
+    scenario: &Scenario,
+    policy: &PolicyEntry,
+    seed: u64,
+    factory: PolicyFactory,
+) -> Result<RunRow, RunError> {
+    run(scenario, policy, seed, None, Some(factory))
+}
+
+fn run(
+    scenario: &Scenario,
+    policy: &PolicyEntry,
+    seed: u64,
+    qlog_dir: Option<&Path>,
+    custom_policy: Option<PolicyFactory>,
+) -> Result<RunRow, RunError> {
     let (client_tls, server_tls) = simulation_tls(seed, "localhost", &[b"hq-interop"])?;
     let defaults = TransportConfig::default();
     let transport = TransportConfig {
@@ -327,11 +353,7 @@ pub fn run_one_with_qlog(
         // The cloud-gaming sender's bitrate controller and frame metrics read packet feedback.
         record_packets: matches!(scenario.app, crate::app::AppSpec::Gaming(_)),
         seed,
-        custom_policy: if policy.oracle {
-            Some(oracle_factory(scenario, seed)?)
-        } else {
-            None
-        },
+        custom_policy,
         ..defaults
     };
     let client_addr: SocketAddr = CLIENT.parse().expect("constant address");

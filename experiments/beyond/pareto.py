@@ -10,16 +10,21 @@ transfer (5 MB, not the issue's 100 MB, to fit the session: `--file-size` change
 links (or the trace), a 100-packet droptail queue, BBR. Every loss is drawn per packet
 (`crn …`): the oracle needs it, and every policy of a cell sees the same draws for the same
 data. The traces' own queue overflows are not loss draws: the oracle cannot foresee them.
+art-dqn (ART §8) runs with weights this script first trains with `recoup train-dqn` (seed 1,
+`--dqn-episodes`, on the trainer's built-in scenarios, not on these cells).
 
 Outputs: experiments/figures/beyond-pareto.png (one panel per cell: cost vs latency),
 experiments/figures/beyond-pareto.md (per cell: is crest dominated, by whom; crest against the
-oracle and AutoRec), raw rows in experiments/results/beyond-pareto/.
+oracle and AutoRec; then art, art-mab and art-dqn side by side), raw rows in
+experiments/results/beyond-pareto/.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -41,6 +46,8 @@ POLICIES = [
     {"label": "or3", "name": "or3"},
     {"label": "art", "name": "art"},
     {"label": "art-mab", "name": "art-mab"},
+    # Its `params` (the weights this script trains) are filled in by `dqn_policy`.
+    {"label": "art-dqn", "name": "art-dqn"},
     {"label": "too", "name": "too"},
     {"label": "autorec-lc", "name": "autorec", "params": "beta=0.05,gamma=0.05"},
     {"label": "autorec", "name": "autorec"},
@@ -52,11 +59,61 @@ ORDER = [p["label"] for p in POLICIES]
 NEW, BOUND = "crest", "oracle"
 
 
+DQN_SEED = 1
+
+
 def extra(p: argparse.ArgumentParser) -> None:
     p.add_argument("--file-size", default="5MB", help="file transfer size (default 5MB)")
+    p.add_argument(
+        "--dqn-episodes",
+        type=int,
+        help="training episodes of art-dqn (default 64, with --quick 24)",
+    )
 
 
-def plan(app: str, name: str, spec: dict, duration: str, path: dict, sweep: dict, seeds: int):
+def train_dqn(args: argparse.Namespace) -> Path:
+    """art-dqn's weights, trained by `recoup train-dqn` from a fixed seed on its built-in
+    scenarios (not on this study's cells) into the results folder; kept with --replot."""
+    out = common.RESULTS / "beyond-pareto" / "art-dqn" / f"weights-seed{DQN_SEED}.safetensors"
+    if args.replot and out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        str(common.recoup_binary()),
+        "train-dqn",
+        "--out",
+        str(out),
+        "--episodes",
+        str(args.dqn_episodes),
+        "--seed",
+        str(DQN_SEED),
+    ]
+    print("$", " ".join(cmd), flush=True)
+    t0 = time.monotonic()
+    subprocess.run(cmd, check=True)
+    wall = time.monotonic() - t0
+    (out.parent / "train_seconds.txt").write_text(f"{wall:.1f}\n")
+    print(f"art-dqn trained in {wall:.1f} s wall", flush=True)
+    return out
+
+
+def dqn_policy(weights: Path) -> list[dict]:
+    """POLICIES with art-dqn reading `weights`."""
+    return [
+        {**p, "params": f"weights={weights}"} if p["name"] == "art-dqn" else p for p in POLICIES
+    ]
+
+
+def plan(
+    app: str,
+    name: str,
+    spec: dict,
+    duration: str,
+    path: dict,
+    sweep: dict,
+    seeds: int,
+    policies: list[dict],
+):
     return (
         f"{app}-{name}",
         {
@@ -67,13 +124,13 @@ def plan(app: str, name: str, spec: dict, duration: str, path: dict, sweep: dict
             "path": path,
             "app": spec,
             "transport": {"cc": "bbr"},
-            "policy": POLICIES,
+            "policy": policies,
             "sweep": sweep,
         },
     )
 
 
-def plans(args: argparse.Namespace) -> list[tuple[str, dict]]:
+def plans(args: argparse.Namespace, policies: list[dict]) -> list[tuple[str, dict]]:
     apps = {
         "live": ({"kind": "live", "bitrate": "4Mbps", "fps": 30}, args.duration),
         # Long enough for the file at 200 ms RTT and 10 % loss; the run ends when it is done.
@@ -95,9 +152,9 @@ def plans(args: argparse.Namespace) -> list[tuple[str, dict]]:
         ge_axes = {"path.down.loss": list(GE.values())}
         trace_axes = {"path.down.trace": [str(TRACES / t) for t in TRACE_FILES]}
         out += [
-            plan(app, "random", spec, duration, random_path, random_axes, args.seeds),
-            plan(app, "ge", spec, duration, ge_path, ge_axes, args.seeds),
-            plan(app, "trace", spec, duration, trace_path, trace_axes, args.seeds),
+            plan(app, "random", spec, duration, random_path, random_axes, args.seeds, policies),
+            plan(app, "ge", spec, duration, ge_path, ge_axes, args.seeds, policies),
+            plan(app, "trace", spec, duration, trace_path, trace_axes, args.seeds, policies),
         ]
     return out
 
@@ -125,6 +182,41 @@ def dominated_by(cell: pd.DataFrame, who: str) -> list[str]:
     return out
 
 
+def art_variants(means: pd.DataFrame, cells: list[str]) -> str:
+    """ART's three Redundancy Adapters per cell (ART §8): latency and cost, and which adapter
+    has the lowest latency."""
+    variants = ["art", "art-mab", "art-dqn"]
+    rows = []
+    wins = dict.fromkeys(variants, 0)
+    dqn_cheaper = 0
+    for c in cells:
+        cell = means[means["cell"] == c].set_index("policy")
+        if not all(v in cell.index for v in variants):
+            continue
+        row = [c]
+        for v in variants:
+            row += [common.fmt(cell.loc[v, "latency"]), common.fmt(cell.loc[v, "cost"], ".2f")]
+        lat = cell.loc[variants, "latency"].dropna()
+        best = lat.idxmin() if not lat.empty else None
+        if best:
+            wins[best] += 1
+        if cell.loc["art-dqn", "cost"] < cell.loc["art", "cost"]:
+            dqn_cheaper += 1
+        row.append(best or "–")
+        rows.append(row)
+    header = ["cell"]
+    for v in variants:
+        header += [f"{v} lat ms", f"{v} cost %"]
+    header.append("lowest latency")
+    counts = ", ".join(f"{v} {n}" for v, n in wins.items())
+    return (
+        "\n### ART's adapters: test-and-verification, bandit, DQN (ART §8)\n\n"
+        + common.markdown_table(header, rows)
+        + f"\nLowest latency in: {counts} of {len(rows)} cells; art-dqn cheaper than art in "
+        f"{dqn_cheaper} of {len(rows)}.\n"
+    )
+
+
 def main() -> None:
     args = common.parse_args(
         __doc__.split("\n\n")[0],
@@ -139,9 +231,12 @@ def main() -> None:
         args.duration = "20s"
     if args.quick:
         args.duration = "8s"
+    if args.dqn_episodes is None:
+        args.dqn_episodes = 24 if args.quick else 64
     figs = common.figure_dir(args.quick)
+    policies = dqn_policy(train_dqn(args))
     frames = []
-    for name, scenario in plans(args):
+    for name, scenario in plans(args, policies):
         out = common.RESULTS / "beyond-pareto" / name / "scenario.toml"
         rows = common.run(scenario, out, args)
         rows["cell"] = rows.apply(cell_name, axis=1, args=(name.split("-")[0],))
@@ -210,14 +305,14 @@ def main() -> None:
         "latency of data whose first retransmission was lost (`recovery_latency_multi_ms`), "
         f"cost = copies / new packets; means over {args.seeds} seeds.\n"
     )
-    md = common.markdown_table(header, table) + summary
+    md = common.markdown_table(header, table) + summary + art_variants(means, cells)
     common.save_text(figs / "beyond-pareto.md", md)
     print(md)
 
     cols = 8
     nrows = -(-len(cells) // cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 2.9 * nrows), squeeze=False)
-    markers = dict(zip(ORDER, "osD^v<>p*X"))
+    markers = dict(zip(ORDER, "osDh^v<>p*X"))
     for ax, c in zip(axes.flat, cells):
         cell = means[means["cell"] == c].set_index("policy")
         for p in ORDER:

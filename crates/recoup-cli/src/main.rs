@@ -29,6 +29,7 @@ enum Command {
     Link(Box<cmd::link::Args>),
     Analyze(cmd::analyze::Args),
     Population(cmd::population::Args),
+    TrainDqn(cmd::train_dqn::Args),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         Command::Link(args) => cmd::link::run(*args).map_err(Into::into),
         Command::Analyze(args) => cmd::analyze::run(args).map_err(Into::into),
         Command::Population(args) => cmd::population::run(args).map_err(Into::into),
+        Command::TrainDqn(args) => cmd::train_dqn::run(args).map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

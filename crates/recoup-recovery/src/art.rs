@@ -13,6 +13,9 @@
 //!
 //! *Bandit adapter* (§8): R is an arm of [`Bandit`], pulled once per round.
 //!
+//! *Learned adapter* (§8, `art-dqn`): a [`RedundancyLearner`] (a DQN) chooses R once per round
+//! from a [`DqnState`] built here ([`LearnedState`]) and hears each round's outcome.
+//!
 //! *Replica Scheduler* (§6.2): escape_space = min(BDP, a B_max) packets, B_max the largest loss
 //! burst in the last `burst_rtts` RTTs. The copies of a round are placed at distinct random packet
 //! positions among the `max(escape_space - 1, R - 1)` packets after the retransmission, counted by
@@ -38,7 +41,11 @@ use crate::api::{
 };
 use crate::bandit::Bandit;
 use crate::burst::BurstTracker;
-use crate::config::{ArtConfig, ArtMabConfig, LevelCounts, Opportunism, SchedulerConfig};
+use crate::config::{
+    ArtConfig, ArtDqnConfig, ArtMabConfig, LevelCounts, Opportunism, SchedulerConfig,
+};
+use crate::dqn::{Greedy, RedundancyLearner};
+use crate::qnet::DqnState;
 
 /// Rounds with their own redundancy level; later rounds share the last one.
 pub const TRACKED_ROUNDS: usize = 16;
@@ -99,7 +106,7 @@ pub fn adapt(r: u32, p_r: f64, r_max: u32) -> u32 {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 enum Adapter {
     Verify {
         window: OutcomeWindow,
@@ -112,6 +119,72 @@ enum Adapter {
         /// The arm each unresolved lineage's current round was played with.
         playing: BTreeMap<LossId, u32>,
     },
+    Learned {
+        learner: Box<dyn RedundancyLearner>,
+        state: LearnedState,
+        /// (decision number, R) of each unresolved lineage's current round.
+        playing: BTreeMap<LossId, (u64, u32)>,
+        decisions: u64,
+    },
+}
+
+/// Replica outcomes over ART's bitmap and a longer one (ours: ART's adapter sees only the short one).
+const LONG_WINDOW: usize = 100;
+
+/// Weight of one resolved round in the round-loss average (ours: about the last 20 rounds).
+const ROUND_LOSS_WEIGHT: f64 = 0.05;
+
+/// Bursts longer than this read as this long in the state (ours).
+const BURST_SCALE: u64 = 32;
+
+/// What the learned adapter observes: the inputs of [`DqnState`], in the order of
+/// [`crate::qnet::STATE_FEATURES`].
+#[derive(Debug)]
+struct LearnedState {
+    /// `p_r`: ART's own bitmap of the last L_queue = 10 replica outcomes.
+    short: OutcomeWindow,
+    /// `p_r_long`: the same over the last [`LONG_WINDOW`].
+    long: OutcomeWindow,
+    /// `level`: the R last chosen for each round number, as a fraction of r_max.
+    levels: Vec<u32>,
+    /// `round_loss`: moving average of resolved rounds that were lost again.
+    round_loss: f64,
+}
+
+impl LearnedState {
+    fn new() -> Self {
+        Self {
+            short: OutcomeWindow::new(ArtConfig::default().l_queue),
+            long: OutcomeWindow::new(LONG_WINDOW),
+            levels: vec![1; TRACKED_ROUNDS],
+            round_loss: 0.0,
+        }
+    }
+
+    fn push(&mut self, lost: bool) {
+        self.short.push(lost);
+        self.long.push(lost);
+    }
+
+    fn resolved(&mut self, lost: bool) {
+        let x = if lost { 1.0 } else { 0.0 };
+        self.round_loss += ROUND_LOSS_WEIGHT * (x - self.round_loss);
+    }
+
+    /// The state of a decision for `round` with the current largest burst `b_max`.
+    fn observe(&self, round: u32, b_max: u64, r_max: u32) -> DqnState {
+        let index = round_index(round);
+        let level = self.levels.get(index).copied().unwrap_or(1);
+        // Everything lies in [0, 1]; precision loss to f32 is irrelevant for the network.
+        [
+            self.short.p_r() as f32,
+            self.long.p_r() as f32,
+            index as f32 / (TRACKED_ROUNDS - 1) as f32,
+            level as f32 / r_max.max(1) as f32,
+            b_max.min(BURST_SCALE) as f32 / BURST_SCALE as f32,
+            self.round_loss as f32,
+        ]
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -123,8 +196,8 @@ struct Scheduled {
     at: Instant,
 }
 
-/// ART's sender (both adapters).
-#[derive(Debug, Clone)]
+/// ART's sender (all three adapters).
+#[derive(Debug)]
 pub struct Art {
     name: &'static str,
     adapter: Adapter,
@@ -170,6 +243,32 @@ impl Art {
         )
     }
 
+    /// `art-dqn` at inference: the configured network's greedy choice.
+    #[must_use]
+    pub fn new_dqn(cfg: &ArtDqnConfig, seed: u64) -> Self {
+        Self::new_learned(Box::new(Greedy::new(cfg.net.clone())), cfg.scheduler, seed)
+    }
+
+    /// `art-dqn` with any learner (the trainer's exploring one).
+    #[must_use]
+    pub fn new_learned(
+        learner: Box<dyn RedundancyLearner>,
+        scheduler: SchedulerConfig,
+        seed: u64,
+    ) -> Self {
+        Self::with_adapter(
+            "art-dqn",
+            Adapter::Learned {
+                learner,
+                state: LearnedState::new(),
+                playing: BTreeMap::new(),
+                decisions: 0,
+            },
+            scheduler,
+            seed,
+        )
+    }
+
     fn with_adapter(
         name: &'static str,
         adapter: Adapter,
@@ -189,11 +288,12 @@ impl Art {
         }
     }
 
-    /// The test-and-verification adapter's current R for `round` (`None` for `art-mab`).
+    /// The R last chosen for `round` (`None` for `art-mab`).
     #[must_use]
     pub fn redundancy(&self, round: u32) -> Option<u32> {
         match &self.adapter {
             Adapter::Verify { levels, .. } => levels.get(round_index(round)).copied(),
+            Adapter::Learned { state, .. } => state.levels.get(round_index(round)).copied(),
             Adapter::Bandit { .. } => None,
         }
     }
@@ -203,6 +303,7 @@ impl Art {
     pub fn p_r(&self) -> Option<f64> {
         match &self.adapter {
             Adapter::Verify { window, .. } => Some(window.p_r()),
+            Adapter::Learned { state, .. } => Some(state.short.p_r()),
             Adapter::Bandit { .. } => None,
         }
     }
@@ -211,7 +312,7 @@ impl Art {
     #[must_use]
     pub fn arm_mean(&self, r: u32) -> Option<f64> {
         match &self.adapter {
-            Adapter::Verify { .. } => None,
+            Adapter::Verify { .. } | Adapter::Learned { .. } => None,
             Adapter::Bandit { bandit, .. } => bandit.mean(r),
         }
     }
@@ -223,6 +324,7 @@ impl Art {
         let playing = match &self.adapter {
             Adapter::Verify { .. } => 0,
             Adapter::Bandit { playing, .. } => playing.len(),
+            Adapter::Learned { playing, .. } => playing.len(),
         };
         self.unplaced.len() + self.scheduled.len() + playing
     }
@@ -231,16 +333,23 @@ impl Art {
         if packet.kind == SendKind::New {
             return;
         }
-        if let Adapter::Verify { window, .. } = &mut self.adapter {
-            window.push(lost);
+        match &mut self.adapter {
+            Adapter::Verify { window, .. } => window.push(lost),
+            Adapter::Learned { state, .. } => state.push(lost),
+            Adapter::Bandit { .. } => {}
         }
     }
 
-    fn escape_space(&mut self, now: Instant, ctx: &SendContext) -> u64 {
+    /// B_max: the largest loss burst in the last `burst_rtts` RTTs (at least 1).
+    fn b_max(&mut self, now: Instant) -> u64 {
         let window = self.srtt.map_or(Duration::MAX, |s| {
             s.saturating_mul(self.scheduler.burst_rtts)
         });
-        let b_max = self.bursts.max_within(now, window).max(1);
+        self.bursts.max_within(now, window).max(1)
+    }
+
+    fn escape_space(&mut self, now: Instant, ctx: &SendContext) -> u64 {
+        let b_max = self.b_max(now);
         let bdp = ctx
             .bdp_packets
             .unwrap_or(ctx.cwnd / self.largest_packet.max(1))
@@ -318,9 +427,15 @@ impl RecoveryPolicy for Art {
         self.record_replica(packet, true);
     }
 
-    fn on_data_lost(&mut self, _: Instant, lost: &LostData) {
+    fn on_data_lost(&mut self, now: Instant, lost: &LostData) {
         // Copies still waiting from the previous round are obsolete.
         self.forget_copies(lost.id);
+        // Only the learned adapter observes B_max at decision time.
+        let b_max = if matches!(self.adapter, Adapter::Learned { .. }) {
+            self.b_max(now)
+        } else {
+            1
+        };
         let copies = match &mut self.adapter {
             Adapter::Verify {
                 window,
@@ -349,6 +464,26 @@ impl RecoveryPolicy for Art {
                 playing.insert(lost.id, r);
                 r - 1
             }
+            Adapter::Learned {
+                learner,
+                state,
+                playing,
+                decisions,
+            } => {
+                if let Some((decision, r)) = playing.remove(&lost.id) {
+                    learner.outcome(decision, r, false);
+                    state.resolved(true);
+                }
+                let r_max = learner.actions().max(1);
+                let observed = state.observe(lost.round, b_max, r_max);
+                let r = learner.decide(*decisions, &observed).clamp(1, r_max);
+                if let Some(level) = state.levels.get_mut(round_index(lost.round)) {
+                    *level = r;
+                }
+                playing.insert(lost.id, (*decisions, r));
+                *decisions = decisions.saturating_add(1);
+                r - 1
+            }
         };
         if copies > 0 {
             self.unplaced.push((lost.id, copies));
@@ -357,10 +492,24 @@ impl RecoveryPolicy for Art {
 
     fn on_data_acked(&mut self, _: Instant, id: LossId) {
         self.forget_copies(id);
-        if let Adapter::Bandit { bandit, playing } = &mut self.adapter {
-            if let Some(r) = playing.remove(&id) {
-                bandit.reward(r, true);
+        match &mut self.adapter {
+            Adapter::Bandit { bandit, playing } => {
+                if let Some(r) = playing.remove(&id) {
+                    bandit.reward(r, true);
+                }
             }
+            Adapter::Learned {
+                learner,
+                state,
+                playing,
+                ..
+            } => {
+                if let Some((decision, r)) = playing.remove(&id) {
+                    learner.outcome(decision, r, true);
+                    state.resolved(false);
+                }
+            }
+            Adapter::Verify { .. } => {}
         }
     }
 
@@ -676,6 +825,78 @@ mod tests {
             );
         }
         assert_eq!(SchedulerConfig::default().opportunism, Opportunism::On);
+    }
+
+    /// Chooses R = 2 always and records what it saw and heard.
+    #[derive(Debug, Default)]
+    struct Recorder {
+        states: Vec<DqnState>,
+        outcomes: Vec<(u64, u32, bool)>,
+    }
+
+    #[derive(Debug)]
+    struct Shared(std::sync::Arc<std::sync::Mutex<Recorder>>);
+
+    impl RedundancyLearner for Shared {
+        fn decide(&mut self, _: u64, state: &DqnState) -> u32 {
+            if let Ok(mut r) = self.0.lock() {
+                r.states.push(*state);
+            }
+            2
+        }
+        fn outcome(&mut self, decision: u64, r: u32, recovered: bool) {
+            if let Ok(mut rec) = self.0.lock() {
+                rec.outcomes.push((decision, r, recovered));
+            }
+        }
+        fn actions(&self) -> u32 {
+            4
+        }
+    }
+
+    #[test]
+    fn learned_rounds_report_outcomes_and_observe_the_state() {
+        let rec = std::sync::Arc::new(std::sync::Mutex::new(Recorder::default()));
+        let cfg = SchedulerConfig {
+            enabled: false,
+            ..SchedulerConfig::default()
+        };
+        let mut p = Art::new_learned(Box::new(Shared(rec.clone())), cfg, 1);
+        assert_eq!(p.name(), "art-dqn");
+        // 7 of 10 replicas lost: p_r = 0.7 in both windows (0.07 in the long one of 100).
+        replica_outcomes(&mut p, 7, 3);
+        p.on_data_lost(ms(0), &lost_round(1, 1));
+        p.on_data_lost(ms(0), &lost_round(2, 1));
+        // Lineage 1 is lost again (round 2), lineage 2 recovers.
+        p.on_data_lost(ms(1), &lost_round(1, 2));
+        p.on_data_acked(ms(2), 2);
+        p.on_data_acked(ms(2), 1);
+        // R = 2: one copy per round, three rounds, the first one's copy dropped by round 2.
+        let ids: Vec<_> =
+            std::iter::from_fn(|| p.poll_copy(ms(0), &ctx(0)).map(|c| c.id)).collect();
+        assert!(ids.is_empty(), "acknowledged data keeps no copies: {ids:?}");
+        assert_eq!(p.tracked(), 0);
+        let rec = rec.lock().map(|r| (r.states.clone(), r.outcomes.clone()));
+        let Ok((states, outcomes)) = rec else {
+            panic!("poisoned")
+        };
+        assert_eq!(outcomes, vec![(0, 2, false), (1, 2, true), (2, 2, true)]);
+        assert_eq!(states.len(), 3);
+        let first = states[0];
+        assert!((first[0] - 0.7).abs() < 1e-6, "{first:?}");
+        assert!((first[1] - 0.07).abs() < 1e-6, "{first:?}");
+        assert_eq!(first[2], 0.0); // round 1
+        assert!((first[3] - 0.25).abs() < 1e-6); // level 1 of r_max 4
+        assert_eq!(first[5], 0.0); // no round resolved yet
+                                   // The third decision is round 2, after one lost round.
+        let third = states[2];
+        assert!((third[2] - 1.0 / 15.0).abs() < 1e-6, "{third:?}");
+        assert!(
+            (third[5] - ROUND_LOSS_WEIGHT as f32).abs() < 1e-6,
+            "{third:?}"
+        );
+        // Round 1's level is now 2 of 4.
+        assert!((states[1][3] - 0.5).abs() < 1e-6, "{:?}", states[1]);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! from the default, so `autorec` prints as `autorec` and a preset prints as its values.
 
 use std::fmt;
+use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -17,10 +19,11 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::autorec_modes::{OffMode, ReinjectionCount, TUnitSample};
 use crate::error::Error;
 use crate::params::{self, in_range, Params};
+use crate::qnet::QNet;
 
 /// The policy names the parser accepts.
 pub const POLICY_NAMES: &str =
-    "arq, fixed, or3, art, art-mab, autorec, too, ladr-rrl (alias ladr), crest";
+    "arq, fixed, or3, art, art-mab, art-dqn, autorec, too, ladr-rrl (alias ladr), crest";
 
 /// OR3's redundancy level per round (ART §7.1 baselines): R counts every send of the round,
 /// the ARQ retransmission included (ART Fig. 9: R_1 = 3 replicas k = 1, 2, 3).
@@ -211,6 +214,26 @@ impl Default for ArtMabConfig {
             scheduler: SchedulerConfig::default(),
         }
     }
+}
+
+/// `art-dqn`: ART with a DQN Redundancy Adapter (ART §8), loaded from a weights file that
+/// `recoup train-dqn` writes. R ranges over the network's outputs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArtDqnConfig {
+    /// The weights file, as given (relative paths are read from the working directory).
+    pub weights: String,
+    /// The network read from `weights` when the specification was parsed.
+    pub net: Arc<QNet>,
+    /// Parsed from the same list by its own struct.
+    pub scheduler: SchedulerConfig,
+}
+
+/// `art-dqn`'s own parameter list.
+#[derive(Default, Serialize, Deserialize)]
+#[serde(default)]
+struct ArtDqnParams {
+    /// Path of the safetensors file (no commas: they separate parameters).
+    weights: String,
 }
 
 /// `autorec` (AutoRec §V).
@@ -473,6 +496,7 @@ pub enum PolicySpec {
     },
     Art(ArtConfig),
     ArtMab(ArtMabConfig),
+    ArtDqn(ArtDqnConfig),
     AutoRec(AutoRecConfig),
     Too(TooConfig),
     LadrRrl(LadrConfig),
@@ -489,6 +513,7 @@ impl PolicySpec {
             Self::Or3 { .. } => "or3",
             Self::Art(_) => "art",
             Self::ArtMab(_) => "art-mab",
+            Self::ArtDqn(_) => "art-dqn",
             Self::AutoRec(_) => "autorec",
             Self::Too(_) => "too",
             Self::LadrRrl(_) => "ladr-rrl",
@@ -505,6 +530,7 @@ impl PolicySpec {
             "or3" => "or3",
             "art" => "art",
             "art-mab" => "art-mab",
+            "art-dqn" => "art-dqn",
             "autorec" => "autorec",
             "too" => "too",
             "ladr-rrl" | "ladr" => "ladr-rrl",
@@ -541,6 +567,25 @@ impl PolicySpec {
                 let mut mab: ArtMabConfig = p.take()?;
                 mab.scheduler = p.take()?;
                 Self::ArtMab(mab)
+            }
+            "art-dqn" => {
+                let own: ArtDqnParams = p.take()?;
+                let scheduler = p.take()?;
+                p.finish()?;
+                if own.weights.is_empty() {
+                    return Err(Error::Inconsistent {
+                        policy,
+                        detail: "`weights=PATH` is required (a file written by `recoup \
+                                 train-dqn`)"
+                            .to_owned(),
+                    });
+                }
+                let net = QNet::load(Path::new(&own.weights))?;
+                return Ok(Self::ArtDqn(ArtDqnConfig {
+                    weights: own.weights,
+                    net: Arc::new(net),
+                    scheduler,
+                }));
             }
             "autorec" => {
                 let base = match p.take::<AutoRecPreset>()?.preset {
@@ -598,6 +643,16 @@ impl fmt::Display for PolicySpec {
             .concat(),
             Self::ArtMab(c) => [
                 changed(c, Some(&ArtMabConfig::default())),
+                changed(&c.scheduler, Some(&SchedulerConfig::default())),
+            ]
+            .concat(),
+            Self::ArtDqn(c) => [
+                changed(
+                    &ArtDqnParams {
+                        weights: c.weights.clone(),
+                    },
+                    None,
+                ),
                 changed(&c.scheduler, Some(&SchedulerConfig::default())),
             ]
             .concat(),

@@ -56,6 +56,9 @@ pub enum Error {
     )]
     SimulationOnly { name: &'static str },
 
+    #[error("art-dqn weights file {path}: {detail}")]
+    Weights { path: String, detail: String },
+
     #[error("inconsistent parameters for policy `{policy}`: {detail}")]
     Inconsistent {
         policy: &'static str,

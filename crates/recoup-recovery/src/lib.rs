@@ -18,6 +18,7 @@ mod bandit;
 mod burst;
 mod config;
 mod crest;
+pub mod dqn;
 mod error;
 pub mod fec;
 pub mod fec_schemes;
@@ -28,6 +29,7 @@ pub mod lineage;
 mod or3;
 mod params;
 mod policy;
+pub mod qnet;
 mod range_set;
 pub mod redundancy;
 mod reinjection;
@@ -44,8 +46,8 @@ pub use art::{adapt as art_adapt, Art, OutcomeWindow};
 pub use autorec::AutoRec;
 pub use autorec_modes::{OffMode, ReinjectionCount, TUnitSample};
 pub use config::{
-    ArtConfig, ArtMabConfig, AutoRecConfig, BanditAlgo, CrestConfig, LadrConfig, LevelCounts,
-    Opportunism, Or3Variant, PolicySpec, SchedulerConfig, TooConfig, POLICY_NAMES,
+    ArtConfig, ArtDqnConfig, ArtMabConfig, AutoRecConfig, BanditAlgo, CrestConfig, LadrConfig,
+    LevelCounts, Opportunism, Or3Variant, PolicySpec, SchedulerConfig, TooConfig, POLICY_NAMES,
 };
 pub use crest::Crest;
 pub use error::Error;

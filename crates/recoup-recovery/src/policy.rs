@@ -27,7 +27,7 @@ pub enum Policy {
     Arq(Arq),
     Fixed(Fixed),
     Or3(Or3),
-    /// `art` and `art-mab`.
+    /// `art`, `art-mab` and `art-dqn`.
     Art(Art),
     AutoRec(AutoRec),
     Too(Too),
@@ -48,6 +48,7 @@ impl PolicySpec {
             Self::Or3 { variant } => Policy::Or3(Or3::new(*variant)),
             Self::Art(cfg) => Policy::Art(Art::new(cfg, seed)),
             Self::ArtMab(cfg) => Policy::Art(Art::new_mab(cfg, seed)),
+            Self::ArtDqn(cfg) => Policy::Art(Art::new_dqn(cfg, seed)),
             Self::AutoRec(cfg) => Policy::AutoRec(AutoRec::new(*cfg)),
             Self::Too(cfg) => Policy::Too(Too::new(*cfg)),
             Self::LadrRrl(cfg) => Policy::LadrRrl(LadrRrl::new(*cfg)),

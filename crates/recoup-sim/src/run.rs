@@ -300,7 +300,19 @@ pub fn run_one_with_qlog(
     seed: u64,
     qlog_dir: Option<&Path>,
 ) -> Result<RunRow, RunError> {
-    let mut rows = run_flows_with_qlog(scenario, policy, seed, 1, qlog_dir)?;
+    let mut rows = run_flows_with_qlog(scenario, policy, seed, 1, qlog_dir, None)?;
+    Ok(rows.remove(0))
+}
+
+/// [`run_one`] with the sender's policy made by `factory` (for example `art-dqn` with the
+/// trainer's exploring learner); `policy` still labels the row.
+pub fn run_one_with_policy(
+    scenario: &Scenario,
+    policy: &PolicyEntry,
+    seed: u64,
+    factory: PolicyFactory,
+) -> Result<RunRow, RunError> {
+    let mut rows = run_flows_with_qlog(scenario, policy, seed, 1, None, Some(factory))?;
     Ok(rows.remove(0))
 }
 
@@ -317,7 +329,7 @@ pub fn run_flows(
     seed: u64,
     flows: usize,
 ) -> Result<Vec<RunRow>, RunError> {
-    run_flows_with_qlog(scenario, policy, seed, flows, None)
+    run_flows_with_qlog(scenario, policy, seed, flows, None, None)
 }
 
 /// The seed of flow `i` of a run with `seed`.
@@ -340,6 +352,7 @@ fn add_flow(
     policy: &PolicyEntry,
     (seed, i): (u64, usize),
     qlog_dir: Option<&Path>,
+    custom: Option<&PolicyFactory>,
 ) -> Result<Flow, RunError> {
     let seed = flow_seed(seed, i);
     let (client_tls, server_tls) = simulation_tls(seed, "localhost", &[b"hq-interop"])?;
@@ -381,7 +394,7 @@ fn add_flow(
         custom_policy: if policy.oracle {
             Some(oracle_factory(scenario, seed)?)
         } else {
-            None
+            custom.cloned()
         },
         ..defaults
     };
@@ -456,6 +469,7 @@ fn run_flows_with_qlog(
     seed: u64,
     flows: usize,
     qlog_dir: Option<&Path>,
+    custom: Option<PolicyFactory>,
 ) -> Result<Vec<RunRow>, RunError> {
     if !(1..=MAX_FLOWS).contains(&flows) {
         return Err(RunError::Flows(flows));
@@ -466,7 +480,16 @@ fn run_flows_with_qlog(
     let start = Instant::ZERO;
     let mut sim = Simulator::new();
     let all = (0..flows)
-        .map(|i| add_flow(&mut sim, scenario, policy, (seed, i), qlog_dir))
+        .map(|i| {
+            add_flow(
+                &mut sim,
+                scenario,
+                policy,
+                (seed, i),
+                qlog_dir,
+                custom.as_ref(),
+            )
+        })
         .collect::<Result<Vec<Flow>, RunError>>()?;
     let down = scenario.down.path_spec().build(seed, "down", None, 0)?;
     let up = scenario.up.path_spec().build(seed, "up", None, 0)?;

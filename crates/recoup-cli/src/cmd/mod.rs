@@ -12,4 +12,5 @@ pub mod serve;
 pub mod simulate;
 pub mod sweep;
 pub mod tables;
+pub mod train_dqn;
 pub mod transport;

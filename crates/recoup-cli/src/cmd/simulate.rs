@@ -38,6 +38,8 @@ pub enum Error {
     },
     #[error("{path}: {detail}")]
     Write { path: PathBuf, detail: String },
+    #[error("train-dqn: {0}")]
+    Train(#[from] recoup_dqn::Error),
 }
 
 /// Overrides from the command line, applied to every sweep point.
@@ -208,9 +210,9 @@ pub fn progress_bar(len: u64) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(len);
-    if let Ok(style) =
-        ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}")
-    {
+    if let Ok(style) = ProgressStyle::with_template(
+        "{bar:40} {pos}/{len} runs, {elapsed} elapsed, ETA {eta} {msg}",
+    ) {
         bar.set_style(style);
     }
     bar

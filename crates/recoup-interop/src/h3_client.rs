@@ -1,7 +1,7 @@
 //! An HTTP/3 download with the unmodified h3 client on h3-quinn and quinn.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use bytes::Buf;
 use tokio::io::AsyncWriteExt;
@@ -22,6 +22,17 @@ pub async fn get(
     path: &str,
     out: &Path,
 ) -> Result<Download, Error> {
+    get_all(addr, server_name, &[(path.to_owned(), out.to_path_buf())]).await
+}
+
+/// Downloads every `(path, out)` of `requests` from `addr` over HTTP/3, one request after the
+/// other on one connection (the interop runner's http3 case asks for several files on one
+/// connection); a status other than 200 is an error. Closes the connection afterwards.
+pub async fn get_all(
+    addr: SocketAddr,
+    server_name: &str,
+    requests: &[(String, PathBuf)],
+) -> Result<Download, Error> {
     let bind: SocketAddr = if addr.is_ipv4() {
         "127.0.0.1:0"
     } else {
@@ -38,28 +49,29 @@ pub async fn get(
         .map_err(h3_err)?;
     // The connection's control streams are served while the driver is polled.
     let driving = tokio::spawn(async move { driver.wait_idle().await });
-    let uri = format!("https://{server_name}:{}{path}", addr.port());
-    let request = http::Request::get(uri).body(()).map_err(h3_err)?;
-    let mut stream = sender.send_request(request).await.map_err(h3_err)?;
-    stream.finish().await.map_err(h3_err)?;
-    let response = stream.recv_response().await.map_err(h3_err)?;
-    if response.status() != http::StatusCode::OK {
-        return Err(Error::Status(response.status().as_u16()));
-    }
-    let mut file = tokio::fs::File::create(out)
-        .await
-        .map_err(Error::io("output file"))?;
     let mut bytes = 0u64;
-    while let Some(mut chunk) = stream.recv_data().await.map_err(h3_err)? {
-        let data = chunk.copy_to_bytes(chunk.remaining());
-        bytes += data.len() as u64;
-        file.write_all(&data)
+    for (path, out) in requests {
+        let uri = format!("https://{server_name}:{}{path}", addr.port());
+        let request = http::Request::get(uri).body(()).map_err(h3_err)?;
+        let mut stream = sender.send_request(request).await.map_err(h3_err)?;
+        stream.finish().await.map_err(h3_err)?;
+        let response = stream.recv_response().await.map_err(h3_err)?;
+        if response.status() != http::StatusCode::OK {
+            return Err(Error::Status(response.status().as_u16()));
+        }
+        let mut file = tokio::fs::File::create(out)
             .await
-            .map_err(Error::io("writing output"))?;
+            .map_err(Error::io("output file"))?;
+        while let Some(mut chunk) = stream.recv_data().await.map_err(h3_err)? {
+            let data = chunk.copy_to_bytes(chunk.remaining());
+            bytes += data.len() as u64;
+            file.write_all(&data)
+                .await
+                .map_err(Error::io("writing output"))?;
+        }
+        file.flush().await.map_err(Error::io("writing output"))?;
     }
-    file.flush().await.map_err(Error::io("writing output"))?;
     let elapsed = start.elapsed();
-    drop(stream);
     drop(sender);
     // Dropping the last request sender closes the connection with H3_NO_ERROR.
     driving.await.ok();

@@ -35,6 +35,7 @@
 // the ban an error even without `-D warnings`.
 #![deny(clippy::disallowed_methods)]
 
+pub mod conn;
 pub mod frame;
 pub mod gaming;
 pub mod lbbc;

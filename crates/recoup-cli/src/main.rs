@@ -21,6 +21,7 @@ struct Cli {
 enum Command {
     Serve(cmd::serve::Args),
     Get(cmd::get::Args),
+    Game(cmd::game::Args),
     Run(cmd::run::Args),
     Compare(cmd::compare::Args),
     Sweep(cmd::sweep::Args),
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
     let result: Result<(), Box<dyn std::error::Error>> = match cli.command {
         Command::Serve(args) => cmd::serve::run(args).map_err(Into::into),
         Command::Get(args) => cmd::get::run(args).map_err(Into::into),
+        Command::Game(args) => cmd::game::run(args).map_err(Into::into),
         Command::Run(args) => cmd::run::run(args).map_err(Into::into),
         Command::Compare(args) => cmd::compare::run(args).map_err(Into::into),
         Command::Sweep(args) => cmd::sweep::run(args).map_err(Into::into),

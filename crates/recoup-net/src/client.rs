@@ -154,31 +154,13 @@ impl Client {
                 url.authority()
             )));
         }
-        let remote = url.resolve()?;
-        let bind: SocketAddr = if remote.is_ipv4() {
-            SocketAddr::from(([0, 0, 0, 0], 0))
-        } else {
-            SocketAddr::from(([0u16; 8], 0))
-        };
-        let config = ClientConfig {
-            transport: options.transport,
-            tls: options.tls,
-            server_name: url.host.clone(),
-        };
-        let endpoint = Endpoint::new(None, config.transport.local_cid_len);
-        let mut driver = Driver::bind(bind, endpoint, options.gso)?;
-        let start = driver.clock().now();
-        let handle = driver.endpoint_mut().connect(start, &config, remote)?;
-        let unix_ms = driver.clock().unix_ms(start);
-        if let Some(dir) = &options.qlog {
-            if let Some(conn) = driver.endpoint_mut().connection_mut(handle) {
-                let id = hex_id(&conn.original_dcid());
-                match dir.create(VantagePoint::Client, &id, start, unix_ms) {
-                    Ok(writer) => conn.set_qlog(writer),
-                    Err(e) => tracing::warn!("qlog: {e}"),
-                }
-            }
-        }
+        let (driver, handle, start, remote) = dial(
+            url,
+            options.transport,
+            options.tls,
+            options.gso,
+            options.qlog.as_ref(),
+        )?;
         let authority = url.authority();
         Ok(Self {
             driver,
@@ -285,6 +267,55 @@ impl Client {
             fec_recovered_bytes: app.fec.2,
         })
     }
+}
+
+/// Binds a local socket of `url`'s address family and starts the handshake with its host,
+/// with a qlog trace when `qlog` is given: the driver, the connection, when it started, and
+/// the server's address.
+pub(crate) fn dial(
+    url: &Url,
+    transport: TransportConfig,
+    tls: std::sync::Arc<rustls::ClientConfig>,
+    gso: bool,
+    qlog: Option<&QlogDir>,
+) -> Result<(Driver, ConnectionHandle, Instant, SocketAddr), Error> {
+    let remote = url.resolve()?;
+    let bind: SocketAddr = if remote.is_ipv4() {
+        SocketAddr::from(([0, 0, 0, 0], 0))
+    } else {
+        SocketAddr::from(([0u16; 8], 0))
+    };
+    let config = ClientConfig {
+        transport,
+        tls,
+        server_name: url.host.clone(),
+    };
+    let endpoint = Endpoint::new(None, config.transport.local_cid_len);
+    let mut driver = Driver::bind(bind, endpoint, gso)?;
+    let start = driver.clock().now();
+    let handle = driver.endpoint_mut().connect(start, &config, remote)?;
+    let unix_ms = driver.clock().unix_ms(start);
+    if let Some(dir) = qlog {
+        if let Some(conn) = driver.endpoint_mut().connection_mut(handle) {
+            let id = hex_id(&conn.original_dcid());
+            match dir.create(VantagePoint::Client, &id, start, unix_ms) {
+                Ok(writer) => conn.set_qlog(writer),
+                Err(e) => tracing::warn!("qlog: {e}"),
+            }
+        }
+    }
+    Ok((driver, handle, start, remote))
+}
+
+/// Why a handshake that has not completed after `timeout` failed: no answer at all, or an
+/// incomplete handshake.
+pub(crate) fn handshake_timeout(conn: &Connection, remote: SocketAddr, timeout: Duration) -> Error {
+    let secs = timeout.as_secs_f64();
+    Error::Connection(if conn.stats().packets_received == 0 {
+        format!("no response from {remote} after {secs} s")
+    } else {
+        format!("the handshake with {remote} did not complete after {secs} s")
+    })
 }
 
 /// [`Client::run`]'s one body: a writer and a progress callback.
@@ -456,17 +487,9 @@ impl Application for Negotiated<'_> {
         self.established = conn.is_established();
         self.ever_established |= self.established;
         if !self.established && self.error.is_none() && now >= self.deadline {
-            let secs = self.timeout.as_secs_f64();
-            let why = if conn.stats().packets_received == 0 {
-                format!("no response from {} after {secs} s", self.remote)
-            } else {
-                format!(
-                    "the handshake with {} did not complete after {secs} s",
-                    self.remote
-                )
-            };
+            let error = handshake_timeout(conn, self.remote, self.timeout);
             conn.close(now, hq::REFUSED_CODE, "download failed");
-            self.error = Some(Error::Connection(why));
+            self.error = Some(error);
         }
         let received = conn.stats().datagrams_received;
         if received != self.heard.0 {

@@ -1,6 +1,6 @@
 //! `recoup serve`: files and live streams ([`crate::live`]), or what an origin answers
 //! ([`crate::origin`]), over HTTP/3 ([`crate::http3`]) or hq-interop, whichever ALPN the client
-//! offers, on the UDP driver.
+//! offers, and cloud-gaming sessions ([`crate::gaming`]) on their own ALPN, on the UDP driver.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -20,6 +20,7 @@ use crate::clock::Clock;
 use crate::content::{Content, Sources};
 use crate::driver::{Application, Driver, Stopper};
 use crate::error::Error;
+use crate::gaming;
 use crate::hq::{self, RequestBuffer, Root};
 use crate::http3;
 use crate::live::{self, LiveParams, LiveStream};
@@ -139,6 +140,7 @@ enum Session {
     Handshaking,
     Hq(ServerConn),
     H3(Box<http3::session::Session>),
+    Gaming(Box<gaming::ServeSession>),
 }
 
 #[derive(Debug, Default)]
@@ -198,6 +200,11 @@ impl Application for FileServer {
                         remote,
                     )));
                 }
+                Some(gaming::ALPN) => {
+                    let epoch = self.clock.unix_ms(Instant::ZERO);
+                    let seed = crate::os_seed();
+                    *session = Session::Gaming(Box::new(gaming::ServeSession::new(epoch, seed)));
+                }
                 Some(_) => *session = Session::Hq(ServerConn::default()),
                 None => {}
             }
@@ -209,6 +216,11 @@ impl Application for FileServer {
                 }
             }
             Session::Hq(state) => drive_hq(state, now, conn, &self.sources),
+            Session::Gaming(g) => {
+                if let Some(reason) = g.drive(now, conn) {
+                    log_close(conn.remote_address(), &reason);
+                }
+            }
             Session::Handshaking => {
                 while let Some(event) = conn.poll_event() {
                     if let Event::Closed(reason) = event {
@@ -240,6 +252,7 @@ impl Application for FileServer {
                     })
                     .min(),
                 Session::H3(h3) => h3.next_wakeup(),
+                Session::Gaming(g) => g.next_wakeup(),
                 Session::Handshaking => None,
             })
             .min()

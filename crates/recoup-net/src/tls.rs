@@ -66,13 +66,13 @@ pub fn key_log_from_env() -> Option<Arc<dyn KeyLog>> {
         .map(|_| Arc::new(rustls::KeyLogFile::new()) as Arc<dyn KeyLog>)
 }
 
-/// The server's rustls configuration: HTTP/3 and hq-interop, whichever the client offers
-/// (HTTP/3 when it offers both).
+/// The server's rustls configuration: HTTP/3, hq-interop and cloud gaming
+/// ([`crate::gaming::ALPN`]), whichever the client offers (in that order of preference).
 pub fn server_tls(identity: Identity) -> Result<Arc<rustls::ServerConfig>, Error> {
     let config = recoup_transport::server_config(
         identity.chain,
         identity.key,
-        &[http3::ALPN, hq::ALPN],
+        &[http3::ALPN, hq::ALPN, crate::gaming::ALPN],
         key_log_from_env(),
     )?;
     Ok(Arc::new(config))
@@ -118,7 +118,11 @@ mod tests {
         let server = server_tls(loaded).expect("server tls");
         assert_eq!(
             server.alpn_protocols,
-            vec![http3::ALPN.to_vec(), hq::ALPN.to_vec()]
+            vec![
+                http3::ALPN.to_vec(),
+                hq::ALPN.to_vec(),
+                crate::gaming::ALPN.to_vec()
+            ]
         );
         let client = client_tls(Some(&cert_path), false, &[hq::ALPN]).expect("client tls");
         assert_eq!(client.alpn_protocols, vec![hq::ALPN.to_vec()]);

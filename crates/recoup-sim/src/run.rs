@@ -2,22 +2,21 @@
 //! simulated path, measured with the metrics of DESIGN.md. One run is a pure function of
 //! (scenario, policy, seed).
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use recoup_apps::{App, PacketFeedback, PathFeedback, StreamKey};
+use recoup_apps::conn::{AppConn, Written};
+use recoup_apps::App;
 use recoup_elements::{element_rng, ElementSpec, LossForecast, LossSpec};
 use recoup_recovery::PolicySpec;
 use recoup_time::Instant;
 use recoup_transport::qlog::{QlogWriter, VantagePoint};
-use recoup_transport::streams::StreamId;
 use recoup_transport::{
     simulation_tls, ClientConfig, ConnectionHandle, Endpoint, Error as TransportError,
-    PacketRecord, PolicyFactory, Recovered, ServerConfig, Side, TransportConfig,
+    PolicyFactory, Recovered, ServerConfig, Side, TransportConfig,
 };
 
 use crate::app::{AppEndpoint, AppOutcome};
@@ -31,61 +30,36 @@ const CLIENT: &str = "10.0.0.1:50000";
 const SERVER: &str = "10.0.0.2:443";
 /// How long after the scenario's duration the run goes on so data in flight can arrive.
 const DRAIN: Duration = Duration::from_secs(5);
-/// Bytes handed to a stream per write call.
-const WRITE_CHUNK: usize = 64 * 1024;
 
 /// Drives an [`AppEndpoint`] on one QUIC connection of an endpoint.
 struct AppDriver {
     side: Side,
     app: AppEndpoint,
     conn: Option<ConnectionHandle>,
-    /// Whether the application answers on the streams its peer opens (rpc). Otherwise streams
-    /// are unidirectional: a bidirectional stream whose reverse half nobody finishes is never
-    /// released, and the peer's MAX_STREAMS would stop the application after 128 streams.
-    bidi: bool,
-    /// `Local(i)` streams opened so far, by index.
-    local: HashMap<u64, StreamId>,
-    /// A write the transport has not taken whole yet.
-    pending: Option<(StreamKey, Vec<u8>, bool)>,
+    io: AppConn,
     /// In-order application bytes delivered to this side, and when the last of them arrived.
     delivered: u64,
     last_delivery: Instant,
     recovered: Vec<Recovered>,
     error: Option<String>,
-    buf: Vec<u8>,
     /// A qlog trace to attach to the connection as soon as it exists.
     qlog: Option<QlogWriter>,
 }
 
 impl AppDriver {
+    /// `bidi`: the application answers on the streams its peer opens (rpc); see [`AppConn`].
     fn new(side: Side, app: AppEndpoint, bidi: bool) -> Self {
         Self {
             side,
-            bidi,
             app,
             conn: None,
-            local: HashMap::new(),
-            pending: None,
+            io: AppConn::new(side, bidi),
             delivered: 0,
             last_delivery: Instant::ZERO,
             recovered: Vec::new(),
             error: None,
-            buf: vec![0; 64 * 1024],
             qlog: None,
         }
-    }
-
-    fn key(&self, id: StreamId) -> StreamKey {
-        stream_key(self.side, id)
-    }
-}
-
-/// A stream as the application of endpoint `side` names it.
-fn stream_key(side: Side, id: StreamId) -> StreamKey {
-    if id.initiator() == side {
-        StreamKey::Local(id.index())
-    } else {
-        StreamKey::Peer(id.index())
     }
 }
 
@@ -109,109 +83,29 @@ impl Application for AppDriver {
         }
         // Packet feedback for an application that adapts its rate (cloud gaming); empty unless
         // the transport records it.
-        let side = self.side;
-        let key = |id: StreamId| stream_key(side, id);
-        let feedback: Vec<PacketFeedback> = conn
-            .drain_packet_records()
-            .map(|r| match r {
-                PacketRecord::Sent {
-                    pn,
-                    at,
-                    bytes,
-                    resend,
-                    streams,
-                } => PacketFeedback::Sent {
-                    pn,
-                    at,
-                    bytes,
-                    resend,
-                    streams: streams.into_iter().map(|(id, n)| (key(id), n)).collect(),
-                },
-                PacketRecord::Acked { pn, at } => PacketFeedback::Acked { pn, at },
-                PacketRecord::Lost { pn, at } => PacketFeedback::Lost { pn, at },
-            })
-            .collect();
-        let (srtt, cwnd, _) = conn.path_stats();
-        let path = PathFeedback {
-            pacing_rate: conn.pacing_rate(),
-            delay_rate: (!srtt.is_zero())
-                .then(|| (cwnd as f64 * 8.0 / srtt.as_secs_f64()).min(u64::MAX as f64) as u64),
-        };
-        self.app.on_feedback(now, &feedback, path);
+        self.io.feedback(now, conn, &mut self.app);
         // Reads first: what arrived may be what the application waits for.
         while conn.accept_stream(true).is_some() || conn.accept_stream(false).is_some() {}
         for id in conn.readable_streams() {
-            while let Ok((n, fin)) = conn.stream_read(id, &mut self.buf) {
-                self.delivered += n as u64;
-                if n > 0 {
-                    self.last_delivery = now;
-                }
-                let key = self.key(id);
-                if let Err(e) = self.app.on_stream_bytes(now, key, &self.buf[..n], fin) {
-                    self.error.get_or_insert_with(|| e.to_string());
-                }
-                if fin || n == 0 {
-                    break;
-                }
+            let (n, error) = self.io.read(now, conn, &mut self.app, id);
+            self.delivered += n;
+            if n > 0 {
+                self.last_delivery = now;
+            }
+            if let Some(e) = error {
+                self.error.get_or_insert_with(|| e.to_string());
             }
         }
-        // Writes: finish a partial write, then take new ones while the transport accepts them.
-        loop {
-            if let Some((key, data, fin)) = self.pending.take() {
-                let id = match key {
-                    StreamKey::Local(i) => match self.local.get(&i) {
-                        Some(&id) => Some(id),
-                        None => match conn.open_stream(self.bidi) {
-                            Ok(id) => {
-                                self.local.insert(i, id);
-                                if let Some(d) = self.app.stream_deadline(key) {
-                                    conn.set_stream_deadline(id, d);
-                                }
-                                Some(id)
-                            }
-                            // The peer's MAX_STREAMS: wait until it grants more.
-                            Err(TransportError::Blocked) => None,
-                            Err(e) => {
-                                self.error.get_or_insert_with(|| e.to_string());
-                                break;
-                            }
-                        },
-                    },
-                    StreamKey::Peer(i) => Some(StreamId::new(
-                        self.side.peer(),
-                        recoup_transport::streams::Dir::from_bidi(self.bidi),
-                        i,
-                    )),
-                };
-                let n = match id.map(|id| conn.stream_write(id, &data)) {
-                    Some(Ok(n)) => n,
-                    None | Some(Err(TransportError::Blocked)) => 0,
-                    Some(Err(e)) => {
-                        self.error.get_or_insert_with(|| e.to_string());
-                        break;
-                    }
-                };
-                if id.is_none() || n < data.len() {
-                    let mut data = data;
-                    data.drain(..n);
-                    self.pending = Some((key, data, fin));
-                    // Blocked: the application's clock cannot advance until the transport takes
-                    // more, which only an arriving datagram can allow, and that polls us anyway.
-                    // Its capture time is already past, so asking to be woken for it would wake
-                    // this node every microsecond for as long as the block lasts.
-                    return self.app.next_wakeup().filter(|&t| t > now);
-                }
-                if let Some(id) = id {
-                    if fin && conn.stream_finish(id).is_err() {
-                        self.error
-                            .get_or_insert_with(|| "stream finish failed".into());
-                    }
-                }
+        match self.io.write(conn, now, &mut self.app) {
+            Ok(Written::Idle) => {}
+            // Blocked: the application's clock cannot advance until the transport takes more,
+            // which only an arriving datagram can allow, and that polls us anyway. Its capture
+            // time is already past, so asking to be woken for it would wake this node every
+            // microsecond for as long as the block lasts.
+            Ok(Written::Blocked) => return self.app.next_wakeup().filter(|&t| t > now),
+            Err(e) => {
+                self.error.get_or_insert(e);
             }
-            let Some(w) = self.app.poll_write(now, WRITE_CHUNK) else {
-                break;
-            };
-            self.pending = Some((w.stream, w.data, w.fin));
         }
         self.app.next_wakeup()
     }

@@ -33,6 +33,16 @@ pub enum PacketRecord {
 }
 
 impl Connection {
+    /// Starts or stops recording packet events on this connection alone, overriding
+    /// `TransportConfig::record_packets`: a server whose connections run different
+    /// applications records only for those that drain the records.
+    pub fn set_record_packets(&mut self, on: bool) {
+        self.config.record_packets = on;
+        if !on {
+            self.packet_records.clear();
+        }
+    }
+
     /// Packet events since the last call (none unless `record_packets` is set).
     pub fn drain_packet_records(&mut self) -> impl Iterator<Item = PacketRecord> + '_ {
         self.packet_records.drain(..)

@@ -1,0 +1,179 @@
+//! An [`App`] on one connection of recoup's QUIC transport: how its stream keys map to stream
+//! IDs, how the transport's packet records reach [`App::on_feedback`], and the write loop. The
+//! simulator's nodes and the real-socket driver (`recoup-net`'s cloud-gaming sessions) share it,
+//! so an application behaves the same on both.
+
+use std::collections::HashMap;
+
+use recoup_time::Instant;
+use recoup_transport::streams::{Dir, StreamId};
+use recoup_transport::{Connection, Error as TransportError, PacketRecord, Side};
+
+use crate::{App, FrameError, PacketFeedback, PathFeedback, StreamKey};
+
+/// Bytes asked of the application per write call.
+const WRITE_CHUNK: usize = 64 * 1024;
+
+/// What [`AppConn::write`] left behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub enum Written {
+    /// The application has nothing more to write now.
+    Idle,
+    /// The transport took less than offered (flow control, send buffer, the peer's
+    /// MAX_STREAMS); the rest is kept for the next call.
+    Blocked,
+}
+
+/// One application endpoint's view of one connection.
+#[derive(Debug)]
+pub struct AppConn {
+    side: Side,
+    /// Whether the application's streams are bidirectional (it answers on the streams its peer
+    /// opens, rpc). Otherwise they are unidirectional: a bidirectional stream whose reverse
+    /// half nobody finishes is never released, and the peer's MAX_STREAMS would stop the
+    /// application after as many streams.
+    bidi: bool,
+    /// `Local(i)` streams opened so far, by index.
+    local: HashMap<u64, StreamId>,
+    /// A write the transport has not taken whole yet.
+    pending: Option<(StreamKey, Vec<u8>, bool)>,
+    buf: Vec<u8>,
+}
+
+impl AppConn {
+    #[must_use]
+    pub fn new(side: Side, bidi: bool) -> Self {
+        Self {
+            side,
+            bidi,
+            local: HashMap::new(),
+            pending: None,
+            buf: vec![0; 64 * 1024],
+        }
+    }
+
+    /// Stream `id` as the application names it.
+    #[must_use]
+    pub fn key(&self, id: StreamId) -> StreamKey {
+        if id.initiator() == self.side {
+            StreamKey::Local(id.index())
+        } else {
+            StreamKey::Peer(id.index())
+        }
+    }
+
+    /// Hands the packet records since the last call (empty unless the transport records them,
+    /// `TransportConfig::record_packets`) and the path's rates to the application.
+    pub fn feedback(&self, now: Instant, conn: &mut Connection, app: &mut dyn App) {
+        let feedback: Vec<PacketFeedback> = conn
+            .drain_packet_records()
+            .map(|r| match r {
+                PacketRecord::Sent {
+                    pn,
+                    at,
+                    bytes,
+                    resend,
+                    streams,
+                } => PacketFeedback::Sent {
+                    pn,
+                    at,
+                    bytes,
+                    resend,
+                    streams: streams
+                        .into_iter()
+                        .map(|(id, n)| (self.key(id), n))
+                        .collect(),
+                },
+                PacketRecord::Acked { pn, at } => PacketFeedback::Acked { pn, at },
+                PacketRecord::Lost { pn, at } => PacketFeedback::Lost { pn, at },
+            })
+            .collect();
+        let (srtt, cwnd, _) = conn.path_stats();
+        let path = PathFeedback {
+            pacing_rate: conn.pacing_rate(),
+            delay_rate: (!srtt.is_zero())
+                .then(|| (cwnd as f64 * 8.0 / srtt.as_secs_f64()).min(u64::MAX as f64) as u64),
+        };
+        app.on_feedback(now, &feedback, path);
+    }
+
+    /// Reads what stream `id` has into the application, up to its end: the bytes read, and the
+    /// application's first complaint about them.
+    pub fn read(
+        &mut self,
+        now: Instant,
+        conn: &mut Connection,
+        app: &mut dyn App,
+        id: StreamId,
+    ) -> (u64, Option<FrameError>) {
+        let key = self.key(id);
+        let (mut read, mut error) = (0, None);
+        while let Ok((n, fin)) = conn.stream_read(id, &mut self.buf) {
+            read += n as u64;
+            if let Err(e) = app.on_stream_bytes(now, key, &self.buf[..n], fin) {
+                error.get_or_insert(e);
+            }
+            if fin || n == 0 {
+                break;
+            }
+        }
+        (read, error)
+    }
+
+    /// Finishes a partial write, then takes new ones while the transport accepts them. An
+    /// error is the transport's refusal, other than being blocked.
+    pub fn write(
+        &mut self,
+        conn: &mut Connection,
+        now: Instant,
+        app: &mut dyn App,
+    ) -> Result<Written, String> {
+        loop {
+            if let Some((key, data, fin)) = self.pending.take() {
+                let id = match key {
+                    StreamKey::Local(i) => match self.local.get(&i) {
+                        Some(&id) => Some(id),
+                        None => match conn.open_stream(self.bidi) {
+                            Ok(id) => {
+                                self.local.insert(i, id);
+                                if let Some(d) = app.stream_deadline(key) {
+                                    conn.set_stream_deadline(id, d);
+                                }
+                                Some(id)
+                            }
+                            // The peer's MAX_STREAMS: wait until it grants more.
+                            Err(TransportError::Blocked) => None,
+                            Err(e) => return Err(e.to_string()),
+                        },
+                    },
+                    StreamKey::Peer(i) => Some(StreamId::new(
+                        self.side.peer(),
+                        Dir::from_bidi(self.bidi),
+                        i,
+                    )),
+                };
+                let n = match id.map(|id| conn.stream_write(id, &data)) {
+                    Some(Ok(n)) => n,
+                    None | Some(Err(TransportError::Blocked)) => 0,
+                    Some(Err(e)) => return Err(e.to_string()),
+                };
+                if id.is_none() || n < data.len() {
+                    let mut data = data;
+                    data.drain(..n);
+                    self.pending = Some((key, data, fin));
+                    return Ok(Written::Blocked);
+                }
+                if let Some(id) = id {
+                    if fin && conn.stream_finish(id).is_err() {
+                        return Err("stream finish failed".into());
+                    }
+                }
+            }
+            let Some(w) = app.poll_write(now, WRITE_CHUNK) else {
+                return Ok(Written::Idle);
+            };
+            self.pending = Some((w.stream, w.data, w.fin));
+        }
+    }
+}

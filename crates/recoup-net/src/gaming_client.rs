@@ -48,6 +48,10 @@ pub struct GameReport {
     pub server: BTreeMap<String, String>,
     /// From the first packet to the end of the report.
     pub elapsed: Duration,
+    /// recoup's FEC extension (LADR's opportunistic FEC): REPAIR frames received, and the
+    /// packets restored from them.
+    pub repair_frames: u64,
+    pub fec_recovered_packets: u64,
 }
 
 /// A session ready to play; [`GameClient::run`] plays it.
@@ -86,6 +90,7 @@ impl GameClient {
                 error: None,
                 done_at: None,
                 closed: false,
+                fec: (0, 0),
             },
         })
     }
@@ -121,6 +126,8 @@ impl GameClient {
             client,
             server: s.reader.lines,
             elapsed: done_at.saturating_duration_since(s.start),
+            repair_frames: s.fec.0,
+            fec_recovered_packets: s.fec.1,
         })
     }
 }
@@ -142,6 +149,8 @@ struct Session {
     /// When the server's report was complete.
     done_at: Option<Instant>,
     closed: bool,
+    /// The connection's FEC counters ([`GameReport`]), as of the last turn.
+    fec: (u64, u64),
 }
 
 impl Session {
@@ -210,6 +219,8 @@ impl Application for Session {
                 _ => {}
             }
         }
+        let st = conn.stats();
+        self.fec = (st.repair_frames_received, st.fec_recovered_packets);
         if self.closed || self.error.is_some() {
             return;
         }

@@ -114,6 +114,8 @@ fn to_json(r: &GameReport) -> serde_json::Value {
             "frame_delay_mean_ms": delays.mean,
             "frame_delay_p90_ms": delays.p90,
             "frame_delay_max_ms": delays.max,
+            "repair_frames": r.repair_frames,
+            "fec_recovered_packets": r.fec_recovered_packets,
         },
         "server": server,
     })

@@ -191,7 +191,12 @@ def real_rows(binary: str, rtts: list[str], duration: str, setting: str, out: Pa
                 {
                     "row": row,
                     "rtt": rtt,
-                    "packet_loss_pct": 100.0 * link["down_lost"] / max(link["down_in"], 1),
+                    "packet_loss_pct": 100.0 * s["packets_lost"] / max(s["packets_sent"], 1),
+                    "link_drop_pct": 100.0 * link["down_lost"] / max(link["down_in"], 1),
+                    "repair_sent": s["repair_packets"],
+                    "rate_limited_pct": 100.0
+                    * s["rate_limited_packets"]
+                    / max(s["packets_sent"], 1),
                     "lossy_pct": 100.0 * s["lossy_frames"] / frames,
                     "loss_affected_pct": 100.0 * s["loss_affected_frames"] / frames,
                     "sender_over_pct": 100.0 * s["frames_over_deadline"] / frames,
@@ -263,8 +268,10 @@ def main() -> None:
                 f"{r['client_over_pct'].mean():.2f}",
                 f"{r['client_delay_ms'].mean():.1f} / {r['client_delay_p90_ms'].mean():.1f}",
                 pair("encoder_mbps", "encoder_bitrate_mbps", 1, 2),
-                f"{r['repair_frames'].mean():.0f} / {s['repair_packets'].mean():.0f}",
+                f"{r['repair_sent'].mean():.0f} / {s['repair_packets'].fillna(0).mean():.0f}",
                 f"{r['fec_recovered'].mean():.1f}",
+                pair("rate_limited_pct", "rate_limited_rate", 100, 1),
+                f"{r['link_drop_pct'].mean():.2f}",
             ]
         )
     md = common.markdown_table(
@@ -278,8 +285,10 @@ def main() -> None:
             ">100 ms % (client)",
             "client frame delay ms mean / p90",
             "encoder Mbit/s",
-            "repair packets real / sim",
+            "repair packets sent real / sim",
             "restored (client)",
+            "RRL-limited packets %",
+            "link drops % (down)",
         ],
         table,
     )
@@ -289,7 +298,8 @@ def main() -> None:
         f"{RATE}, `{queue}`, down loss `{loss}`; binary {binary}; {common.machine()}.\n"
         "Sender-side columns: real (the server's report) / simulated (the same sessions in the "
         "simulator). Client columns: real sockets only (capture on the server to the last byte "
-        "at the client).\n"
+        "at the client). Packet loss: packets the sender declared lost / packets sent; link "
+        "drops: what `recoup link` lost or queue-dropped towards the client / datagrams in.\n"
     )
     real.to_csv(out / "real.csv", index=False)
     figs = common.figure_dir(args.quick)

@@ -8,14 +8,15 @@
 //!
 //! 1. The client opens a bidirectional control stream and sends `GET /gaming?key=value&...`
 //!    ([`GamingParams::from_request`] lists the keys) with FIN.
-//! 2. The server answers on it with `epoch_unix_ms=<ms>\n`: the wall-clock time of its
+//! 2. The server answers on it with `epoch_unix_ms=<ms>\n` and FIN: the wall-clock time of its
 //!    transport clock's zero, in which the frame headers' capture times count. On one host
 //!    (loopback, network namespaces) the client turns its own arrival times into that clock
 //!    and measures each frame's delay from capture to its last byte.
 //! 3. Frames follow, one stream each, for the session's duration; the encoder follows the
 //!    controller's target (LADR's delay-based rate, min with LBBC's when `loss_controller=lbbc`).
-//! 4. [`GRACE`] after the last frame the server writes its own, sender-side, frame metrics as
-//!    `key=value` lines on the control stream and ends it; the client then closes.
+//! 4. [`GRACE`] after the last frame the server opens a bidirectional stream and writes its
+//!    own, sender-side, frame metrics and packet counts on it as `key=value` lines, then FIN;
+//!    the client then closes.
 //!
 //! A refused request gets `error=<why>\n` and FIN instead of the epoch line.
 
@@ -29,7 +30,7 @@ use recoup_apps::{App, FrameError, StreamKey};
 use recoup_elements::{element_rng, parse_duration, parse_rate};
 use recoup_time::Instant;
 use recoup_transport::streams::{StreamEvent, StreamId};
-use recoup_transport::{Connection, Event, Side};
+use recoup_transport::{Connection, ConnectionStats, Event, Side};
 
 use crate::error::Error;
 use crate::hq::{self, percent_decode, RequestBuffer};
@@ -180,21 +181,68 @@ impl GamingParams {
     }
 }
 
+/// Bytes for one stream the server writes and then finishes.
+#[derive(Debug, Default)]
+struct Outgoing {
+    id: Option<StreamId>,
+    buf: Vec<u8>,
+    /// Finish the stream once `buf` is taken.
+    fin: bool,
+    finished: bool,
+}
+
+impl Outgoing {
+    fn push_line(&mut self, line: &str) {
+        self.buf.extend_from_slice(line.as_bytes());
+        self.buf.push(b'\n');
+    }
+
+    /// Moves bytes into the stream as far as it takes them; finishes it when asked and done.
+    fn flush(&mut self, conn: &mut Connection) {
+        let Some(id) = self.id.filter(|_| !self.finished) else {
+            return;
+        };
+        while !self.buf.is_empty() {
+            match stream_io::write(conn, id, &self.buf) {
+                Ok(0) => return,
+                Ok(n) => {
+                    self.buf.drain(..n);
+                }
+                Err(_) => {
+                    // The client stopped the stream; nothing more goes on it.
+                    self.buf.clear();
+                    self.finished = true;
+                    return;
+                }
+            }
+        }
+        if self.fin {
+            conn.stream_finish(id).ok();
+            self.finished = true;
+        }
+    }
+}
+
 /// The server's side of one session.
+///
+/// The control stream's reply (the epoch line, or a refusal) ends with FIN at once, and the
+/// report goes on a stream of its own opened at the end: LADR's FEC gate resolves streams in
+/// order as frames (`recoup_recovery::fec_schemes::ladr`), so a stream left open for the whole
+/// session would hold every frame behind it unresolved and keep FEC off.
 #[derive(Debug)]
 pub struct ServeSession {
     /// The wall clock at the server's transport clock zero, ms since the Unix epoch.
     epoch_unix_ms: f64,
     /// Seed for a session whose request names none.
     seed: u64,
-    control: Option<(StreamId, RequestBuffer)>,
+    request: Option<RequestBuffer>,
+    control: Outgoing,
     sender: Option<(Box<GamingSender>, AppConn)>,
     /// When the report is due: [`GRACE`] after the last frame was written.
     report_at: Option<Instant>,
-    /// The control stream is finished (report or refusal written): nothing left to do.
+    report: Outgoing,
+    /// Refused, abandoned or reported: nothing left to do but flush.
     done: bool,
-    /// Control bytes the stream has not taken yet.
-    out: Vec<u8>,
 }
 
 impl ServeSession {
@@ -203,11 +251,12 @@ impl ServeSession {
         Self {
             epoch_unix_ms,
             seed,
-            control: None,
+            request: None,
+            control: Outgoing::default(),
             sender: None,
             report_at: None,
+            report: Outgoing::default(),
             done: false,
-            out: Vec::new(),
         }
     }
 
@@ -232,7 +281,7 @@ impl ServeSession {
             match event {
                 Event::Closed(reason) => closed = Some(reason),
                 Event::Stream(StreamEvent::Reset { id, .. } | StreamEvent::Stopped { id, .. })
-                    if self.control.as_ref().is_some_and(|(c, _)| *c == id) =>
+                    if self.control.id == Some(id) && !self.done =>
                 {
                     tracing::info!(remote = %conn.remote_address(), "gaming session abandoned by the client");
                     self.sender = None;
@@ -242,8 +291,9 @@ impl ServeSession {
             }
         }
         while let Some(id) = conn.accept_stream(true) {
-            if self.control.is_none() {
-                self.control = Some((id, RequestBuffer::default()));
+            if self.control.id.is_none() {
+                self.control.id = Some(id);
+                self.request = Some(RequestBuffer::default());
             } else {
                 conn.stream_stop(id, hq::REFUSED_CODE).ok();
             }
@@ -251,7 +301,7 @@ impl ServeSession {
         while let Some(id) = conn.accept_stream(false) {
             conn.stream_stop(id, hq::REFUSED_CODE).ok();
         }
-        if self.sender.is_none() && !self.done {
+        if self.request.is_some() {
             self.read_request(now, conn);
         }
         if let Some((sender, io)) = self.sender.as_mut() {
@@ -263,32 +313,24 @@ impl ServeSession {
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(remote = %conn.remote_address(), "gaming session: {e}");
-                    self.refuse(&e);
+                    self.sender = None;
+                    self.done = true;
+                    conn.close(now, hq::REFUSED_CODE, "gaming session failed");
                 }
             }
         }
         if self.report_at.is_some_and(|t| now >= t) && !self.done {
-            if let Some((mut sender, io)) = self.sender.take() {
-                io.feedback(now, conn, sender.as_mut());
-                sender.finish(now);
-                let report = sender
-                    .outcome()
-                    .map(|o| report_lines(&o))
-                    .unwrap_or_default();
-                tracing::info!(remote = %conn.remote_address(), "gaming session done");
-                self.out.extend_from_slice(report.as_bytes());
-                self.done = true;
-            }
+            self.send_report(now, conn);
         }
-        self.flush(conn);
+        self.control.flush(conn);
+        self.report.flush(conn);
         closed
     }
 
     fn read_request(&mut self, now: Instant, conn: &mut Connection) {
-        let Some((id, request)) = self.control.as_mut() else {
+        let (Some(id), Some(request)) = (self.control.id, self.request.as_mut()) else {
             return;
         };
-        let id = *id;
         let mut buf = [0u8; 4096];
         let outcome = loop {
             match stream_io::read(conn, id, &mut buf) {
@@ -301,60 +343,73 @@ impl ServeSession {
                 Err(e) => break Some(Err(Error::Transport(e))),
             }
         };
+        let Some(outcome) = outcome else {
+            return;
+        };
+        self.request = None;
+        self.control.fin = true;
         match outcome {
-            None => {}
-            Some(Err(e)) => {
+            Err(e) => {
                 tracing::info!(remote = %conn.remote_address(), "gaming request refused: {e}");
-                self.refuse(&e.to_string());
+                self.control
+                    .push_line(&format!("error={}", e.to_string().replace('\n', " ")));
+                self.done = true;
             }
-            Some(Ok(params)) => {
+            Ok(params) => {
                 tracing::info!(remote = %conn.remote_address(), ?params, "gaming session");
                 let rng = element_rng(params.seed.unwrap_or(self.seed), "app/gaming");
                 let sender = GamingSender::new(&params.config, now, params.duration, rng);
                 conn.set_record_packets(true);
-                self.out.extend_from_slice(
-                    format!("epoch_unix_ms={:.3}\n", self.epoch_unix_ms).as_bytes(),
-                );
+                self.control
+                    .push_line(&format!("epoch_unix_ms={:.3}", self.epoch_unix_ms));
                 self.sender = Some((Box::new(sender), AppConn::new(Side::Server, false)));
             }
         }
     }
 
-    fn refuse(&mut self, why: &str) {
-        self.out
-            .extend_from_slice(format!("error={}\n", why.replace('\n', " ")).as_bytes());
-        self.sender = None;
-        self.done = true;
-    }
-
-    /// Moves control bytes into the stream; finishes it once the session is done.
-    fn flush(&mut self, conn: &mut Connection) {
-        let Some((id, _)) = self.control.as_ref() else {
+    /// The sender's metrics, on a bidirectional stream of the server's (frames are on
+    /// unidirectional ones).
+    fn send_report(&mut self, now: Instant, conn: &mut Connection) {
+        let Some((mut sender, io)) = self.sender.take() else {
             return;
         };
-        let id = *id;
-        while !self.out.is_empty() {
-            match stream_io::write(conn, id, &self.out) {
-                Ok(0) => return,
-                Ok(n) => {
-                    self.out.drain(..n);
-                }
-                Err(_) => {
-                    self.out.clear();
-                    return;
-                }
+        self.done = true;
+        io.feedback(now, conn, sender.as_mut());
+        sender.finish(now);
+        let stats = conn.stats();
+        let report = sender
+            .outcome()
+            .map(|o| report_lines(&o, &stats))
+            .unwrap_or_default();
+        match conn.open_stream(true) {
+            Ok(id) => {
+                tracing::info!(remote = %conn.remote_address(), "gaming session done");
+                self.report = Outgoing {
+                    id: Some(id),
+                    buf: report.into_bytes(),
+                    fin: true,
+                    finished: false,
+                };
             }
-        }
-        if self.done {
-            conn.stream_finish(id).ok();
-            self.control = None;
+            Err(e) => {
+                tracing::warn!(remote = %conn.remote_address(), "no stream for the gaming report: {e}");
+                conn.close(now, hq::REFUSED_CODE, "no stream for the report");
+            }
         }
     }
 }
 
-/// The sender's frame metrics as `key=value` lines (keys as in runs.csv where both have them).
-fn report_lines(o: &GamingOutcome) -> String {
+/// The sender's frame metrics and packet counts as `key=value` lines (keys as in runs.csv where
+/// both have them).
+fn report_lines(o: &GamingOutcome, stats: &ConnectionStats) -> String {
     let mut lines = vec![
+        ("packets_sent", stats.packets_sent.to_string()),
+        ("packets_lost", stats.packets_lost.to_string()),
+        ("repair_packets", stats.repair_packets_sent.to_string()),
+        (
+            "rate_limited_packets",
+            stats.rate_limited_packets.to_string(),
+        ),
         ("frames", o.frames.to_string()),
         ("frames_skipped", o.frames_skipped.to_string()),
         ("lossy_frames", o.lossy_frames.to_string()),

@@ -85,6 +85,8 @@ impl GameClient {
                 client_epoch_unix_ms,
                 control: None,
                 reader: ControlReader::default(),
+                report: None,
+                report_reader: ControlReader::default(),
                 viewer: ShiftedViewer::new(&params.config),
                 io: AppConn::new(Side::Client, false),
                 error: None,
@@ -117,6 +119,11 @@ impl GameClient {
         if let Some(why) = s.reader.lines.get("error") {
             return Err(Error::Refused(why.clone()));
         }
+        if s.reader.epoch()?.is_none() {
+            return Err(Error::Connection(
+                "the server sent no clock epoch on the control stream".into(),
+            ));
+        }
         let mut client = s.viewer.viewer().outcome();
         if let Some(e) = client.error.take() {
             return Err(Error::Connection(format!("a frame arrived damaged: {e}")));
@@ -124,7 +131,7 @@ impl GameClient {
         Ok(GameReport {
             params: s.params,
             client,
-            server: s.reader.lines,
+            server: s.report_reader.lines,
             elapsed: done_at.saturating_duration_since(s.start),
             repair_frames: s.fec.0,
             fec_recovered_packets: s.fec.1,
@@ -142,7 +149,11 @@ struct Session {
     timeout: Duration,
     client_epoch_unix_ms: f64,
     control: Option<StreamId>,
+    /// The control stream's reply: the epoch, or a refusal.
     reader: ControlReader,
+    /// The server's report stream, once opened, and what it said.
+    report: Option<StreamId>,
+    report_reader: ControlReader,
     viewer: ShiftedViewer,
     io: AppConn,
     error: Option<Error>,
@@ -159,31 +170,56 @@ impl Session {
         self.error.get_or_insert(error);
     }
 
-    fn read_control(&mut self, now: Instant, conn: &mut Connection, id: StreamId) {
+    /// Reads `id` (the control or the report stream) into `reader`.
+    fn read_lines(
+        conn: &mut Connection,
+        id: StreamId,
+        reader: &mut ControlReader,
+    ) -> Result<(), Error> {
         let mut buf = [0u8; 4096];
         while let Ok((n, fin)) = conn.stream_read(id, &mut buf) {
-            if let Err(e) = self.reader.push(&buf[..n], fin) {
-                self.fail(now, conn, e);
-                return;
-            }
+            reader.push(&buf[..n], fin)?;
             if fin || n == 0 {
                 break;
             }
         }
+        Ok(())
+    }
+
+    fn read_control(&mut self, now: Instant, conn: &mut Connection, id: StreamId) {
+        if let Err(e) = Self::read_lines(conn, id, &mut self.reader) {
+            self.fail(now, conn, e);
+            return;
+        }
         match self.reader.epoch() {
             Ok(Some(server)) if !self.viewer.has_epochs() => {
                 if let Err(e) = self.viewer.set_epochs(server, self.client_epoch_unix_ms) {
-                    self.fail(
-                        now,
-                        conn,
-                        Error::Connection(format!("a frame arrived damaged: {e}")),
-                    );
+                    let e = Error::Connection(format!("a frame arrived damaged: {e}"));
+                    self.fail(now, conn, e);
                 }
             }
             Ok(_) => {}
             Err(e) => self.fail(now, conn, e),
         }
-        if self.reader.finished && self.done_at.is_none() {
+        if self.reader.finished && self.reader.lines.contains_key("error") {
+            // Refused: nothing follows.
+            self.end(now, conn);
+        }
+    }
+
+    fn read_report(&mut self, now: Instant, conn: &mut Connection, id: StreamId) {
+        if let Err(e) = Self::read_lines(conn, id, &mut self.report_reader) {
+            self.fail(now, conn, e);
+            return;
+        }
+        if self.report_reader.finished {
+            self.end(now, conn);
+        }
+    }
+
+    /// The session is over: close without error.
+    fn end(&mut self, now: Instant, conn: &mut Connection) {
+        if self.done_at.is_none() {
             self.done_at = Some(now);
             self.viewer.finish(now);
             conn.close(now, DONE_CODE, "session over");
@@ -251,12 +287,20 @@ impl Application for Session {
             }
         }
         while conn.accept_stream(false).is_some() {}
+        // The server's one bidirectional stream is its report; frames are unidirectional.
         while let Some(id) = conn.accept_stream(true) {
-            conn.stream_stop(id, hq::REFUSED_CODE).ok();
+            if self.report.is_none() {
+                self.report = Some(id);
+                conn.stream_finish(id).ok();
+            } else {
+                conn.stream_stop(id, hq::REFUSED_CODE).ok();
+            }
         }
         for id in conn.readable_streams() {
             if Some(id) == self.control {
                 self.read_control(now, conn, id);
+            } else if Some(id) == self.report {
+                self.read_report(now, conn, id);
             } else if self.done_at.is_none() {
                 let (_, error) = self.io.read(now, conn, &mut self.viewer, id);
                 if let Some(e) = error {

@@ -645,7 +645,7 @@ mod tests {
         c.push(b"epoch_unix_ms=17000", false).expect("partial");
         assert_eq!(c.epoch().expect("none yet"), None);
         c.push(b"00.5\nframes=3\n", true).expect("lines");
-        assert_eq!(c.epoch().expect("epoch"), Some(170_000.5));
+        assert_eq!(c.epoch().expect("epoch"), Some(1_700_000.5));
         assert_eq!(c.lines.get("frames").map(String::as_str), Some("3"));
         assert!(c.finished);
         let mut c = ControlReader::default();

@@ -21,7 +21,10 @@ to experiments/figures/ladr-causes-<experiment>.md.
   repair sized from a loss rate dominated by burst overflows: LADR with WebRTC's table flattened
   so that every loss column gives the protection of the smallest non-zero one (1/255, 0.4 %);
   and a third, (3) repair packets leaving with each frame's idle burst: LADR and +LBBC+RRL both
-  with a pacing burst of one packet (`transport.pacing_burst = 1`).
+  with a pacing burst of one packet (`transport.pacing_burst = 1`); and a fourth, for LADR's
+  frames over 100 ms, (4) the reactive rate limit holding frames back once repair packets share
+  its rate: LADR with plain retransmission (`arq`) in place of `ladr-rrl`, with the usual burst
+  and with a burst of one.
 """
 
 from __future__ import annotations
@@ -98,6 +101,12 @@ def variants(experiment: str) -> list[tuple[str, str, dict]]:
             ("(2) LADR, flat FEC table", "LADR", {"transport": {"fec": f"ladr:table={flat}"}}),
             ("+LBBC+RRL, burst 1", "+LBBC+RRL", {"transport": {"pacing_burst": 1}}),
             ("(3) LADR, burst 1", "LADR", {"transport": {"pacing_burst": 1}}),
+            ("(4) LADR without RRL", "LADR", {"policy": {"name": "arq"}}),
+            (
+                "(4) LADR without RRL, burst 1",
+                "LADR",
+                {"policy": {"name": "arq"}, "transport": {"pacing_burst": 1}},
+            ),
         ]
     raise ValueError(f"unknown experiment {experiment!r}")
 
@@ -123,7 +132,9 @@ def main() -> None:
     for i, (label, row, changes) in enumerate(variants(args.experiment)):
         plan = copy.deepcopy(table2.plan(row, rtts, duration))
         for section, values in changes.items():
-            plan[section].update(values)
+            # The plan's policy is a list of one entry.
+            target = plan[section][0] if section == "policy" else plan[section]
+            target.update(values)
         plan["policy"][0]["label"] = f"v{i}"
         df = common.run(plan, out / f"v{i}" / "scenario.toml", args)
         cells = [label]

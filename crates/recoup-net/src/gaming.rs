@@ -33,7 +33,7 @@ use recoup_transport::streams::{StreamEvent, StreamId};
 use recoup_transport::{Connection, ConnectionStats, Event, Side};
 
 use crate::error::Error;
-use crate::hq::{self, percent_decode, RequestBuffer};
+use crate::hq::{self, RequestBuffer};
 use crate::stream_io;
 
 /// The ALPN token of a cloud-gaming session (private to recoup).
@@ -83,21 +83,7 @@ impl GamingParams {
             )));
         }
         let mut params = Self::default();
-        let mut seen: Vec<String> = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (key, value) = pair
-                .split_once('=')
-                .ok_or_else(|| Error::BadRequest(format!("query item {pair:?} has no `=`")))?;
-            let key = percent_decode(key)?;
-            let value = percent_decode(value)?;
-            if seen.contains(&key) {
-                return Err(Error::BadRequest(format!("{key}: given twice")));
-            }
-            params
-                .set(&key, &value)
-                .map_err(|why| Error::BadRequest(format!("{key}={value:?}: {why}")))?;
-            seen.push(key);
-        }
+        hq::parse_query(query, |key, value| params.set(key, value))?;
         params.validate()?;
         Ok(params)
     }
@@ -331,21 +317,10 @@ impl ServeSession {
         let (Some(id), Some(request)) = (self.control.id, self.request.as_mut()) else {
             return;
         };
-        let mut buf = [0u8; 4096];
-        let outcome = loop {
-            match stream_io::read(conn, id, &mut buf) {
-                Ok((n, fin)) => match request.push(&buf[..n], fin) {
-                    Ok(Some(path)) => break Some(GamingParams::from_request(&path)),
-                    Ok(None) if n == 0 || fin => break None,
-                    Ok(None) => {}
-                    Err(e) => break Some(Err(e)),
-                },
-                Err(e) => break Some(Err(Error::Transport(e))),
-            }
-        };
-        let Some(outcome) = outcome else {
+        let Some(outcome) = request.read(conn, id) else {
             return;
         };
+        let outcome = outcome.and_then(|path| GamingParams::from_request(&path));
         self.request = None;
         self.control.fin = true;
         match outcome {

@@ -62,6 +62,52 @@ impl RequestBuffer {
     }
 }
 
+impl RequestBuffer {
+    /// Reads stream `id` into the buffer: the request path once the line is complete, an error
+    /// for a bad request or a failed stream, `None` while the line is still incomplete.
+    pub(crate) fn read(
+        &mut self,
+        conn: &mut recoup_transport::Connection,
+        id: recoup_transport::streams::StreamId,
+    ) -> Option<Result<String, Error>> {
+        let mut buf = [0u8; 4096];
+        loop {
+            match crate::stream_io::read(conn, id, &mut buf) {
+                Ok((n, fin)) => match self.push(&buf[..n], fin) {
+                    Ok(Some(path)) => return Some(Ok(path)),
+                    Ok(None) if n == 0 || fin => return None,
+                    Ok(None) => {}
+                    Err(e) => return Some(Err(e)),
+                },
+                Err(e) => return Some(Err(Error::Transport(e))),
+            }
+        }
+    }
+}
+
+/// Applies the `key=value` items of a query string (`&`-separated, percent-decoded) with
+/// `set`; an item without `=`, a key given twice or a value `set` refuses is an error naming
+/// the key.
+pub(crate) fn parse_query(
+    query: &str,
+    mut set: impl FnMut(&str, &str) -> Result<(), String>,
+) -> Result<(), Error> {
+    let mut seen: Vec<String> = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| Error::BadRequest(format!("query item {pair:?} has no `=`")))?;
+        let key = percent_decode(key)?;
+        let value = percent_decode(value)?;
+        if seen.contains(&key) {
+            return Err(Error::BadRequest(format!("{key}: given twice")));
+        }
+        set(&key, &value).map_err(|why| Error::BadRequest(format!("{key}={value:?}: {why}")))?;
+        seen.push(key);
+    }
+    Ok(())
+}
+
 /// Parses `GET /path` (trailing CR and whitespace ignored) and returns the raw path.
 pub fn parse_request(line: &[u8]) -> Result<String, Error> {
     let line = std::str::from_utf8(line)

@@ -107,21 +107,7 @@ impl LiveParams {
             )));
         }
         let mut params = *self;
-        let mut seen: Vec<String> = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (key, value) = pair
-                .split_once('=')
-                .ok_or_else(|| Error::BadRequest(format!("query item {pair:?} has no `=`")))?;
-            let key = percent_decode(key)?;
-            let value = percent_decode(value)?;
-            if seen.contains(&key) {
-                return Err(Error::BadRequest(format!("{key}: given twice")));
-            }
-            params
-                .set(&key, &value)
-                .map_err(|why| Error::BadRequest(format!("{key}={value:?}: {why}")))?;
-            seen.push(key);
-        }
+        crate::hq::parse_query(query, |key, value| params.set(key, value))?;
         params.validate()?;
         Ok((name, params))
     }

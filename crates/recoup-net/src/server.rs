@@ -310,18 +310,7 @@ impl ServerConn {
             }
             return;
         };
-        let outcome = loop {
-            match stream_io::read(conn, id, &mut buf) {
-                Ok((n, fin)) => match request.push(&buf[..n], fin) {
-                    Ok(Some(path)) => break Some(Ok(path)),
-                    Ok(None) if n == 0 || fin => break None,
-                    Ok(None) => {}
-                    Err(e) => break Some(Err(e)),
-                },
-                Err(e) => break Some(Err(Error::Transport(e))),
-            }
-        };
-        let Some(outcome) = outcome else {
+        let Some(outcome) = request.read(conn, id) else {
             return;
         };
         self.requests.remove(&id);

@@ -50,6 +50,9 @@ COLUMNS = [
     ("repair_packets", 1.0, "repair packets"),
     ("rate_limited_rate", 100.0, "packets under RRL %"),
     ("rate_limit_binding_rate", 100.0, "RRL binding %"),
+    ("viewer_frames_over_deadline_rate", 100.0, ">100 ms % at the viewer"),
+    ("viewer_frame_delay_ms", 1.0, "viewer frame delay ms"),
+    ("viewer_frame_delay_p90_ms", 1.0, "viewer p90 ms"),
 ]
 
 

@@ -234,6 +234,8 @@ def main() -> None:
         ),
     )
     duration = args.duration or ("5s" if args.quick else "20s")
+    # The commit is taken before the sessions, which run for minutes.
+    common.provenance()
     binary = str(common.recoup_binary())
     stem = "ladr-real-sockets" + ("" if args.setting == "shallow" else f"-{args.setting}")
     out = common.RESULTS / (stem + ("-quick" if args.quick else ""))

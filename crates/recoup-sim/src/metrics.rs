@@ -19,7 +19,7 @@ use std::time::Duration;
 use recoup_transport::Recovered;
 use serde::{Deserialize, Serialize};
 
-use recoup_apps::gaming::GamingOutcome;
+use recoup_apps::gaming::{GamingOutcome, GamingViewerOutcome};
 
 use crate::app::AppOutcome;
 
@@ -182,6 +182,11 @@ pub struct RunRow {
     pub encoder_bitrate_mbps: Option<f64>,
     pub lbbc_signals: Option<u64>,
     pub viewer_frame_delay_ms: Option<f64>,
+    /// The viewer's 90th percentile of that delay, and its frames over the deadline (frames
+    /// captured that never arrived whole count as over) / frames captured: LADR's metrics at
+    /// the receiver, where data FEC restored counts when it arrives, not when the sender hears.
+    pub viewer_frame_delay_p90_ms: Option<f64>,
+    pub viewer_frames_over_deadline_rate: Option<f64>,
     /// The share of packets sent while the policy's rate limit (LADR's reactive rate limit) was
     /// in force, and while it was also below the congestion controller's rate (it bound).
     pub rate_limited_rate: Option<f64>,
@@ -358,6 +363,8 @@ pub fn run_row(
         encoder_bitrate_mbps: None,
         lbbc_signals: None,
         viewer_frame_delay_ms: None,
+        viewer_frame_delay_p90_ms: None,
+        viewer_frames_over_deadline_rate: None,
         rate_limited_rate: counters
             .packets_rate_limited
             .and_then(|(on, _)| ratio(on, counters.packets_sent())),
@@ -394,9 +401,10 @@ pub fn run_row(
                 (playback > 0.0).then(|| o.frozen_webrtc.as_secs_f64() / playback);
             row.app_error = o.error.as_ref().map(ToString::to_string);
         }
-        Some(AppOutcome::Gaming(o)) => gaming_columns(&mut row, o),
+        Some(AppOutcome::Gaming(o)) => gaming_columns(&mut row, o, None),
         Some(AppOutcome::GamingViewer(o)) => {
             row.viewer_frame_delay_ms = mean(&o.delays_ms);
+            row.viewer_frame_delay_p90_ms = percentile(&sorted(o.delays_ms.clone()), 0.9);
             row.app_error = o.error.as_ref().map(ToString::to_string);
         }
         None => {}
@@ -404,8 +412,13 @@ pub fn run_row(
     row
 }
 
-/// Fills the cloud-gaming sender's columns (LADR's frame metrics).
-pub fn gaming_columns(row: &mut RunRow, o: &GamingOutcome) {
+/// Fills the cloud-gaming sender's columns (LADR's frame metrics), and with the `viewer`'s
+/// outcome its share of frames over the deadline.
+pub fn gaming_columns(row: &mut RunRow, o: &GamingOutcome, viewer: Option<&GamingViewerOutcome>) {
+    if let Some(v) = viewer {
+        let missing = o.frames.saturating_sub(v.frames);
+        row.viewer_frames_over_deadline_rate = ratio(v.frames_over_deadline + missing, o.frames);
+    }
     let delays = sorted(o.delays_ms.clone());
     let recovery = sorted(o.recovery_lossy_ms.clone());
     row.frames_sent = Some(o.frames);
@@ -532,6 +545,11 @@ impl RunRow {
             ("encoder_bitrate_mbps", self.encoder_bitrate_mbps),
             ("lbbc_signals", self.lbbc_signals.map(|v| v as f64)),
             ("viewer_frame_delay_ms", self.viewer_frame_delay_ms),
+            ("viewer_frame_delay_p90_ms", self.viewer_frame_delay_p90_ms),
+            (
+                "viewer_frames_over_deadline_rate",
+                self.viewer_frames_over_deadline_rate,
+            ),
             ("rate_limited_rate", self.rate_limited_rate),
             ("rate_limit_binding_rate", self.rate_limit_binding_rate),
         ]

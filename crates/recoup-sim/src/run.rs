@@ -490,7 +490,11 @@ fn flow_row(
         outcome.as_ref(),
     );
     if let Some(AppOutcome::Gaming(g)) = &sender_outcome {
-        crate::metrics::gaming_columns(&mut row, g);
+        let viewer = match &outcome {
+            Some(AppOutcome::GamingViewer(v)) => Some(v),
+            _ => None,
+        };
+        crate::metrics::gaming_columns(&mut row, g, viewer);
     }
     if let Some(e) = client_error.or_else(|| driver.error.clone()) {
         row.app_error.get_or_insert(e);

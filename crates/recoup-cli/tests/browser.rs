@@ -25,6 +25,9 @@ const SECONDS: u64 = 20;
 /// page itself is given 30 s less, so that its own timeout reports first.
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
 const PAGE_TIMEOUT_S: u64 = 90;
+/// How long the server may take to see the connection end: `recoup serve`'s 30 s idle timeout
+/// (Chromium's is no shorter) for a lost CONNECTION_CLOSE, and a margin.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(45);
 /// At most 2 freezes in 20 s (10 per 100 s, fifty times the simulator's 0.2 per 100 s for
 /// autorec on this path): room for a shared 2-core machine stalling the processes.
 const MAX_FREEZES: u64 = 2;
@@ -129,11 +132,17 @@ fn chromium_plays_a_live_stream_over_http3_through_a_lossy_link() {
         "the server did not log an HTTP/3 live stream\n{}",
         server.output()
     );
+    // Chromium's CONNECTION_CLOSE crosses the 5 % loss link once and is not retransmitted (RFC
+    // 9000 §10.2), so when it is lost the server ends the connection at the idle timeout (30 s,
+    // §10.1) instead: "connection closed: IdleTimeout". Either way the end must be seen.
     assert!(
-        server.wait_for_log("connection closed", Duration::from_secs(10)),
-        "the browser's close was not seen\n{}",
+        server.wait_for_log("connection closed", CLOSE_TIMEOUT),
+        "the browser's close was not seen, nor the idle timeout\n{}",
         server.output()
     );
+    let log = server.output();
+    let end = log.lines().find(|l| l.contains("connection closed"));
+    eprintln!("server: {}", end.unwrap_or_default());
     let count = count_qlog(&qlog);
     eprintln!("server qlog: {count:?}");
     assert!(count.retransmissions > 50, "{count:?}");

@@ -1,12 +1,12 @@
 //! `recoup game`: play a cloud-gaming session from `recoup serve` and report its frame metrics.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use recoup_net::gaming::Summary;
 use recoup_net::url::Url;
 use recoup_net::{Error, GameClient, GameOptions, GameReport};
 
+use super::get::ConnectArgs;
 use super::transport::TransportArgs;
 
 /// Play a cloud-gaming session (LADR's workload: 60 fps frames, one QUIC stream each, the
@@ -33,15 +33,8 @@ pub struct Args {
     /// Also write the report as JSON here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Give up when the server has not completed the handshake after this long.
-    #[arg(long, value_name = "TIME", value_parser = super::simulate::parse_duration, default_value = "10s")]
-    pub timeout: Duration,
-    /// Skip certificate checks (for self-signed test servers).
-    #[arg(long)]
-    pub insecure: bool,
-    /// PEM trust anchors for the server's certificate.
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
-    pub ca: Option<PathBuf>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     #[command(flatten)]
     pub transport: TransportArgs,
 }
@@ -49,8 +42,8 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), Error> {
     let url = Url::parse(&args.url)?;
     let tls = recoup_net::tls::client_tls(
-        args.ca.as_deref(),
-        args.insecure,
+        args.connect.ca.as_deref(),
+        args.connect.insecure,
         &[recoup_net::gaming::ALPN],
     )?;
     let client = GameClient::connect(GameOptions {
@@ -59,7 +52,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         transport: args.transport.config(),
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
-        timeout: args.timeout,
+        timeout: args.connect.timeout,
     })?;
     let stopper = client.stopper();
     ctrlc::set_handler(move || stopper.stop())

@@ -38,15 +38,8 @@ pub struct Args {
     /// Write the body here instead of stdout; with several URLs, the directory for them.
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
-    /// Give up when the server has not completed the handshake after this long (e.g. 5s).
-    #[arg(long, value_name = "TIME", value_parser = super::simulate::parse_duration, default_value = "10s")]
-    pub timeout: Duration,
-    /// Skip certificate checks (for self-signed test servers).
-    #[arg(long)]
-    pub insecure: bool,
-    /// PEM trust anchors for the server's certificate.
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
-    pub ca: Option<PathBuf>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     /// Application protocol: h3 (HTTP/3) or hq-interop (HTTP/0.9). Without it both are
     /// offered, HTTP/3 first, and the server chooses.
     #[arg(long, value_name = "ALPN")]
@@ -62,6 +55,21 @@ pub struct Args {
     pub transport: TransportArgs,
 }
 
+/// How a client reaches a server: the handshake's time limit and the certificate check
+/// (`recoup get`, `recoup game`).
+#[derive(clap::Args, Debug)]
+pub struct ConnectArgs {
+    /// Give up when the server has not completed the handshake after this long (e.g. 5s).
+    #[arg(long, value_name = "TIME", value_parser = super::simulate::parse_duration, default_value = "10s")]
+    pub timeout: Duration,
+    /// Skip certificate checks (for self-signed test servers).
+    #[arg(long)]
+    pub insecure: bool,
+    /// PEM trust anchors for the server's certificate.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub ca: Option<PathBuf>,
+}
+
 /// Most failed URLs a failure message lists (each is also reported on its own line).
 const LISTED_FAILURES: usize = 10;
 
@@ -69,8 +77,8 @@ pub fn run(args: Args) -> Result<(), Error> {
     let urls = Url::parse_all(&args.urls)?;
     let targets = targets(&args.urls, &urls, args.output.as_deref())?;
     let tls = recoup_net::tls::client_tls(
-        args.ca.as_deref(),
-        args.insecure,
+        args.connect.ca.as_deref(),
+        args.connect.insecure,
         Protocol::offer(args.alpn),
     )?;
     let client = Client::connect(GetOptions {
@@ -81,7 +89,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         transport: args.transport.config(),
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
-        timeout: args.timeout,
+        timeout: args.connect.timeout,
         migrate_after: args.migrate_after,
     })?;
     let stopper = client.stopper();

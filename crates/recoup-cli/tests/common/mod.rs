@@ -19,6 +19,11 @@ use sha2::{Digest, Sha256};
 pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
 /// Bound on a server's start, until it prints its address.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a server behind a lossy `recoup link` may take to see a peer's connection end: a
+/// peer's CONNECTION_CLOSE crosses the link once and is not retransmitted (RFC 9000 §10.2), so
+/// when the link loses it the server ends the connection at `recoup serve`'s 30 s idle timeout
+/// (§10.1; the peers' are no shorter) instead; and a margin.
+pub const CLOSE_OVER_LOSS_TIMEOUT: Duration = Duration::from_secs(45);
 
 #[expect(
     clippy::disallowed_methods,

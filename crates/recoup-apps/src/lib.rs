@@ -42,6 +42,7 @@ pub mod lbbc;
 pub mod live;
 pub mod rtc;
 pub mod source;
+pub mod stats;
 pub mod transfer;
 
 use std::time::Duration;

@@ -26,6 +26,7 @@ use std::time::Duration;
 use recoup_apps::conn::{AppConn, Written};
 use recoup_apps::gaming::{GamingConfig, GamingOutcome, GamingSender, GamingViewer};
 use recoup_apps::lbbc::LbbcConfig;
+use recoup_apps::stats;
 use recoup_apps::{App, FrameError, StreamKey};
 use recoup_elements::{element_rng, parse_duration, parse_rate};
 use recoup_time::Instant;
@@ -405,7 +406,8 @@ fn report_lines(o: &GamingOutcome, stats: &ConnectionStats) -> String {
     lines.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
 }
 
-/// Mean and 90th percentile (nearest rank) of a sample.
+/// Mean, 90th percentile and maximum of a sample, as runs.csv summarises
+/// (`recoup_apps::stats`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Summary {
     pub mean: Option<f64>,
@@ -416,15 +418,10 @@ pub struct Summary {
 impl Summary {
     #[must_use]
     pub fn of(values: &[f64]) -> Self {
-        if values.is_empty() {
-            return Self::default();
-        }
-        let mut v = values.to_vec();
-        v.sort_by(f64::total_cmp);
-        let rank = ((v.len() as f64 * 0.9).ceil() as usize).clamp(1, v.len());
+        let v = stats::sorted(values.to_vec());
         Self {
-            mean: Some(v.iter().sum::<f64>() / v.len() as f64),
-            p90: Some(v[rank - 1]),
+            mean: stats::mean(&v),
+            p90: stats::percentile(&v, 0.9),
             max: v.last().copied(),
         }
     }
@@ -632,7 +629,10 @@ mod tests {
     fn summary_has_mean_p90_and_max() {
         let v: Vec<f64> = (1..=10).map(f64::from).collect();
         let s = Summary::of(&v);
-        assert_eq!((s.mean, s.p90, s.max), (Some(5.5), Some(9.0), Some(10.0)));
+        // numpy's default interpolation, as runs.csv's p90 columns.
+        assert_eq!(s.mean, Some(5.5));
+        assert!(s.p90.is_some_and(|p| (p - 9.1).abs() < 1e-9), "{s:?}");
+        assert_eq!(s.max, Some(10.0));
         assert_eq!(Summary::of(&[]), Summary::default());
     }
 }

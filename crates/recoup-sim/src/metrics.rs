@@ -20,6 +20,8 @@ use recoup_transport::Recovered;
 use serde::{Deserialize, Serialize};
 
 use recoup_apps::gaming::{GamingOutcome, GamingViewerOutcome};
+use recoup_apps::stats::sorted;
+pub use recoup_apps::stats::{mean, percentile};
 
 use crate::app::AppOutcome;
 
@@ -199,28 +201,6 @@ fn ms(d: Duration) -> f64 {
 
 fn ratio(num: u64, den: u64) -> Option<f64> {
     (den > 0).then(|| num as f64 / den as f64)
-}
-
-/// Mean of `values`, `None` when empty.
-#[must_use]
-pub fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-}
-
-/// The `p`-quantile (`p` in `[0, 1]`) of sorted `values`, linearly interpolated between closest
-/// ranks (numpy's default); `None` when empty.
-#[must_use]
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    let last = sorted.len().checked_sub(1)?;
-    let h = last as f64 * p.clamp(0.0, 1.0);
-    let lo = h.floor() as usize;
-    let hi = h.ceil() as usize;
-    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
-}
-
-fn sorted(mut v: Vec<f64>) -> Vec<f64> {
-    v.sort_by(f64::total_cmp);
-    v
 }
 
 /// Whether a range's recovery deteriorated (AutoRec §VII): its recovery latency is at least

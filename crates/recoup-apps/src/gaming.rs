@@ -78,6 +78,37 @@ impl Default for GamingConfig {
     }
 }
 
+impl GamingConfig {
+    /// Checks the bounds that make a session possible: the rate range, the start rate within
+    /// it, the utilisation, LBBC's parameters for the frame rate. The error is the offending
+    /// key (`min_bitrate`, `bitrate`, `utilization`, `lbbc_*`) and why.
+    ///
+    /// # Errors
+    /// The first key out of bounds.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let bad = |key: &str, why: &str| Err((key.to_string(), why.to_string()));
+        if self.min_bitrate == 0 || self.min_bitrate > self.max_bitrate {
+            return bad("min_bitrate", "must be above 0 and at most max_bitrate");
+        }
+        if !(self.min_bitrate..=self.max_bitrate).contains(&self.encoder.bitrate) {
+            return bad(
+                "bitrate",
+                "the start rate must lie between min_bitrate and max_bitrate",
+            );
+        }
+        if !(self.utilization > 0.0 && self.utilization <= 1.0) {
+            return bad("utilization", "must be in (0, 1]");
+        }
+        if let Some(l) = self.lbbc {
+            l.validate(self.encoder.fps).map_err(|e| {
+                let key = e.split(' ').next().unwrap_or("lbbc").to_string();
+                (key, e)
+            })?;
+        }
+        Ok(())
+    }
+}
+
 /// One frame as the sender tracks it.
 #[derive(Clone, Debug)]
 struct FrameRec {

@@ -145,26 +145,14 @@ impl GamingParams {
         if c.encoder.gop == 0 {
             return bad("gop", "must be at least 1");
         }
-        if c.min_bitrate == 0 || c.min_bitrate > c.max_bitrate {
-            return bad("min_bitrate", "must be > 0 and at most max_bitrate");
-        }
         if c.max_bitrate > crate::live::MAX_BITRATE {
             return bad("max_bitrate", "must be at most 1 Gbit/s");
-        }
-        if !(c.min_bitrate..=c.max_bitrate).contains(&c.encoder.bitrate) {
-            return bad("bitrate", "must lie between min_bitrate and max_bitrate");
         }
         if c.deadline.is_zero() {
             return bad("deadline", "must be > 0");
         }
-        if !(c.utilization > 0.0 && c.utilization <= 1.0) {
-            return bad("utilization", "must be in (0, 1]");
-        }
-        if let Some(l) = c.lbbc {
-            l.validate(c.encoder.fps)
-                .map_err(|e| Error::BadRequest(format!("loss_controller: {e}")))?;
-        }
-        Ok(())
+        c.validate()
+            .map_err(|(key, why)| Error::BadRequest(format!("{key}: {why}")))
     }
 }
 

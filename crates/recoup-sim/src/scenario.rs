@@ -1055,20 +1055,6 @@ fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Scenario
         app_rate(file, "min_bitrate", g.min_bitrate.as_deref())?.unwrap_or(d.min_bitrate);
     let max_bitrate =
         app_rate(file, "max_bitrate", g.max_bitrate.as_deref())?.unwrap_or(d.max_bitrate);
-    if min_bitrate == 0 || min_bitrate > max_bitrate {
-        return Err(invalid(
-            file,
-            "app.min_bitrate",
-            "must be above 0 and at most app.max_bitrate",
-        ));
-    }
-    if !(min_bitrate..=max_bitrate).contains(&encoder.bitrate) {
-        return Err(invalid(
-            file,
-            "app.bitrate",
-            "the start rate must lie between app.min_bitrate and app.max_bitrate",
-        ));
-    }
     match g.delay_controller.as_deref().map(str::trim) {
         None | Some("copa") => {
             if cc != CcAlgorithm::Copa {
@@ -1098,18 +1084,13 @@ fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Scenario
         None | Some("none") => None,
         Some("lbbc") => {
             let l = LbbcConfig::default();
-            let l = LbbcConfig {
+            Some(LbbcConfig {
                 n: g.lbbc_n.unwrap_or(l.n),
                 delta: app_duration(file, "lbbc_delta", g.lbbc_delta.as_deref())?
                     .unwrap_or(l.delta),
                 beta: g.lbbc_beta.unwrap_or(l.beta),
                 c: g.lbbc_c.unwrap_or(l.c),
-            };
-            l.validate(encoder.fps).map_err(|e| {
-                let key = e.split(' ').next().unwrap_or("lbbc");
-                invalid(file, &format!("app.{key}"), e.clone())
-            })?;
-            Some(l)
+            })
         }
         Some(other) => {
             return Err(invalid(
@@ -1119,19 +1100,19 @@ fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Scenario
             ))
         }
     };
-    let utilization = g.utilization.unwrap_or(d.utilization);
-    if !(utilization > 0.0 && utilization <= 1.0) {
-        return Err(invalid(file, "app.utilization", "must be in (0, 1]"));
-    }
-    Ok(AppSpec::Gaming(GamingConfig {
-        utilization,
+    let config = GamingConfig {
+        utilization: g.utilization.unwrap_or(d.utilization),
         encoder,
         min_bitrate,
         max_bitrate,
         deadline: app_duration(file, "deadline", g.deadline.as_deref())?.unwrap_or(d.deadline),
         lbbc,
         pending_limit: g.pending_limit.unwrap_or(false),
-    }))
+    };
+    config
+        .validate()
+        .map_err(|(key, why)| invalid(file, &format!("app.{key}"), why))?;
+    Ok(AppSpec::Gaming(config))
 }
 
 fn app(raw: Option<RawApp>, file: &str, cc: CcAlgorithm) -> Result<AppSpec, ScenarioError> {

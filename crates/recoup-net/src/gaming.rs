@@ -334,11 +334,11 @@ impl ServeSession {
     /// The sender's metrics, on a bidirectional stream of the server's (frames are on
     /// unidirectional ones).
     fn send_report(&mut self, now: Instant, conn: &mut Connection) {
-        let Some((mut sender, io)) = self.sender.take() else {
+        // This turn's feedback reached the sender in `drive` already.
+        let Some((mut sender, _)) = self.sender.take() else {
             return;
         };
         self.done = true;
-        io.feedback(now, conn, sender.as_mut());
         sender.finish(now);
         let stats = conn.stats();
         let report = sender
@@ -529,6 +529,18 @@ impl ControlReader {
             self.lines.insert(k.to_string(), v.to_string());
         }
         self.finished |= fin;
+        Ok(())
+    }
+
+    /// Reads what stream `id` has into the lines, up to its end.
+    pub fn read(&mut self, conn: &mut Connection, id: StreamId) -> Result<(), Error> {
+        let mut buf = [0u8; 4096];
+        while let Ok((n, fin)) = conn.stream_read(id, &mut buf) {
+            self.push(&buf[..n], fin)?;
+            if fin || n == 0 {
+                break;
+            }
+        }
         Ok(())
     }
 

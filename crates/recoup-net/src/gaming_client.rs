@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use recoup_apps::conn::AppConn;
 use recoup_apps::gaming::GamingViewerOutcome;
-use recoup_apps::App;
+use recoup_apps::{App, FrameError};
 use recoup_time::Instant;
 use recoup_transport::streams::{StreamEvent, StreamId};
 use recoup_transport::{Connection, ConnectionHandle, Event, Side, TransportConfig};
@@ -124,19 +124,21 @@ impl GameClient {
                 "the server sent no clock epoch on the control stream".into(),
             ));
         }
-        let mut client = s.viewer.viewer().outcome();
-        if let Some(e) = client.error.take() {
-            return Err(Error::Connection(format!("a frame arrived damaged: {e}")));
-        }
+        // Every frame error reached `fail` as it arrived, so `s.error` held it.
         Ok(GameReport {
             params: s.params,
-            client,
+            client: s.viewer.viewer().outcome(),
             server: s.report_reader.lines,
             elapsed: done_at.saturating_duration_since(s.start),
             repair_frames: s.fec.0,
             fec_recovered_packets: s.fec.1,
         })
     }
+}
+
+/// A frame that arrived but is not what the server sent.
+fn damaged(e: &FrameError) -> Error {
+    Error::Connection(format!("a frame arrived damaged: {e}"))
 }
 
 #[derive(Debug)]
@@ -170,32 +172,15 @@ impl Session {
         self.error.get_or_insert(error);
     }
 
-    /// Reads `id` (the control or the report stream) into `reader`.
-    fn read_lines(
-        conn: &mut Connection,
-        id: StreamId,
-        reader: &mut ControlReader,
-    ) -> Result<(), Error> {
-        let mut buf = [0u8; 4096];
-        while let Ok((n, fin)) = conn.stream_read(id, &mut buf) {
-            reader.push(&buf[..n], fin)?;
-            if fin || n == 0 {
-                break;
-            }
-        }
-        Ok(())
-    }
-
     fn read_control(&mut self, now: Instant, conn: &mut Connection, id: StreamId) {
-        if let Err(e) = Self::read_lines(conn, id, &mut self.reader) {
+        if let Err(e) = self.reader.read(conn, id) {
             self.fail(now, conn, e);
             return;
         }
         match self.reader.epoch() {
             Ok(Some(server)) if !self.viewer.has_epochs() => {
                 if let Err(e) = self.viewer.set_epochs(server, self.client_epoch_unix_ms) {
-                    let e = Error::Connection(format!("a frame arrived damaged: {e}"));
-                    self.fail(now, conn, e);
+                    self.fail(now, conn, damaged(&e));
                 }
             }
             Ok(_) => {}
@@ -208,7 +193,7 @@ impl Session {
     }
 
     fn read_report(&mut self, now: Instant, conn: &mut Connection, id: StreamId) {
-        if let Err(e) = Self::read_lines(conn, id, &mut self.report_reader) {
+        if let Err(e) = self.report_reader.read(conn, id) {
             self.fail(now, conn, e);
             return;
         }
@@ -304,11 +289,7 @@ impl Application for Session {
             } else if self.done_at.is_none() {
                 let (_, error) = self.io.read(now, conn, &mut self.viewer, id);
                 if let Some(e) = error {
-                    self.fail(
-                        now,
-                        conn,
-                        Error::Connection(format!("a frame arrived damaged: {e}")),
-                    );
+                    self.fail(now, conn, damaged(&e));
                 }
             }
         }

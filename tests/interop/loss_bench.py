@@ -8,7 +8,7 @@ arrived byte-exact) and the distribution of the time from the client's start to 
 the causes of the failures. Not a test: the table goes to BENCHMARKS.md.
 
     python3 tests/interop/loss_bench.py --bin target/release [--runs 20] [--jobs 1]
-        [--policy arq] [--size 3MB] [--timeout 120] [--keep DIR]
+        [--policy arq] [--size 3MB] [--timeout 120] [--keep DIR] [--recoup-flags FLAGS]
 
 With --keep, a failed run's logs and both endpoints' qlogs (QLOGDIR) stay in DIR/SERVER_CLIENT_SEED.
 """
@@ -17,6 +17,7 @@ import argparse
 import concurrent.futures
 import filecmp
 import os
+import shlex
 import shutil
 import signal
 import statistics
@@ -47,9 +48,12 @@ def one_run(server, client, seed, args, work):
     procs = []
     ok = False
     try:
+        scmd = server_cmd(server, args.bin, www, None, args.policy)
+        if server == "recoup":
+            scmd += shlex.split(args.recoup_flags)
         srv = Proc(
             "server",
-            server_cmd(server, args.bin, www, None, args.policy),
+            scmd,
             f"{run}/server.log",
             env["server"],
         )
@@ -66,6 +70,8 @@ def one_run(server, client, seed, args, work):
         (cmd,) = client_cmds(
             client, args.bin, [f"https://{link_addr}/{name}"], down, None, args.timeout
         )
+        if client == "recoup":
+            cmd += shlex.split(args.recoup_flags)
         start = time.monotonic()
         try:
             r = subprocess.run(
@@ -113,6 +119,11 @@ def main():
     ap.add_argument("--size", type=parse_size, default=3 * 1024 * 1024)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--pairs", default=",".join(f"{s}-{c}" for s, c in PAIRS))
+    ap.add_argument(
+        "--recoup-flags",
+        default="",
+        help="more flags for recoup serve / recoup get, e.g. '--idle-timeout 60s'",
+    )
     ap.add_argument("--keep", help="keep the logs and qlogs of failed runs here")
     args = ap.parse_args()
     pairs = [tuple(p.split("-")) for p in args.pairs.split(",")]
@@ -141,7 +152,8 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     print(
         f"\n{args.runs} runs per pair, {args.size} bytes, link: 15 ms one way, Bernoulli 30 % "
-        f"loss each way, recoup policy {args.policy or 'default'}, {os.cpu_count()} cores, "
+        f"loss each way, recoup policy {args.policy or 'default'} {args.recoup_flags}, "
+        f"{os.cpu_count()} cores, "
         f"{time.monotonic() - t0:.0f} s in all"
     )
     print("| server | client | completed | time p50 s | p90 s | min s | max s | failures |")

@@ -6,13 +6,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::Duration;
 
-use common::{now, read_log, recoup, serve_files, sha256, Proc};
+use std::process::{Command, Stdio};
 
-/// Bound on one `recoup get` run.
-const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+use common::{recoup, run_get, serve_files, sha256};
 
 /// `size` deterministic pseudo-random bytes (xorshift64 from `seed`).
 fn bytes(seed: u64, size: usize) -> Vec<u8> {
@@ -40,38 +37,6 @@ fn www(sizes: &[usize]) -> (tempfile::TempDir, Vec<(String, Vec<u8>)>) {
         std::fs::write(dir.path().join(name), data).expect("write");
     }
     (dir, files)
-}
-
-/// Runs `recoup get` with `args` (RUST_LOG=info, no terminal) within [`RUN_TIMEOUT`]; its exit
-/// status and stderr. `server`'s log is in the panic if it hangs.
-fn get(args: &[String], server: &mut Proc) -> (ExitStatus, String) {
-    let logs = tempfile::tempdir().expect("tempdir");
-    let err = logs.path().join("err");
-    let mut child = Command::new(recoup())
-        .arg("get")
-        .args(args)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err).expect("log"))
-        .spawn()
-        .expect("recoup get");
-    let deadline = now() + RUN_TIMEOUT;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return (status, read_log(&err));
-        }
-        if now() > deadline {
-            child.kill().ok();
-            child.wait().ok();
-            panic!(
-                "recoup get {args:?} still running after {RUN_TIMEOUT:?}:\n{}\n{}",
-                read_log(&err),
-                server.output()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The names in `dir`, sorted.
@@ -129,7 +94,7 @@ fn three_files_on_one_connection_over_hq_interop_and_h3_byte_exact() {
         // -o names a directory that does not exist yet: several URLs make it one.
         let out = work.path().join("downloads");
         let qlog = work.path().join("qlog");
-        let (status, stderr) = get(&args(alpn, &urls, &out, &qlog), &mut server);
+        let (status, stderr) = run_get(&args(alpn, &urls, &out, &qlog), &mut server);
         let context = format!("{alpn}:\n{stderr}\n{}", server.output());
         assert!(status.success(), "{context}");
         assert_downloaded(&out, &files, &context);
@@ -168,7 +133,7 @@ fn rfc9000_4_6_more_urls_than_the_servers_stream_limit_wait_for_max_streams() {
         let work = tempfile::tempdir().expect("tempdir");
         let out = work.path().join("downloads");
         let qlog = work.path().join("qlog");
-        let (status, stderr) = get(&args(alpn, &urls, &out, &qlog), &mut server);
+        let (status, stderr) = run_get(&args(alpn, &urls, &out, &qlog), &mut server);
         let context = format!("{alpn}:\n{stderr}\n{}", server.output());
         assert!(status.success(), "{context}");
         assert_downloaded(&out, &files, &context);
@@ -196,7 +161,7 @@ fn a_failed_url_is_named_and_leaves_no_file_the_others_arrive() {
         let work = tempfile::tempdir().expect("tempdir");
         let out = work.path().join("downloads");
         let qlog = work.path().join("qlog");
-        let (status, stderr) = get(&args(alpn, &urls, &out, &qlog), &mut server);
+        let (status, stderr) = run_get(&args(alpn, &urls, &out, &qlog), &mut server);
         let context = format!("{alpn}:\n{stderr}\n{}", server.output());
         assert!(!status.success(), "{context}");
         assert!(

@@ -52,6 +52,8 @@ pub struct ServeOptions {
     pub gso: bool,
     /// Answer each new client with a Retry and accept it only with the token (RFC 9000 §8.1.2).
     pub retry: bool,
+    /// Refuse new connections with CONNECTION_REFUSED while this many are open.
+    pub max_connections: Option<usize>,
 }
 
 /// A bound server; [`Server::run`] serves until stopped.
@@ -75,6 +77,9 @@ impl Server {
         };
         let mut endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
         endpoint.set_stateless_reset_key(&reset_secret);
+        if let Some(limit) = options.max_connections {
+            endpoint.set_connection_limit(limit);
+        }
         if options.retry {
             // The key authenticates tokens only this process issued; a restart forgets it,
             // which only costs clients in the middle of a handshake another Retry round.
@@ -233,6 +238,7 @@ impl Application for FileServer {
 
     fn removed(&mut self, handle: ConnectionHandle) {
         self.conns.remove(&handle);
+        tracing::info!(open = self.conns.len(), "connection released");
     }
 
     fn finished(&self) -> bool {

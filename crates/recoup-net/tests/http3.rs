@@ -46,6 +46,7 @@ impl Running {
             qlog: None,
             gso: true,
             retry: false,
+            max_connections: None,
         })
         .expect("bind");
         let addr = server.local_addr().expect("addr");

@@ -40,6 +40,7 @@ fn start_server() -> RunningServer {
         gso: true,
         origin: None,
         retry: false,
+        max_connections: None,
     };
     let server = Server::bind(options).expect("bind server");
     let addr = server.local_addr().expect("addr");

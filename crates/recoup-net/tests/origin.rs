@@ -123,6 +123,7 @@ fn serve(origin: &str) -> Running {
         qlog: None,
         gso: true,
         retry: false,
+        max_connections: None,
     })
     .expect("bind server");
     let addr = server.local_addr().expect("addr");
@@ -260,6 +261,7 @@ fn a_root_and_an_origin_exclude_each_other() {
         qlog: None,
         gso: true,
         retry: false,
+        max_connections: None,
     })
     .map(|_| ())
     .expect_err("both accepted");

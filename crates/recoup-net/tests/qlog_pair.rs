@@ -78,6 +78,7 @@ fn client_and_server_traces_pair_by_odcid_and_pass_the_schema() {
         gso: false,
         origin: None,
         retry: false,
+        max_connections: None,
     })
     .expect("bind server");
     let addr = server.local_addr().expect("addr");

@@ -1,5 +1,11 @@
-//! Many connections behind one socket: routing by connection ID, accepting new connections,
-//! version negotiation, Retry (RFC 9000 §8.1.2) and stateless resets (§10.3). Sans-IO like [`Connection`]; the driver calls it the same way.
+//! Many connections behind one socket: routing by connection ID, accepting new connections up
+//! to a limit, version negotiation, Retry (RFC 9000 §8.1.2) and stateless resets (§10.3).
+//! Sans-IO like [`Connection`]; the driver calls it the same way.
+//!
+//! Invariants: every route points at a live slot and is listed in that slot, so removing a
+//! connection removes exactly its routes; a slot freed by [`Endpoint::remove_closed`] is reused
+//! by the next connection, so a handle is valid from its creation until `remove_closed` returns
+//! it, and not after.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -10,9 +16,10 @@ use crate::cid::ConnectionId;
 use crate::config::{ClientConfig, ServerConfig, MIN_INITIAL_SIZE};
 use crate::connection::{CidEvent, Connection, Transmit};
 use crate::crypto::{initial_keys, Side};
-use crate::error::Error;
+use crate::error::{Error, TransportErrorCode};
+use crate::frame::{ConnectionClose, Frame};
 use crate::packet::{
-    decode_pn, write_version_negotiation, PacketType, PartialDecode, VersionInvariants,
+    decode_pn, write_version_negotiation, Header, PacketType, PartialDecode, VersionInvariants,
     QUIC_VERSION_1,
 };
 use crate::retry::{write_retry, RetryTokens};
@@ -28,14 +35,27 @@ const MAX_PENDING_STATELESS: usize = 64;
 /// second, so that a flood of packets for unknown IDs does not become a flood of resets.
 const MAX_RESETS_PER_SECOND: u32 = 100;
 
+/// One connection and the routes that lead to it, which leave with it.
+#[derive(Debug)]
+struct Slot {
+    /// Boxed: a free slot should not cost a whole connection's size.
+    conn: Box<Connection>,
+    /// Our connection IDs routed here.
+    cids: Vec<ConnectionId>,
+    /// The client's first destination ID, routed here with its address (servers only).
+    initial: Option<(SocketAddr, ConnectionId)>,
+}
+
 /// A set of connections sharing one local address.
 #[derive(Debug)]
 pub struct Endpoint {
     server: Option<ServerConfig>,
     local_cid_len: usize,
-    /// Boxed: a closed connection leaves a `None` slot (handles stay valid), which should not
-    /// cost a whole connection's size.
-    connections: Vec<Option<Box<Connection>>>,
+    connections: Vec<Option<Slot>>,
+    /// Indexes of `None` slots, reused before the table grows.
+    free: Vec<usize>,
+    /// Connections accepted by a server beyond this many are refused (RFC 9000 §5.2.2).
+    limit: Option<usize>,
     routes: HashMap<ConnectionId, ConnectionHandle>,
     /// Client-chosen destination IDs of accepted connections, so retransmitted first Initials
     /// find their connection (RFC 9000 §7.2).
@@ -59,6 +79,8 @@ pub struct Endpoint {
     /// Retry packets sent, and Initials dropped for an invalid or expired token.
     pub retries_sent: u64,
     pub invalid_tokens: u64,
+    /// Connection attempts refused with CONNECTION_REFUSED because the table was full.
+    pub refused: u64,
 }
 
 impl Endpoint {
@@ -71,6 +93,8 @@ impl Endpoint {
             server,
             local_cid_len,
             connections: Vec::new(),
+            free: Vec::new(),
+            limit: None,
             routes: HashMap::new(),
             initial_routes: HashMap::new(),
             accept_queue: VecDeque::new(),
@@ -84,7 +108,27 @@ impl Endpoint {
             dropped: 0,
             retries_sent: 0,
             invalid_tokens: 0,
+            refused: 0,
         }
+    }
+
+    /// Accept at most `limit` connections at a time (a server's; closed ones count until
+    /// [`Endpoint::remove_closed`] drops them). Beyond it, a client's first Initial is answered
+    /// with an Initial carrying CONNECTION_CLOSE with CONNECTION_REFUSED, without keeping
+    /// state (RFC 9000 §5.2.2).
+    pub fn set_connection_limit(&mut self, limit: usize) {
+        self.limit = Some(limit);
+    }
+
+    /// Connections in the table (open, closing or draining).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.connections.len() - self.free.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Derives the stateless reset tokens of the connections accepted from now on from
@@ -111,17 +155,34 @@ impl Endpoint {
         let mut config = config.clone();
         config.transport.seed = mix(config.transport.seed, self.created);
         let conn = Connection::connect(now, &config, remote)?;
-        Ok(self.insert(conn))
+        Ok(self.insert(conn, None))
     }
 
-    fn insert(&mut self, mut conn: Connection) -> ConnectionHandle {
+    fn insert(
+        &mut self,
+        mut conn: Connection,
+        initial: Option<(SocketAddr, ConnectionId)>,
+    ) -> ConnectionHandle {
         self.created += 1;
-        let handle = ConnectionHandle(self.connections.len());
-        for cid in conn.local_cids() {
-            self.routes.insert(cid, handle);
+        let index = self.free.pop().unwrap_or(self.connections.len());
+        let handle = ConnectionHandle(index);
+        let cids: Vec<ConnectionId> = conn.local_cids().collect();
+        for cid in &cids {
+            self.routes.insert(*cid, handle);
+        }
+        if let Some(key) = initial {
+            self.initial_routes.insert(key, handle);
         }
         while conn.poll_cid_event().is_some() {}
-        self.connections.push(Some(Box::new(conn)));
+        let slot = Some(Slot {
+            conn: Box::new(conn),
+            cids,
+            initial,
+        });
+        match self.connections.get_mut(index) {
+            Some(free) => *free = slot,
+            None => self.connections.push(slot),
+        }
         handle
     }
 
@@ -132,13 +193,17 @@ impl Endpoint {
 
     #[must_use]
     pub fn connection(&self, handle: ConnectionHandle) -> Option<&Connection> {
-        self.connections.get(handle.0).and_then(Option::as_deref)
+        self.connections
+            .get(handle.0)
+            .and_then(Option::as_ref)
+            .map(|s| &*s.conn)
     }
 
     pub fn connection_mut(&mut self, handle: ConnectionHandle) -> Option<&mut Connection> {
         self.connections
             .get_mut(handle.0)
-            .and_then(Option::as_deref_mut)
+            .and_then(Option::as_mut)
+            .map(|s| &mut *s.conn)
     }
 
     /// Handles of all live connections.
@@ -190,7 +255,7 @@ impl Endpoint {
             }
             return None;
         };
-        let conn = self.connections.get_mut(handle.0)?.as_mut()?;
+        let conn = self.connection_mut(handle)?;
         conn.handle_datagram(now, remote, datagram);
         self.sync_routes(handle);
         Some(handle)
@@ -216,6 +281,10 @@ impl Endpoint {
         // State (a TLS session, buffers) only for an Initial that authenticates: anyone can make
         // one, but a corrupted or random datagram must not leave a connection behind.
         if !initial_authenticates(&header, &dcid) {
+            return None;
+        }
+        if self.limit.is_some_and(|limit| self.len() >= limit) {
+            self.refuse(remote, &header, &dcid);
             return None;
         }
         let mut config = server.clone();
@@ -271,8 +340,7 @@ impl Endpoint {
                 .ok()?
             }
         };
-        let handle = self.insert(conn);
-        self.initial_routes.insert((remote, dcid), handle);
+        let handle = self.insert(conn, Some((remote, dcid)));
         self.accept_queue.push_back(handle);
         Some(handle)
     }
@@ -286,12 +354,13 @@ impl Endpoint {
         remote: SocketAddr,
         datagram: &[u8],
     ) -> Option<ConnectionHandle> {
-        let reset = self.connections.iter().position(|c| {
-            c.as_ref()
-                .is_some_and(|c| c.remote_address() == remote && c.is_stateless_reset(datagram))
+        let reset = self.connections.iter().position(|s| {
+            s.as_ref().is_some_and(|s| {
+                s.conn.remote_address() == remote && s.conn.is_stateless_reset(datagram)
+            })
         });
         if let Some(idx) = reset {
-            let conn = self.connections[idx].as_mut()?;
+            let conn = self.connection_mut(ConnectionHandle(idx))?;
             conn.on_stateless_reset(now);
             return Some(ConnectionHandle(idx));
         }
@@ -335,16 +404,18 @@ impl Endpoint {
     }
 
     fn sync_routes(&mut self, handle: ConnectionHandle) {
-        let Some(conn) = self.connections.get_mut(handle.0).and_then(Option::as_mut) else {
+        let Some(slot) = self.connections.get_mut(handle.0).and_then(Option::as_mut) else {
             return;
         };
-        while let Some(ev) = conn.poll_cid_event() {
+        while let Some(ev) = slot.conn.poll_cid_event() {
             match ev {
                 CidEvent::Issued(cid) => {
                     self.routes.insert(cid, handle);
+                    slot.cids.push(cid);
                 }
                 CidEvent::Retired(cid) => {
                     self.routes.remove(&cid);
+                    slot.cids.retain(|c| *c != cid);
                 }
             }
         }
@@ -359,10 +430,10 @@ impl Endpoint {
         let n = self.connections.len();
         for i in 0..n {
             let idx = (self.next_poll + i) % n;
-            let Some(conn) = self.connections[idx].as_mut() else {
+            let Some(slot) = self.connections[idx].as_mut() else {
                 continue;
             };
-            if let Some(t) = conn.poll_transmit(now) {
+            if let Some(t) = slot.conn.poll_transmit(now) {
                 self.next_poll = (idx + 1) % n;
                 self.sync_routes(ConnectionHandle(idx));
                 return Some(t);
@@ -377,14 +448,14 @@ impl Endpoint {
         self.connections
             .iter()
             .flatten()
-            .filter_map(|c| c.poll_timeout())
+            .filter_map(|s| s.conn.poll_timeout())
             .min()
     }
 
     /// Runs due timers; forgets connections that are fully closed.
     pub fn handle_timeout(&mut self, now: Instant) {
         for idx in 0..self.connections.len() {
-            let Some(conn) = self.connections[idx].as_mut() else {
+            let Some(Slot { conn, .. }) = self.connections[idx].as_mut() else {
                 continue;
             };
             if conn.poll_timeout().is_some_and(|t| t <= now) {
@@ -394,23 +465,75 @@ impl Endpoint {
         }
     }
 
-    /// Drops connections that are closed, with their routes. Returns their handles; call it
-    /// after draining their events.
+    /// Drops connections that are closed, with their routes, and frees their memory and slots.
+    /// Returns their handles, which are invalid from now on (the next connection may reuse
+    /// them); call it after draining their events.
     pub fn remove_closed(&mut self) -> Vec<ConnectionHandle> {
         let mut removed = Vec::new();
         for idx in 0..self.connections.len() {
-            if self.connections[idx]
+            let closed = self.connections[idx]
                 .as_ref()
-                .is_some_and(|c| c.is_closed())
-            {
-                self.connections[idx] = None;
-                let h = ConnectionHandle(idx);
-                self.routes.retain(|_, v| *v != h);
-                self.initial_routes.retain(|_, v| *v != h);
-                removed.push(h);
+                .is_some_and(|s| s.conn.is_closed());
+            if !closed {
+                continue;
             }
+            if let Some(slot) = self.connections[idx].take() {
+                for cid in &slot.cids {
+                    self.routes.remove(cid);
+                }
+                if let Some(key) = &slot.initial {
+                    self.initial_routes.remove(key);
+                }
+            }
+            self.free.push(idx);
+            removed.push(ConnectionHandle(idx));
         }
         removed
+    }
+
+    /// Answers a client's first Initial with an Initial that closes the attempt with
+    /// CONNECTION_REFUSED (RFC 9000 §5.2.2, §10.2.3: a server may close during the handshake
+    /// from the Initial space). Stateless, like a Retry: the packet is protected with the
+    /// Initial keys of the client's destination ID (RFC 9001 §5.2).
+    fn refuse(&mut self, remote: SocketAddr, header: &PartialDecode<'_>, dcid: &ConnectionId) {
+        self.refused += 1;
+        if self.stateless.len() >= MAX_PENDING_STATELESS {
+            return;
+        }
+        let seed = self.server.as_ref().map_or(0, |s| s.transport.seed);
+        let Ok(scid) = ConnectionId::new(&mix(seed, self.created + self.refused).to_be_bytes())
+        else {
+            return;
+        };
+        let mut buf = Vec::new();
+        let layout = Header::Initial {
+            version: QUIC_VERSION_1,
+            dcid: header.scid,
+            scid,
+            token: &[],
+        }
+        .write(&mut buf, 0, 1);
+        Frame::ConnectionClose(ConnectionClose {
+            error_code: TransportErrorCode::CONNECTION_REFUSED.0,
+            frame_type: Some(0),
+            reason: b"server at its connection limit",
+        })
+        .encode(&mut buf);
+        let keys = initial_keys(dcid, Side::Server);
+        layout.set_length(&mut buf, keys.local.tag_len());
+        if keys
+            .local
+            .seal(0, &mut buf, layout.pn_offset, layout.pn_len)
+            .is_err()
+        {
+            return;
+        }
+        tracing::debug!(%remote, "refused a connection: at the connection limit");
+        self.stateless.push_back(Transmit {
+            destination: remote,
+            contents: buf,
+            key: None,
+        });
     }
 }
 

@@ -61,6 +61,10 @@ pub struct Args {
     /// costs a round trip per connection).
     #[arg(long)]
     pub retry: bool,
+    /// Serve at most N connections at a time; beyond that a new client is refused at once with
+    /// CONNECTION_REFUSED (RFC 9000 §5.2.2) and no state is kept for it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
     #[command(flatten)]
     pub transport: TransportArgs,
     #[command(flatten)]
@@ -108,6 +112,9 @@ pub fn run(args: Args) -> Result<(), Error> {
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
         retry: args.retry,
+        max_connections: args
+            .max_connections
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
     })?;
     let stopper = server.stopper();
     ctrlc::set_handler(move || stopper.stop())

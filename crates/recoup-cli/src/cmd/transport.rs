@@ -1,6 +1,7 @@
 //! Transport options shared by the subcommands that open QUIC connections.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use recoup_recovery::{FecSpec, PolicySpec};
 use recoup_transport::cc::CcAlgorithm;
@@ -34,6 +35,10 @@ pub struct TransportArgs {
     /// least three PTOs apart). Without it keys update only before the AEAD limit.
     #[arg(long, value_name = "PACKETS", value_parser = clap::value_parser!(u64).range(1..))]
     pub key_update_interval: Option<u64>,
+    /// Idle timeout this endpoint announces (RFC 9000 §10.1); the connection uses the smaller
+    /// of both ends' and never less than three PTOs. `0s` announces none.
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = super::simulate::parse_duration)]
+    pub idle_timeout: Duration,
 }
 
 impl TransportArgs {
@@ -44,6 +49,7 @@ impl TransportArgs {
             loss_detection: self.loss_detection,
             policy: self.policy.clone(),
             key_update_interval: self.key_update_interval,
+            max_idle_timeout: self.idle_timeout,
             fec: self.fec,
             fec_receive: true,
             seed: recoup_net::os_seed(),

@@ -17,6 +17,8 @@ use sha2::{Digest, Sha256};
 
 /// Bound on a peer's run ([`run_peer`]).
 pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bound on one `recoup get` run ([`run_get`]).
+pub const GET_TIMEOUT: Duration = Duration::from_secs(60);
 /// Bound on a server's start, until it prints its address.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a server behind a lossy `recoup link` may take to see a peer's connection end: a
@@ -314,4 +316,36 @@ pub fn count_qlog(dir: &Path) -> QlogCount {
         }
     }
     count
+}
+
+/// Runs `recoup get` with `args` (RUST_LOG=info, no terminal) within [`GET_TIMEOUT`]; its exit
+/// status and stderr. `server`'s log is in the panic if it hangs.
+pub fn run_get(args: &[String], server: &mut Proc) -> (std::process::ExitStatus, String) {
+    let logs = tempfile::tempdir().expect("tempdir");
+    let err = logs.path().join("err");
+    let mut child = Command::new(recoup())
+        .arg("get")
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).expect("log"))
+        .spawn()
+        .expect("recoup get");
+    let deadline = now() + GET_TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return (status, read_log(&err));
+        }
+        if now() > deadline {
+            child.kill().ok();
+            child.wait().ok();
+            panic!(
+                "recoup get {args:?} still running after {GET_TIMEOUT:?}:\n{}\n{}",
+                read_log(&err),
+                server.output()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

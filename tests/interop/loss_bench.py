@@ -11,6 +11,13 @@ the causes of the failures. Not a test: the table goes to BENCHMARKS.md.
         [--policy arq] [--size 3MB] [--timeout 120] [--keep DIR] [--recoup-flags FLAGS]
 
 With --keep, a failed run's logs and both endpoints' qlogs (QLOGDIR) stay in DIR/SERVER_CLIENT_SEED.
+
+Other links and workloads for the same counting: --link replaces the link's flags, --files N
+downloads N files of --size each on a new connection per file (the interop runner's
+multiconnect), and pairs may name two peers (quinn-quinn) to measure a peer against itself:
+
+    python3 tests/interop/loss_bench.py --bin target/debug --pairs quinn-recoup,quinn-quinn \
+        --link "--delay 15ms --corrupt '30% burst=3 within=50'" --files 10 --size 1KB --runs 30
 """
 
 import argparse
@@ -37,9 +44,10 @@ def one_run(server, client, seed, args, work):
     www, down = os.path.join(run, "www"), os.path.join(run, "down")
     os.makedirs(www)
     os.makedirs(down)
-    name = "bench.bin"
-    with open(os.path.join(www, name), "wb") as f:
-        f.write(os.urandom(args.size))
+    names = [f"bench{i}.bin" for i in range(args.files)]
+    for name in names:
+        with open(os.path.join(www, name), "wb") as f:
+            f.write(os.urandom(args.size))
     qlogs = {side: os.path.join(run, f"qlog-{side}") for side in ("server", "client")}
     env = {}
     for side, d in qlogs.items():
@@ -62,33 +70,41 @@ def one_run(server, client, seed, args, work):
         link = Proc(
             "link",
             [os.path.join(args.bin, "recoup"), "link", "--listen", "127.0.0.1:0", "--upstream"]
-            + [addr, "--delay", "15ms", "--loss", "bernoulli 30%", "--seed", str(seed)],
+            + [addr, *shlex.split(args.link), "--seed", str(seed)],
             f"{run}/link.log",
         )
         procs.append(link)
         link_addr = link.wait_for(r"listening on (\S+)", 20).group(1)
-        (cmd,) = client_cmds(
-            client, args.bin, [f"https://{link_addr}/{name}"], down, None, args.timeout
-        )
-        if client == "recoup":
-            cmd += shlex.split(args.recoup_flags)
+        urls = [f"https://{link_addr}/{name}" for name in names]
+        mode = "multiconnect" if len(names) > 1 else None
+        cmds = client_cmds(client, args.bin, urls, down, mode, args.timeout)
         start = time.monotonic()
-        try:
-            r = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=args.timeout, env=env["client"]
-            )
-            elapsed = time.monotonic() - start
-        except subprocess.TimeoutExpired:
-            return False, args.timeout, f"no result after {args.timeout:.0f} s"
-        with open(f"{run}/client.log", "w") as f:
-            f.write(r.stdout + r.stderr)
-        got = os.path.join(down, name)
-        ok = r.returncode == 0 and os.path.exists(got)
-        ok = ok and filecmp.cmp(os.path.join(www, name), got, shallow=False)
+        for cmd in cmds:
+            if client == "recoup":
+                cmd += shlex.split(args.recoup_flags)
+            left = args.timeout - (time.monotonic() - start)
+            try:
+                r = subprocess.run(
+                    cmd, capture_output=True, text=True, timeout=left, env=env["client"]
+                )
+            except subprocess.TimeoutExpired:
+                return False, args.timeout, f"no result after {args.timeout:.0f} s"
+            with open(f"{run}/client.log", "a") as f:
+                f.write(r.stdout + r.stderr)
+            if r.returncode != 0:
+                lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
+                last = lines[-1][:200] if lines else ""
+                return False, time.monotonic() - start, f"exit {r.returncode}: {last}"
+        elapsed = time.monotonic() - start
+        ok = all(
+            filecmp.cmp(os.path.join(www, n), os.path.join(down, n), shallow=False)
+            if os.path.exists(os.path.join(down, n))
+            else False
+            for n in names
+        )
         if ok:
             return True, elapsed, ""
-        lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
-        return False, elapsed, f"exit {r.returncode}: {lines[-1][:200] if lines else ''}"
+        return False, elapsed, "a file is missing or differs"
     finally:
         for p in procs:
             p.stop(signal.SIGKILL)
@@ -117,6 +133,12 @@ def main():
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--policy", default=None, help="recoup's policy (default: its default)")
     ap.add_argument("--size", type=parse_size, default=3 * 1024 * 1024)
+    ap.add_argument("--files", type=int, default=1, help="files, one connection each")
+    ap.add_argument(
+        "--link",
+        default="--delay 15ms --loss 'bernoulli 30%'",
+        help="recoup link's flags (the seed is added)",
+    )
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--pairs", default=",".join(f"{s}-{c}" for s, c in PAIRS))
     ap.add_argument(
@@ -151,8 +173,8 @@ def main():
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     print(
-        f"\n{args.runs} runs per pair, {args.size} bytes, link: 15 ms one way, Bernoulli 30 % "
-        f"loss each way, recoup policy {args.policy or 'default'} {args.recoup_flags}, "
+        f"\n{args.runs} runs per pair, {args.files} x {args.size} bytes, link: {args.link}, "
+        f"recoup policy {args.policy or 'default'} {args.recoup_flags}, "
         f"{os.cpu_count()} cores, "
         f"{time.monotonic() - t0:.0f} s in all"
     )

@@ -25,6 +25,21 @@ pub fn run_main<T>(
         .enable_all()
         .build()
         .map_err(|e| format!("runtime: {e}"))
-        .and_then(|rt| rt.block_on(main).map_err(|e| e.to_string()));
+        .and_then(|rt| rt.block_on(main).map_err(|e| chain(&e)));
     result.map_err(|e| eprintln!("{name}: {e}")).ok()
+}
+
+/// An error and its causes, `outer: inner: ...`: quinn's "connection lost" says why only in its
+/// source.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let inner = s.to_string();
+        if !text.ends_with(&inner) {
+            text = format!("{text}: {inner}");
+        }
+        source = s.source();
+    }
+    text
 }

@@ -27,6 +27,7 @@ pub mod server;
 mod stream_io;
 pub mod tls;
 pub mod url;
+pub mod viewers;
 
 pub use bodies::{Bodies, Fetched};
 pub use client::{Client, Download, GetOptions, Protocol};
@@ -37,6 +38,7 @@ pub use link::{LinkOptions, LinkReport, Relay};
 pub use live::LiveParams;
 pub use origin::Origin;
 pub use server::{ServeOptions, Server};
+pub use viewers::{Viewers, ViewersOptions, ViewersReport};
 
 /// A seed for connection IDs and policies from the OS's randomness (std seeds its hash maps
 /// from it), since a real server must not repeat IDs across runs.

@@ -15,3 +15,4 @@ pub mod sweep;
 pub mod tables;
 pub mod train_dqn;
 pub mod transport;
+pub mod viewers;

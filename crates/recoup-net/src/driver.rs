@@ -15,7 +15,7 @@ use std::time::Duration;
 use mio::{Events, Interest, Poll, Token, Waker};
 use quinn_udp::{RecvMeta, UdpSocketState};
 use recoup_time::Instant;
-use recoup_transport::{Connection, ConnectionHandle, Endpoint, Transmit};
+use recoup_transport::{Connection, ConnectionHandle, Endpoint};
 
 use crate::clock::Clock;
 use crate::error::Error;
@@ -31,6 +31,8 @@ const SOCKET_BUFFER: usize = 8 * 1024 * 1024;
 const MAX_RECV_PER_TURN: usize = 256;
 /// Bytes in one GSO send: a UDP payload's limit with room for headers.
 const MAX_GSO_BYTES: usize = 65_000;
+/// Send buffers kept for reuse (a batch in hand, one moving on, the held ones).
+const MAX_SPARE_BUFFERS: usize = 4;
 /// `epoll` counts whole milliseconds; a shorter wait (a pacing gap) is slept precisely instead.
 const EPOLL_GRANULARITY: Duration = Duration::from_millis(1);
 
@@ -109,6 +111,19 @@ struct Batch {
     contents: Vec<u8>,
     segment: usize,
     count: usize,
+}
+
+impl Batch {
+    /// An empty batch writing into `contents` (a recycled buffer).
+    fn new(mut contents: Vec<u8>) -> Self {
+        contents.clear();
+        Self {
+            destination: SocketAddr::from(([0, 0, 0, 0], 0)),
+            contents,
+            segment: 0,
+            count: 0,
+        }
+    }
 }
 
 /// A non-blocking UDP socket on `addr` with enlarged buffers, and its quinn-udp state (which
@@ -222,6 +237,9 @@ pub struct Driver {
     /// Batches the socket refused for lack of buffer space (at most two), sent first when it
     /// drains.
     blocked: VecDeque<Batch>,
+    /// Buffers of sent batches, for the next ones: the transport writes datagrams straight
+    /// into them.
+    spare: Vec<Vec<u8>>,
     recv: RecvBatch,
 }
 
@@ -240,6 +258,9 @@ impl Driver {
         } else {
             1
         };
+        if gso && max_segments == 1 {
+            tracing::info!("UDP GSO is not available here: one datagram per send");
+        }
         tracing::debug!(
             gso_segments = max_segments,
             gro_segments = state.gro_segments(),
@@ -254,6 +275,7 @@ impl Driver {
             clock: Clock::new(),
             max_segments,
             blocked: VecDeque::new(),
+            spare: Vec::new(),
             recv: RecvBatch::new(),
         })
     }
@@ -368,46 +390,52 @@ impl Driver {
     }
 
     /// Sends everything the endpoint has, batching for GSO; stops early if the socket is full.
+    /// The transport writes each datagram at the end of the batch being built; one that cannot
+    /// join it (another destination, a larger size, a full batch) is moved to the next batch.
     fn send(&mut self, now: Instant) -> Result<(), Error> {
         if !self.flush_blocked() {
             return Ok(());
         }
-        let mut batch: Option<Batch> = None;
-        while let Some(Transmit {
-            destination,
-            contents,
-            ..
-        }) = self.endpoint.poll_transmit(now)
-        {
-            if let Some(b) = batch.as_mut() {
-                let fits = b.destination == destination
-                    && contents.len() <= b.segment
-                    && b.contents.len() == b.segment * b.count
-                    && b.count < self.max_segments
-                    && b.contents.len() + contents.len() <= MAX_GSO_BYTES;
-                if fits {
-                    b.contents.extend_from_slice(&contents);
-                    b.count += 1;
-                    continue;
-                }
-            }
-            let next = Batch {
-                destination,
-                segment: contents.len(),
-                contents,
-                count: 1,
+        let mut batch = Batch::new(self.spare.pop().unwrap_or_default());
+        loop {
+            let start = batch.contents.len();
+            let Some(info) = self.endpoint.poll_transmit_into(now, &mut batch.contents) else {
+                break;
             };
-            if let Some(full) = batch.replace(next) {
-                self.blocked.push_back(full);
-                if !self.flush_blocked() {
-                    // The datagram in hand waits behind the refused batch.
-                    self.blocked.extend(batch.take());
-                    return Ok(());
-                }
+            if batch.count == 0 {
+                batch.destination = info.destination;
+                batch.segment = info.len;
+                batch.count = 1;
+                continue;
+            }
+            let fits = batch.destination == info.destination
+                && info.len <= batch.segment
+                && start == batch.segment * batch.count
+                && batch.count < self.max_segments
+                && batch.contents.len() <= MAX_GSO_BYTES;
+            if fits {
+                batch.count += 1;
+                continue;
+            }
+            let mut next = Batch::new(self.spare.pop().unwrap_or_default());
+            next.contents.extend_from_slice(&batch.contents[start..]);
+            batch.contents.truncate(start);
+            next.destination = info.destination;
+            next.segment = info.len;
+            next.count = 1;
+            self.blocked.push_back(std::mem::replace(&mut batch, next));
+            if !self.flush_blocked() {
+                // The datagram in hand waits behind the refused batch.
+                self.blocked.push_back(batch);
+                return Ok(());
             }
         }
-        self.blocked.extend(batch);
-        self.flush_blocked();
+        if batch.count > 0 {
+            self.blocked.push_back(batch);
+            self.flush_blocked();
+        } else {
+            self.spare.push(batch.contents);
+        }
         Ok(())
     }
 
@@ -428,7 +456,11 @@ impl Driver {
                 // would any loss.
                 Err(e) => tracing::debug!("send to {} failed: {e}", batch.destination),
             }
-            self.blocked.pop_front();
+            if let Some(sent) = self.blocked.pop_front() {
+                if self.spare.len() < MAX_SPARE_BUFFERS {
+                    self.spare.push(sent.contents);
+                }
+            }
         }
         true
     }

@@ -14,7 +14,7 @@ use recoup_time::Instant;
 
 use crate::cid::ConnectionId;
 use crate::config::{ClientConfig, ServerConfig, MIN_INITIAL_SIZE};
-use crate::connection::{CidEvent, Connection, Transmit};
+use crate::connection::{CidEvent, Connection, Transmit, TransmitInfo};
 use crate::crypto::{initial_keys, Side};
 use crate::error::{Error, TransportErrorCode};
 use crate::frame::{ConnectionClose, Frame};
@@ -424,8 +424,26 @@ impl Endpoint {
     /// The next datagram to send from any connection. Call until `None`.
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let mut buf = Vec::new();
+        let info = self.poll_transmit_into(now, &mut buf)?;
+        Some(Transmit {
+            destination: info.destination,
+            contents: buf,
+            key: info.key,
+        })
+    }
+
+    /// [`Endpoint::poll_transmit`] into the caller's buffer: the datagram is appended to `buf`,
+    /// nothing when it returns `None` ([`Connection::poll_transmit_into`]).
+    #[must_use]
+    pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitInfo> {
         if let Some(t) = self.stateless.pop_front() {
-            return Some(t);
+            buf.extend_from_slice(&t.contents);
+            return Some(TransmitInfo {
+                destination: t.destination,
+                len: t.contents.len(),
+                key: t.key,
+            });
         }
         let n = self.connections.len();
         for i in 0..n {
@@ -433,7 +451,7 @@ impl Endpoint {
             let Some(slot) = self.connections[idx].as_mut() else {
                 continue;
             };
-            if let Some(t) = slot.conn.poll_transmit(now) {
+            if let Some(t) = slot.conn.poll_transmit_into(now, buf) {
                 self.next_poll = (idx + 1) % n;
                 self.sync_routes(ConnectionHandle(idx));
                 return Some(t);

@@ -39,7 +39,7 @@ pub mod transport_params;
 pub use config::{ClientConfig, CopiesBeyondCwnd, PolicyFactory, ServerConfig, TransportConfig};
 pub use connection::{
     CloseError, CloseReason, Connection, ConnectionStats, Event, MigrationStats, PacketRecord,
-    Transmit,
+    Transmit, TransmitInfo,
 };
 pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side};
 pub use endpoint::{ConnectionHandle, Endpoint};

@@ -86,6 +86,16 @@ pub struct Transmit {
     pub key: Option<u64>,
 }
 
+/// Where a datagram written by [`Connection::poll_transmit_into`] goes: its destination, its
+/// length at the end of the caller's buffer, and its key (as [`Transmit::key`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub struct TransmitInfo {
+    pub destination: SocketAddr,
+    pub len: usize,
+    pub key: Option<u64>,
+}
+
 /// Why a connection ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CloseReason {

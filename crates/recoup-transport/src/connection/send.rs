@@ -5,7 +5,7 @@ use recoup_recovery::{
 };
 use recoup_time::Instant;
 
-use super::{Connection, SentFrames, State, Transmit};
+use super::{Connection, SentFrames, State, Transmit, TransmitInfo};
 use crate::cc::CongestionController;
 use crate::config::MIN_INITIAL_SIZE;
 use crate::crypto::Side;
@@ -41,14 +41,36 @@ impl Connection {
     /// The next datagram to send, if any. Call until it returns `None` after every input.
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let mut buf = Vec::new();
+        let info = self.poll_transmit_into(now, &mut buf)?;
+        Some(Transmit {
+            destination: info.destination,
+            contents: buf,
+            key: info.key,
+        })
+    }
+
+    /// [`Connection::poll_transmit`] into the caller's buffer: the datagram is appended to `buf`
+    /// (nothing is appended when it returns `None`), so a driver can build a GSO batch in place
+    /// without a fresh allocation and a copy per datagram.
+    #[must_use]
+    pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitInfo> {
+        let copy_out = |t: Transmit, buf: &mut Vec<u8>| {
+            buf.extend_from_slice(&t.contents);
+            TransmitInfo {
+                destination: t.destination,
+                len: t.contents.len(),
+                key: t.key,
+            }
+        };
         match self.state {
             State::Closed | State::Draining { .. } => return None,
-            State::Closing { .. } => return self.transmit_close(now),
+            State::Closing { .. } => return self.transmit_close(now).map(|t| copy_out(t, buf)),
             _ => {}
         }
         self.maybe_update_keys(now);
         if let Some(t) = self.transmit_off_path_response(now) {
-            return Some(t);
+            return Some(copy_out(t, buf));
         }
         let mds = self.path.max_datagram_size;
         self.recovery
@@ -64,7 +86,11 @@ impl Connection {
         }
         self.coalesce_finished_copy(now);
         self.datagram_key = None;
-        let mut buf = Vec::with_capacity(limit);
+        // Offsets below are absolute in `buf`; the datagram starts at `base`.
+        let base = buf.len();
+        buf.reserve(limit);
+        let max_size = limit;
+        let limit = base + limit;
         let mut open: Option<Open> = None;
         let mut pad = false;
         for space in SpaceId::ALL {
@@ -79,9 +105,9 @@ impl Connection {
                 continue;
             }
             if let Some(prev) = open.take() {
-                self.seal(now, prev, &mut buf, None);
+                self.seal(now, prev, buf, None);
             }
-            let Some(pkt) = self.write_packet(now, space, &mut buf, limit) else {
+            let Some(pkt) = self.write_packet(now, space, buf, limit) else {
                 continue;
             };
             // RFC 9000 §14.1: datagrams with a client's Initial, or a server's ack-eliciting
@@ -109,12 +135,16 @@ impl Connection {
             return None;
         };
         self.recovery.pacing_wakeup = None;
-        let pad_to = pad.then_some(MIN_INITIAL_SIZE.min(limit));
-        self.seal(now, pkt, &mut buf, pad_to);
-        self.on_datagram_sent(now, &buf);
-        Some(Transmit {
+        let pad_to = pad.then_some(base + MIN_INITIAL_SIZE.min(max_size));
+        self.seal(now, pkt, buf, pad_to);
+        let len = buf.len() - base;
+        if len == 0 {
+            return None;
+        }
+        self.on_datagram_sent(now, len);
+        Some(TransmitInfo {
             destination: self.path.remote,
-            contents: buf,
+            len,
             key: self.datagram_key.take(),
         })
     }
@@ -136,12 +166,12 @@ impl Connection {
         }
     }
 
-    fn on_datagram_sent(&mut self, now: Instant, buf: &[u8]) {
+    fn on_datagram_sent(&mut self, now: Instant, len: usize) {
         self.stats.datagrams_sent += 1;
-        self.stats.bytes_sent += buf.len() as u64;
-        self.path.on_datagram_sent(buf.len());
+        self.stats.bytes_sent += len as u64;
+        self.path.on_datagram_sent(len);
         if let Some(pacer) = self.recovery.pacer.as_mut() {
-            pacer.on_sent(now, buf.len() as u64);
+            pacer.on_sent(now, len as u64);
         }
         // RFC 9001 §4.9.1: the client drops Initial keys once it sends a Handshake packet.
         if self.side == Side::Client
@@ -867,7 +897,7 @@ impl Connection {
         let pkt = open?;
         let pad = pkt.space == SpaceId::Initial && self.side == Side::Client;
         self.seal(now, pkt, &mut buf, pad.then_some(MIN_INITIAL_SIZE));
-        self.on_datagram_sent(now, &buf);
+        self.on_datagram_sent(now, buf.len());
         Some(Transmit {
             destination: self.path.remote,
             contents: buf,

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{fixture, interop_dir, now, python, read_log, recoup, serve_files, Proc};
+use common::{fixture, interop_dir, now, python, read_log, recoup, serve_files, wait_child, Proc};
 
 fn get(args: &[&str], out: Option<&Path>) -> Output {
     let mut cmd = Command::new(recoup());
@@ -171,19 +171,12 @@ fn rfc9000_10_3_a_restarted_server_resets_a_running_download_at_once() {
     drop(first);
     let (mut second, _) = serve_live_with(&cert, &key, &addr.to_string());
     let killed = now();
-    let status = loop {
-        if let Some(status) = get.try_wait().expect("wait") {
-            break status;
-        }
-        if now() - killed > Duration::from_secs(15) {
-            get.kill().ok();
-            panic!(
-                "recoup get still running 15 s after the restart:\n{}\n{}",
-                read_log(&err),
-                second.output()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = wait_child(&mut get, Duration::from_secs(15)) else {
+        panic!(
+            "recoup get still running 15 s after the restart:\n{}\n{}",
+            read_log(&err),
+            second.output()
+        );
     };
     let took = now() - killed;
     let stderr = read_log(&err);

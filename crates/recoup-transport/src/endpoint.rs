@@ -426,11 +426,7 @@ impl Endpoint {
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let mut buf = Vec::new();
         let info = self.poll_transmit_into(now, &mut buf)?;
-        Some(Transmit {
-            destination: info.destination,
-            contents: buf,
-            key: info.key,
-        })
+        Some(info.with_contents(buf))
     }
 
     /// [`Endpoint::poll_transmit`] into the caller's buffer: the datagram is appended to `buf`,
@@ -438,12 +434,7 @@ impl Endpoint {
     #[must_use]
     pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitInfo> {
         if let Some(t) = self.stateless.pop_front() {
-            buf.extend_from_slice(&t.contents);
-            return Some(TransmitInfo {
-                destination: t.destination,
-                len: t.contents.len(),
-                key: t.key,
-            });
+            return Some(t.append_to(buf));
         }
         let n = self.connections.len();
         for i in 0..n {

@@ -229,18 +229,7 @@ pub fn run_peer_within(
         .stderr(std::fs::File::create(&err).expect("log"))
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {name} ({cmd:?}): {e}"));
-    let deadline = now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break Some(status);
-        }
-        if now() > deadline {
-            child.kill().ok();
-            child.wait().ok();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_child(&mut child, timeout);
     let report = format!(
         "--- {name} stdout:\n{}\n--- {name} stderr:\n{}\n{}",
         read_log(&out),
@@ -332,19 +321,27 @@ pub fn run_get(args: &[String], server: &mut Proc) -> (std::process::ExitStatus,
         .stderr(std::fs::File::create(&err).expect("log"))
         .spawn()
         .expect("recoup get");
-    let deadline = now() + GET_TIMEOUT;
+    match wait_child(&mut child, GET_TIMEOUT) {
+        Some(status) => (status, read_log(&err)),
+        None => panic!(
+            "recoup get {args:?} still running after {GET_TIMEOUT:?}:\n{}\n{}",
+            read_log(&err),
+            server.output()
+        ),
+    }
+}
+
+/// Waits for `child` to exit within `timeout`; `None` (and the child killed) if it did not.
+pub fn wait_child(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = now() + timeout;
     loop {
         if let Some(status) = child.try_wait().expect("wait") {
-            return (status, read_log(&err));
+            return Some(status);
         }
         if now() > deadline {
             child.kill().ok();
             child.wait().ok();
-            panic!(
-                "recoup get {args:?} still running after {GET_TIMEOUT:?}:\n{}\n{}",
-                read_log(&err),
-                server.output()
-            );
+            return None;
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -96,6 +96,29 @@ pub struct TransmitInfo {
     pub key: Option<u64>,
 }
 
+impl Transmit {
+    /// Appends the datagram to `buf`, for a caller of [`Connection::poll_transmit_into`].
+    pub(crate) fn append_to(self, buf: &mut Vec<u8>) -> TransmitInfo {
+        buf.extend_from_slice(&self.contents);
+        TransmitInfo {
+            destination: self.destination,
+            len: self.contents.len(),
+            key: self.key,
+        }
+    }
+}
+
+impl TransmitInfo {
+    /// The datagram as a [`Transmit`] owning its bytes.
+    pub(crate) fn with_contents(self, contents: Vec<u8>) -> Transmit {
+        Transmit {
+            destination: self.destination,
+            contents,
+            key: self.key,
+        }
+    }
+}
+
 /// Why a connection ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CloseReason {

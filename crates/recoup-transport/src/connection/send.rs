@@ -43,11 +43,7 @@ impl Connection {
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let mut buf = Vec::new();
         let info = self.poll_transmit_into(now, &mut buf)?;
-        Some(Transmit {
-            destination: info.destination,
-            contents: buf,
-            key: info.key,
-        })
+        Some(info.with_contents(buf))
     }
 
     /// [`Connection::poll_transmit`] into the caller's buffer: the datagram is appended to `buf`
@@ -55,22 +51,14 @@ impl Connection {
     /// without a fresh allocation and a copy per datagram.
     #[must_use]
     pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitInfo> {
-        let copy_out = |t: Transmit, buf: &mut Vec<u8>| {
-            buf.extend_from_slice(&t.contents);
-            TransmitInfo {
-                destination: t.destination,
-                len: t.contents.len(),
-                key: t.key,
-            }
-        };
         match self.state {
             State::Closed | State::Draining { .. } => return None,
-            State::Closing { .. } => return self.transmit_close(now).map(|t| copy_out(t, buf)),
+            State::Closing { .. } => return self.transmit_close(now).map(|t| t.append_to(buf)),
             _ => {}
         }
         self.maybe_update_keys(now);
         if let Some(t) = self.transmit_off_path_response(now) {
-            return Some(copy_out(t, buf));
+            return Some(t.append_to(buf));
         }
         let mds = self.path.max_datagram_size;
         self.recovery

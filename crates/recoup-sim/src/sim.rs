@@ -1,7 +1,6 @@
 //! The event loop over virtual time.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
 use recoup_elements::{Datagram, ElementStats, NamedNode, Node, Output};
@@ -27,19 +26,104 @@ struct Slot {
     name: String,
     node: Box<dyn Node>,
     route: Route,
-    /// The wake-up currently asked for; heap entries with another generation are stale.
-    wake: Option<Instant>,
-    generation: u64,
 }
 
-/// A pending wake-up. Ordered by time, then by the order it was scheduled in, which makes ties
+/// When a node wakes: ordered by time, then by the order it was scheduled in, which makes ties
 /// deterministic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Wake {
-    time: Instant,
-    seq: u64,
-    node: usize,
-    generation: u64,
+type Key = (Instant, u64);
+
+/// The pending wake-ups, one per node at most: a binary min-heap of nodes by [`Key`] that knows
+/// where each node sits, so rescheduling a node moves its one entry instead of adding another.
+/// The heap never holds more entries than nodes, so every operation costs O(log nodes).
+#[derive(Debug, Default)]
+struct WakeHeap {
+    /// (key, node), heap-ordered.
+    entries: Vec<(Key, usize)>,
+    /// Where each node's entry is in `entries`.
+    position: Vec<Option<usize>>,
+}
+
+impl WakeHeap {
+    fn peek(&self) -> Option<(Key, usize)> {
+        self.entries.first().copied()
+    }
+
+    /// Sets (or replaces) `node`'s wake-up.
+    fn set(&mut self, node: usize, key: Key) {
+        if node >= self.position.len() {
+            self.position.resize(node + 1, None);
+        }
+        match self.position[node] {
+            Some(i) => {
+                let old = self.entries[i].0;
+                self.entries[i].0 = key;
+                if key < old {
+                    self.up(i);
+                } else {
+                    self.down(i);
+                }
+            }
+            None => {
+                self.entries.push((key, node));
+                let i = self.entries.len() - 1;
+                self.position[node] = Some(i);
+                self.up(i);
+            }
+        }
+    }
+
+    /// Removes `node`'s wake-up, if it has one.
+    fn remove(&mut self, node: usize) {
+        let Some(i) = self.position.get_mut(node).and_then(Option::take) else {
+            return;
+        };
+        let last = self.entries.len() - 1;
+        if i != last {
+            self.entries.swap(i, last);
+            self.position[self.entries[i].1] = Some(i);
+        }
+        self.entries.pop();
+        if i < self.entries.len() {
+            self.down(i);
+            self.up(i);
+        }
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.entries.swap(a, b);
+        self.position[self.entries[a].1] = Some(a);
+        self.position[self.entries[b].1] = Some(b);
+    }
+
+    fn up(&mut self, mut i: usize) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.entries[i].0 >= self.entries[parent].0 {
+                break;
+            }
+            self.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    fn down(&mut self, mut i: usize) {
+        let n = self.entries.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut least = i;
+            if l < n && self.entries[l].0 < self.entries[least].0 {
+                least = l;
+            }
+            if r < n && self.entries[r].0 < self.entries[least].0 {
+                least = r;
+            }
+            if least == i {
+                break;
+            }
+            self.swap(i, least);
+            i = least;
+        }
+    }
 }
 
 /// What the loop did, recorded when [`Simulator::record`] is on (for determinism checks and
@@ -59,11 +143,12 @@ pub struct SimEvent {
 /// Drives any number of [`Node`]s on virtual time.
 ///
 /// Datagrams a node emits are delivered to the next node at the same instant (a FIFO of
-/// same-time deliveries, drained before time advances); wake-ups sit in a binary heap ordered
-/// by (time, scheduling order), so a run is deterministic and each event costs O(log n).
+/// same-time deliveries, drained before time advances); wake-ups sit in a heap with one entry
+/// per node ordered by (time, scheduling order), so a run is deterministic and each event costs
+/// O(log nodes).
 pub struct Simulator {
     slots: Vec<Slot>,
-    heap: BinaryHeap<Reverse<Wake>>,
+    heap: WakeHeap,
     pending: VecDeque<(usize, Datagram)>,
     now: Instant,
     seq: u64,
@@ -97,7 +182,7 @@ impl Simulator {
     pub fn new() -> Self {
         Self {
             slots: Vec::new(),
-            heap: BinaryHeap::new(),
+            heap: WakeHeap::default(),
             pending: VecDeque::new(),
             now: Instant::ZERO,
             seq: 0,
@@ -126,8 +211,6 @@ impl Simulator {
             name: name.into(),
             node,
             route: Route::Nowhere,
-            wake: None,
-            generation: 0,
         });
         self.schedule(id, self.now);
         NodeId(id)
@@ -236,20 +319,18 @@ impl Simulator {
     /// Time of the next wake-up, if any.
     #[must_use]
     pub fn next_time(&mut self) -> Option<Instant> {
-        self.drop_stale();
-        self.heap.peek().map(|w| w.0.time)
+        self.heap.peek().map(|((time, _), _)| time)
     }
 
     /// Process the next wake-up and everything it causes at that instant. Returns `false` when
     /// nothing is left to do.
     pub fn step(&mut self) -> bool {
-        self.drop_stale();
-        let Some(Reverse(w)) = self.heap.pop() else {
+        let Some(((time, _), node)) = self.heap.peek() else {
             return false;
         };
-        self.now = w.time;
-        self.slots[w.node].wake = None;
-        self.call(w.node, None);
+        self.heap.remove(node);
+        self.now = time;
+        self.call(node, None);
         self.drain();
         true
     }
@@ -262,39 +343,20 @@ impl Simulator {
         self.now = self.now.max(end);
     }
 
-    fn drop_stale(&mut self) {
-        while let Some(Reverse(w)) = self.heap.peek() {
-            if self.slots[w.node].generation == w.generation {
-                break;
-            }
-            self.heap.pop();
-        }
-    }
-
     fn schedule(&mut self, node: usize, time: Instant) {
-        let slot = &mut self.slots[node];
-        if slot.wake == Some(time) {
+        let same = self
+            .heap
+            .position
+            .get(node)
+            .copied()
+            .flatten()
+            .is_some_and(|i| self.heap.entries[i].0 .0 == time);
+        if same {
+            // Asking again for the time already asked keeps its place among equal times.
             return;
         }
-        slot.generation += 1;
-        slot.wake = Some(time);
         self.seq += 1;
-        self.heap.push(Reverse(Wake {
-            time,
-            seq: self.seq,
-            node,
-            generation: slot.generation,
-        }));
-        // A rescheduled node leaves its old entry behind until that time comes round, so a
-        // transport that re-arms a far timer on every packet fills the heap with stale
-        // entries. Each node has at most one live entry, so purging when
-        // stale ones dominate keeps the heap at a few times the node count. (time, seq) orders
-        // the live entries totally, so the purge changes nothing about what pops when.
-        if self.heap.len() > 2 * self.slots.len() + 16 {
-            let slots = &self.slots;
-            self.heap
-                .retain(|Reverse(w)| slots[w.node].generation == w.generation);
-        }
+        self.heap.set(node, (time, self.seq));
     }
 
     fn drain(&mut self) {
@@ -339,10 +401,7 @@ impl Simulator {
                     return;
                 }
                 Output::None => {
-                    let slot = &mut self.slots[node];
-                    if slot.wake.take().is_some() {
-                        slot.generation += 1;
-                    }
+                    self.heap.remove(node);
                     return;
                 }
             }
@@ -436,5 +495,40 @@ mod tests {
                 (9, 1, Some(9), None),
             ]
         );
+    }
+
+    /// The indexed heap against a plain model (a map from node to key, the least key popped
+    /// first) over random sets, removals and pops.
+    #[test]
+    fn wake_heap_pops_what_a_sorted_model_pops() {
+        use rand::{Rng, SeedableRng};
+        for seed in 0..50u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut heap = WakeHeap::default();
+            let mut model: HashMap<usize, Key> = HashMap::new();
+            for seq in 0..2000u64 {
+                let node = rng.gen_range(0..40);
+                match rng.gen_range(0..4) {
+                    0 | 1 => {
+                        let key = (Instant::from_nanos(rng.gen_range(0..100)), seq);
+                        heap.set(node, key);
+                        model.insert(node, key);
+                    }
+                    2 => {
+                        heap.remove(node);
+                        model.remove(&node);
+                    }
+                    _ => {
+                        let want = model.iter().map(|(&n, &k)| (k, n)).min();
+                        assert_eq!(heap.peek(), want, "seed {seed}, op {seq}");
+                        if let Some((_, n)) = want {
+                            heap.remove(n);
+                            model.remove(&n);
+                        }
+                    }
+                }
+                assert_eq!(heap.entries.len(), model.len(), "seed {seed}, op {seq}");
+            }
+        }
     }
 }

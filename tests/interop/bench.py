@@ -7,6 +7,9 @@ from /proc) per GB served, and the recoup/quinn ratios. Not a test: numbers go t
 
     cargo build --release -p recoup-cli -p recoup-interop
     python3 tests/interop/bench.py --bin target/release --size-mb 200 --rounds 5
+
+With --before-bin DIR, that directory's `recoup serve` (an older build) joins the same
+interleaved rounds as "recoup-before", so a change is measured against both in one run.
 """
 
 import argparse
@@ -57,6 +60,7 @@ def main():
     ap.add_argument("--size-mb", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--policy", default="arq")
+    ap.add_argument("--before-bin", help="also serve with this directory's recoup")
     args = ap.parse_args()
     client = os.path.join(args.bin, "quinn-client")
     with tempfile.TemporaryDirectory() as tmp:
@@ -65,23 +69,17 @@ def main():
         with open(os.path.join(root, "bulk.bin"), "wb") as f:
             f.write(os.urandom(args.size_mb * 1024 * 1024))
         out = os.path.join(tmp, "out.bin")
-        servers = {
-            "recoup": start(
-                [
-                    os.path.join(args.bin, "recoup"),
-                    "serve",
-                    "--listen",
-                    "127.0.0.1:0",
-                    "--root",
-                    root,
-                    "--policy",
-                    args.policy,
-                ]
-            ),
-            "quinn": start(
-                [os.path.join(args.bin, "quinn-server"), "--listen", "127.0.0.1:0", "--root", root]
-            ),
-        }
+
+        def recoup_serve(bin_dir):
+            cmd = [os.path.join(bin_dir, "recoup"), "serve", "--listen", "127.0.0.1:0"]
+            return start(cmd + ["--root", root, "--policy", args.policy])
+
+        servers = {"recoup": recoup_serve(args.bin)}
+        if args.before_bin:
+            servers["recoup-before"] = recoup_serve(args.before_bin)
+        servers["quinn"] = start(
+            [os.path.join(args.bin, "quinn-server"), "--listen", "127.0.0.1:0", "--root", root]
+        )
         results = {name: {"goodput": [], "bytes": 0, "cpu": 0.0} for name in servers}
         try:
             for _proc, addr in servers.values():
@@ -113,9 +111,13 @@ def main():
             f"| {name} | {med:.0f} | {min(r['goodput']):.0f} | {max(r['goodput']):.0f} | "
             f"{cpu_gb:.2f} |"
         )
-    g = summary["recoup"][0] / summary["quinn"][0]
-    c = summary["recoup"][1] / summary["quinn"][1]
-    print(f"\nrecoup/quinn goodput ratio: {g:.2f}x; CPU per GB ratio: {c:.2f}x")
+    print()
+    for name in summary:
+        if name == "quinn":
+            continue
+        g = summary[name][0] / summary["quinn"][0]
+        c = summary[name][1] / summary["quinn"][1]
+        print(f"{name}/quinn goodput ratio: {g:.2f}x; CPU per GB ratio: {c:.2f}x")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@
 # server's "connection released" log lines, before any idle timeout could have fired).
 #
 #   scripts/viewers.sh [--viewers 1000] [--seconds 60] [--bitrate 200kbps] [--fps 30]
-#                      [--bin target/release] [--max-connections N]
+#                      [--bin target/release] [--serve-bin DIR] [--max-connections N]
+#
+# --serve-bin runs another build's `recoup serve` (before/after comparisons) against the
+# viewers of --bin.
 #
 # Every process it starts is killed on exit; the viewers are bounded by a timeout.
 set -euo pipefail
@@ -16,6 +19,7 @@ seconds=60
 bitrate=200kbps
 fps=30
 bin=target/release
+serve_bin=
 serve_extra=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -24,13 +28,17 @@ while [[ $# -gt 0 ]]; do
         --bitrate) bitrate=$2; shift 2 ;;
         --fps) fps=$2; shift 2 ;;
         --bin) bin=$2; shift 2 ;;
+        --serve-bin) serve_bin=$2; shift 2 ;;
         --max-connections) serve_extra+=(--max-connections "$2"); shift 2 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
 
 recoup=$bin/recoup
-[[ -x $recoup ]] || { echo "no $recoup: cargo build --release -p recoup-cli" >&2; exit 2; }
+serve=${serve_bin:-$bin}/recoup
+for b in "$recoup" "$serve"; do
+    [[ -x $b ]] || { echo "no $b: cargo build --release -p recoup-cli" >&2; exit 2; }
+done
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -40,7 +48,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-RUST_LOG=info "$recoup" serve --listen 127.0.0.1:0 "${serve_extra[@]}" \
+RUST_LOG=info "$serve" serve --listen 127.0.0.1:0 "${serve_extra[@]}" \
     >"$work/serve.out" 2>"$work/serve.err" &
 server_pid=$!; pids+=("$server_pid")
 for _ in $(seq 150); do
@@ -83,7 +91,7 @@ released=$(grep -c "connection released" "$work/serve.err" || true)
 open_after=$(grep "connection released" "$work/serve.err" | tail -1 | sed -n 's/.*open=\([0-9]*\).*/\1/p')
 server_rss_after=$(rss "$server_pid")
 
-echo "machine: $(nproc) cores, $(uname -r); binary $recoup"
+echo "machine: $(nproc) cores, $(uname -r); server $serve, viewers $recoup"
 echo "viewers $viewers x ${seconds}s at $bitrate, $fps fps, one recoup viewers process"
 cat "$work/viewers.out"
 [[ $status -eq 0 ]] || { echo "recoup viewers exit $status:"; tail -5 "$work/viewers.err"; }

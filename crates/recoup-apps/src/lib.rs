@@ -7,6 +7,8 @@
 //!   with start-up buffer, playback at the frame clock, freezes and rebuffering.
 //! - [`transfer`]: file transfers and RPC request/response pairs, flow completion times.
 //! - [`rtc`]: frames with a playback deadline, one stream per frame.
+//! - [`vod`]: video on demand with adaptive bitrate: segments of a bitrate ladder, the basic
+//!   rate-based ABR, a playback buffer with rebuffering.
 //! - [`gaming`]: cloud gaming, frames at a bitrate that follows a bitrate controller ([`lbbc`]),
 //!   with LADR's frame metrics from per-packet feedback ([`App::on_feedback`]).
 //!
@@ -44,6 +46,7 @@ pub mod rtc;
 pub mod source;
 pub mod stats;
 pub mod transfer;
+pub mod vod;
 
 use std::time::Duration;
 

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use recoup_apps::{
-    gaming, live, rtc, transfer, App, FrameError, PacketFeedback, PathFeedback, StreamKey, Write,
+    gaming, live, rtc, transfer, vod, App, FrameError, PacketFeedback, PathFeedback, StreamKey,
+    Write,
 };
 use recoup_elements::element_rng;
 use recoup_time::Instant;
@@ -17,6 +18,7 @@ pub enum AppSpec {
     Rpc(transfer::RpcConfig),
     Rtc(rtc::RtcConfig),
     Gaming(gaming::GamingConfig),
+    Vod(vod::VodConfig),
 }
 
 impl AppSpec {
@@ -29,6 +31,7 @@ impl AppSpec {
             Self::Rpc(_) => "rpc",
             Self::Rtc(_) => "rtc",
             Self::Gaming(_) => "gaming",
+            Self::Vod(_) => "vod",
         }
     }
 
@@ -60,6 +63,10 @@ impl AppSpec {
                 ))),
                 client: AppEndpoint::GamingViewer(gaming::GamingViewer::new(c)),
             },
+            Self::Vod(c) => AppPair {
+                server: AppEndpoint::VodServer(vod::VodServer::new(c)),
+                client: AppEndpoint::VodClient(vod::VodClient::new(c, start)),
+            },
         }
     }
 }
@@ -85,6 +92,8 @@ pub enum AppEndpoint {
     /// Boxed: its frame book makes it far larger than the others.
     GamingSender(Box<gaming::GamingSender>),
     GamingViewer(gaming::GamingViewer),
+    VodServer(vod::VodServer),
+    VodClient(vod::VodClient),
 }
 
 /// What the receiving side of a run measured.
@@ -97,6 +106,7 @@ pub enum AppOutcome {
     /// Cloud gaming: the sender's frame metrics (LADR's are sender-side).
     Gaming(gaming::GamingOutcome),
     GamingViewer(gaming::GamingViewerOutcome),
+    Vod(vod::VodOutcome),
 }
 
 impl AppEndpoint {
@@ -112,6 +122,7 @@ impl AppEndpoint {
             Self::RtcReceiver(r) => Some(AppOutcome::Rtc(r.outcome())),
             Self::GamingSender(s) => s.outcome().map(AppOutcome::Gaming),
             Self::GamingViewer(v) => Some(AppOutcome::GamingViewer(v.outcome())),
+            Self::VodClient(c) => Some(AppOutcome::Vod(c.outcome())),
             _ => None,
         }
     }
@@ -128,6 +139,8 @@ impl AppEndpoint {
             Self::RtcReceiver(a) => a,
             Self::GamingSender(a) => &mut **a,
             Self::GamingViewer(a) => a,
+            Self::VodServer(a) => a,
+            Self::VodClient(a) => a,
         }
     }
 
@@ -143,6 +156,8 @@ impl AppEndpoint {
             Self::RtcReceiver(a) => a,
             Self::GamingSender(a) => &**a,
             Self::GamingViewer(a) => a,
+            Self::VodServer(a) => a,
+            Self::VodClient(a) => a,
         }
     }
 }

@@ -193,6 +193,14 @@ pub struct RunRow {
     /// in force, and while it was also below the congestion controller's rate (it bound).
     pub rate_limited_rate: Option<f64>,
     pub rate_limit_binding_rate: Option<f64>,
+    /// Video on demand (ART Fig. 25): the mean bitrate of the segments received, rebuffering
+    /// events and their total time, bitrate changes between consecutive segments, and segments
+    /// not received by the end of the run.
+    pub vod_bitrate_kbps: Option<f64>,
+    pub rebuffers: Option<u64>,
+    pub rebuffer_s: Option<f64>,
+    pub bitrate_switches: Option<u64>,
+    pub segments_incomplete: Option<u64>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -351,6 +359,11 @@ pub fn run_row(
         rate_limit_binding_rate: counters
             .packets_rate_limited
             .and_then(|(_, binding)| ratio(binding, counters.packets_sent())),
+        vod_bitrate_kbps: None,
+        rebuffers: None,
+        rebuffer_s: None,
+        bitrate_switches: None,
+        segments_incomplete: None,
     };
     match app {
         Some(AppOutcome::Live(o)) => {
@@ -385,6 +398,16 @@ pub fn run_row(
         Some(AppOutcome::GamingViewer(o)) => {
             row.viewer_frame_delay_ms = mean(&o.delays_ms);
             row.viewer_frame_delay_p90_ms = percentile(&sorted(o.delays_ms.clone()), 0.9);
+            row.app_error = o.error.as_ref().map(ToString::to_string);
+        }
+        Some(AppOutcome::Vod(o)) => {
+            row.vod_bitrate_kbps = o.mean_bitrate.map(|b| b / 1e3);
+            row.rebuffers = Some(u64::from(o.rebuffers));
+            row.rebuffer_s = Some(o.rebuffer_time.as_secs_f64());
+            row.bitrate_switches = Some(u64::from(o.switches));
+            row.segments_incomplete =
+                Some(u64::from(o.segments - o.segments_received.min(o.segments)));
+            row.startup_delay_ms = o.startup_delay.map(ms);
             row.app_error = o.error.as_ref().map(ToString::to_string);
         }
         None => {}
@@ -532,6 +555,14 @@ impl RunRow {
             ),
             ("rate_limited_rate", self.rate_limited_rate),
             ("rate_limit_binding_rate", self.rate_limit_binding_rate),
+            ("vod_bitrate_kbps", self.vod_bitrate_kbps),
+            ("rebuffers", self.rebuffers.map(|v| v as f64)),
+            ("rebuffer_s", self.rebuffer_s),
+            ("bitrate_switches", self.bitrate_switches.map(|v| v as f64)),
+            (
+                "segments_incomplete",
+                self.segments_incomplete.map(|v| v as f64),
+            ),
         ]
     }
 }

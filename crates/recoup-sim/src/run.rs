@@ -324,7 +324,10 @@ fn add_flow(
         server_addr,
     )?;
     let pair = scenario.app.build(Instant::ZERO, scenario.duration, seed);
-    let bidi = matches!(scenario.app, crate::app::AppSpec::Rpc(_));
+    let bidi = matches!(
+        scenario.app,
+        crate::app::AppSpec::Rpc(_) | crate::app::AppSpec::Vod(_)
+    );
     let mut client_driver = AppDriver::new(Side::Client, pair.client, bidi);
     let mut server_driver = AppDriver::new(Side::Server, pair.server, bidi);
     if let Some(dir) = qlog_dir.filter(|_| i == 0) {

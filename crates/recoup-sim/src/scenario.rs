@@ -30,6 +30,7 @@ use recoup_apps::live::LiveConfig;
 use recoup_apps::rtc::RtcConfig;
 use recoup_apps::source::EncoderConfig;
 use recoup_apps::transfer::{FileConfig, RpcConfig};
+use recoup_apps::vod::VodConfig;
 use recoup_elements::{
     parse_duration, parse_rate, ElementSpec, LossSpec, PathSpec, Prob, QueueSpec, ServiceSpec,
 };
@@ -257,6 +258,21 @@ enum RawApp {
     Rpc(RawRpc),
     Rtc(RawRtc),
     Gaming(RawGaming),
+    Vod(RawVod),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVod {
+    /// Bitrates, ascending (default: Big Buck Bunny's 20).
+    ladder: Option<Vec<Rate>>,
+    segment: Option<Dur>,
+    segments: Option<u32>,
+    startup_segments: Option<u32>,
+    resume_segments: Option<u32>,
+    max_buffer: Option<Dur>,
+    rate_window: Option<usize>,
+    upper: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -721,6 +737,7 @@ fn check_axis(axis: &str, policy_labels: &[String], file: &str) -> Result<(), Sc
             keys::<RawRpc>(),
             keys::<RawRtc>(),
             keys::<RawGaming>(),
+            keys::<RawVod>(),
         ]
         .iter()
         .any(|fields| fields.contains(k)),
@@ -1185,7 +1202,29 @@ fn app(raw: Option<RawApp>, file: &str, cc: CcAlgorithm) -> Result<AppSpec, Scen
             })
         }
         Some(RawApp::Gaming(g)) => gaming(g, cc, file)?,
+        Some(RawApp::Vod(v)) => vod(v, file)?,
     })
+}
+
+fn vod(v: RawVod, file: &str) -> Result<AppSpec, ScenarioError> {
+    let d = VodConfig::default();
+    let c = VodConfig {
+        ladder: v
+            .ladder
+            .map_or(d.ladder, |l| l.into_iter().map(|r| r.0).collect()),
+        segment: v.segment.map_or(d.segment, |x| x.0),
+        segments: v.segments.unwrap_or(d.segments),
+        startup_segments: v.startup_segments.unwrap_or(d.startup_segments),
+        resume_segments: v.resume_segments.unwrap_or(d.resume_segments),
+        max_buffer: v.max_buffer.map_or(d.max_buffer, |x| x.0),
+        rate_window: v.rate_window.unwrap_or(d.rate_window),
+        upper: v.upper.unwrap_or(d.upper),
+    };
+    c.validate().map_err(|e| {
+        let (key, detail) = e.split_once(": ").unwrap_or(("", e.as_str()));
+        invalid(file, &format!("app.{key}"), detail)
+    })?;
+    Ok(AppSpec::Vod(c))
 }
 
 /// Checks a parsed file (or sweep point) and builds the scenario.

@@ -343,3 +343,68 @@ fn a_run_needs_at_least_one_flow() {
     let err = run_flows(&sc, &sc.policies[0], 1, 0).expect_err("zero flows");
     assert!(err.to_string().contains("not 0"), "{err}");
 }
+
+#[test]
+fn a_vod_session_fetches_every_segment_and_its_bitrate_follows_the_link() {
+    // Big Buck Bunny's ladder, 20 segments of 4 s, over 1 Mbit/s and over 20 Mbit/s: the fast
+    // link plays near the top of the ladder, the slow one below 1 Mbit/s (the basic ABR keeps
+    // 20 % headroom), and neither stalls once started with a 60 s buffer's worth of slack.
+    let run = |rate: &str| {
+        let text = format!(
+            r#"
+            name = "vod"
+            duration = "200s"
+            [path]
+            rtt = "30ms"
+            rate = "{rate}"
+            queue = "droptail packets=100"
+            [app]
+            kind = "vod"
+            segments = 20
+            [[policy]]
+            name = "arq"
+        "#
+        );
+        let sc = recoup_sim::scenario::load_str(&text, "vod.toml", None, "vod")
+            .expect("scenario")
+            .remove(0);
+        run_one(&sc, &sc.policies[0], 1).expect("run")
+    };
+    let slow = run("1Mbps");
+    let fast = run("20Mbps");
+    for row in [&slow, &fast] {
+        assert_eq!(row.app_error, None);
+        assert_eq!(row.segments_incomplete, Some(0));
+        assert_eq!(row.rebuffers, Some(0));
+        assert!(row.startup_delay_ms.is_some());
+    }
+    let (s, f) = (
+        slow.vod_bitrate_kbps.expect("bitrate"),
+        fast.vod_bitrate_kbps.expect("bitrate"),
+    );
+    assert!(s < 1000.0, "slow link: mean bitrate {s} kbit/s");
+    assert!(f > 2000.0, "fast link: mean bitrate {f} kbit/s");
+    assert!(fast.bitrate_switches.expect("switches") >= 1);
+}
+
+#[test]
+fn a_vod_ladder_out_of_order_is_refused_naming_the_key() {
+    let text = r#"
+        name = "vod"
+        [path]
+        rtt = "30ms"
+        rate = "10Mbps"
+        [app]
+        kind = "vod"
+        ladder = ["1Mbps", "500kbps"]
+        [[policy]]
+        name = "arq"
+    "#;
+    let e = recoup_sim::scenario::load_str(text, "vod.toml", None, "vod")
+        .expect_err("a ladder out of order")
+        .to_string();
+    assert!(
+        e.contains("app.ladder") && e.contains("strictly ascending"),
+        "{e}"
+    );
+}

@@ -7,9 +7,10 @@ The player (`[app] kind = "vod"`, recoup-apps' vod.rs) fetches Big Buck Bunny's 
 4 s from the DASH dataset's 20-bitrate ladder (45 kbit/s to 3.9 Mbit/s) with the basic rate-based
 ABR ART uses, over one connection. The paper's Mahimahi trace is Verizon-LTE-driving; the shared
 traces have Verizon-LTE-short, which this uses (both directions), looped as mm-link loops it. The
-paper does not name the loss direction or the congestion controller: the loss is on the data
-direction, and both BBR (the other ART experiments' choice) and CUBIC run, as a sweep axis. Raw
-rows in experiments/results/art-fig25/, the table in experiments/figures/art-fig25.md.
+paper does not name the loss direction or the congestion controller: both BBR (the other ART
+experiments' choice) and CUBIC run, as a sweep axis, and the loss sits on the data direction
+or on both (ACKs and requests lost too), as a second axis. Raw rows in
+experiments/results/art-fig25/, the table in experiments/figures/art-fig25.md.
 """
 
 from __future__ import annotations
@@ -62,13 +63,20 @@ def main() -> None:
         "app": {"kind": "vod", "segments": segments},
         "transport": {"cc": "bbr"},
         "policy": POLICIES,
-        "sweep": {"transport.cc": ["bbr", "cubic"]},
+        "sweep": {
+            "transport.cc": ["bbr", "cubic"],
+            "path.up.loss": ["bernoulli 0%", "bernoulli 10%"],
+        },
     }
     out = common.RESULTS / "art-fig25"
     rows = common.run(plan, out / "scenario.toml", args)
-    agg = common.aggregate(rows, ["transport.cc", "policy"], METRICS)
+    rows["loss on"] = rows["path.up.loss"].map(
+        {"bernoulli 0%": "data", "bernoulli 10%": "both ways"}
+    )
+    agg = common.aggregate(rows, ["transport.cc", "loss on", "policy"], METRICS)
     header = [
         "cc",
+        "loss on",
         "policy",
         "mean bitrate kbit/s",
         "rebuffering events",
@@ -76,24 +84,25 @@ def main() -> None:
         "segments not fetched",
     ]
     body = []
-    for cc in ["bbr", "cubic"]:
-        sel = agg[agg["transport.cc"] == cc].set_index("policy")
+    for cc, where in [(c, w) for c in ["bbr", "cubic"] for w in ["data", "both ways"]]:
+        sel = agg[(agg["transport.cc"] == cc) & (agg["loss on"] == where)].set_index("policy")
         for p in [x["label"] for x in POLICIES]:
             r = sel.loc[p]
-            body.append([cc, p] + [common.pm(r[m], r[f"{m}_ci"]) for m in METRICS])
+            body.append([cc, where, p] + [common.pm(r[m], r[f"{m}_ci"]) for m in METRICS])
         q, a = sel.loc["QUIC (arq)"], sel.loc["ART"]
         body.append(
-            [cc, "ART vs QUIC"]
+            [cc, where, "ART vs QUIC"]
             + [
                 common.fmt(100 * (a[m] - q[m]) / q[m], "+.1f") + " %" if q[m] else "–"
                 for m in METRICS
             ]
         )
     paper = [
-        ["paper", "QUIC", *[str(PAPER[m][0]) for m in METRICS[:3]], "–"],
-        ["paper", "ART", *[str(PAPER[m][1]) for m in METRICS[:3]], "–"],
+        ["paper", "?", "QUIC", *[str(PAPER[m][0]) for m in METRICS[:3]], "–"],
+        ["paper", "?", "ART", *[str(PAPER[m][1]) for m in METRICS[:3]], "–"],
         [
             "paper",
+            "?",
             "ART vs QUIC",
             *[f"{100 * (PAPER[m][1] - PAPER[m][0]) / PAPER[m][0]:+.1f} %" for m in METRICS[:3]],
             "–",

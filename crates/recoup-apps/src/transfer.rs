@@ -53,13 +53,13 @@ fn payload_len(total: u64) -> u32 {
 
 /// One incoming transfer: exactly one frame with a given sequence number, then FIN.
 #[derive(Debug)]
-struct Incoming {
+pub(crate) struct Incoming {
     parser: FrameParser,
     frame: Option<ReceivedFrame>,
 }
 
 impl Incoming {
-    fn new(sequence: u64) -> Self {
+    pub(crate) fn new(sequence: u64) -> Self {
         Self {
             parser: FrameParser::new(Some(sequence)),
             frame: None,
@@ -67,7 +67,7 @@ impl Incoming {
     }
 
     /// Feeds bytes; returns the frame when it completes with this call.
-    fn push(
+    pub(crate) fn push(
         &mut self,
         now: Instant,
         data: &[u8],

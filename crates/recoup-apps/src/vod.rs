@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use recoup_time::Instant;
 
-use crate::frame::{FrameError, FrameKind, FrameParser, FrameSource, ReceivedFrame};
+use crate::frame::{FrameError, FrameKind, FrameSource, ReceivedFrame, FRAME_HEADER_LEN};
+use crate::transfer::Incoming;
 use crate::{keep_first_error, unexpected, write_front, App, StreamKey, Write};
 
 /// The DASH dataset's Big Buck Bunny representations ART's §7.5 uses (Lederer et al., MMSys
@@ -274,8 +275,8 @@ pub struct VodClient {
     /// When the next request may go out (the previous segment arrived, the buffer has room).
     next_at: Option<Instant>,
     outgoing: VecDeque<(StreamKey, FrameSource)>,
-    /// The segment in flight: index, representation, request time, its response parser.
-    in_flight: Option<(u32, usize, Instant, FrameParser)>,
+    /// The segment in flight: index, representation, request time, its response.
+    in_flight: Option<(u32, usize, Instant, Incoming)>,
     /// (bytes, download time) of the last segments.
     recent: VecDeque<(u64, Duration)>,
     reps: Vec<usize>,
@@ -341,29 +342,19 @@ impl VodClient {
         data: &[u8],
         fin: bool,
     ) -> Result<(), FrameError> {
-        let Some((i, rep, asked, parser)) = &mut self.in_flight else {
+        let Some((i, rep, asked, incoming)) = &mut self.in_flight else {
             return Err(unexpected(stream));
         };
         if stream != StreamKey::Local(u64::from(*i)) {
             return Err(unexpected(stream));
         }
         self.bytes += data.len() as u64;
-        self.scratch.clear();
-        parser.push(now, data, &mut self.scratch)?;
-        if fin {
-            parser.finish()?;
-        }
-        let Some(frame) = self.scratch.first() else {
-            if fin {
-                return Err(FrameError::Protocol(format!(
-                    "segment {i} ended without its frame"
-                )));
-            }
+        let Some(frame) = incoming.push(now, data, fin, &mut self.scratch)? else {
             return Ok(());
         };
         let want = self.config.segment_bytes(*rep);
-        let got = frame.header.payload_len as u64 + crate::frame::FRAME_HEADER_LEN as u64;
-        if got != want.max(crate::frame::FRAME_HEADER_LEN as u64) {
+        let got = u64::from(frame.header.payload_len) + FRAME_HEADER_LEN as u64;
+        if got != want.max(FRAME_HEADER_LEN as u64) {
             return Err(FrameError::Protocol(format!(
                 "segment {i}: {got} bytes, representation {rep} has {want}"
             )));
@@ -401,7 +392,7 @@ impl App for VodClient {
             let stream = StreamKey::Local(u64::from(i));
             let request = FrameSource::new(FrameKind::Request, u64::from(i), now, rep as u32 + 1);
             self.outgoing.push_back((stream, request));
-            self.in_flight = Some((i, rep, now, FrameParser::new(Some(u64::from(i)))));
+            self.in_flight = Some((i, rep, now, Incoming::new(u64::from(i))));
         }
         write_front(&mut self.outgoing, max)
     }
@@ -430,7 +421,7 @@ impl App for VodClient {
 #[derive(Debug)]
 pub struct VodServer {
     config: VodConfig,
-    requests: BTreeMap<u64, FrameParser>,
+    requests: BTreeMap<u64, Incoming>,
     outgoing: VecDeque<(StreamKey, FrameSource)>,
     scratch: Vec<ReceivedFrame>,
 }
@@ -468,17 +459,12 @@ impl App for VodServer {
                 self.config.segments
             )));
         }
-        let parser = self
-            .requests
-            .entry(i)
-            .or_insert_with(|| FrameParser::new(Some(i)));
-        self.scratch.clear();
-        parser.push(now, data, &mut self.scratch)?;
+        let incoming = self.requests.entry(i).or_insert_with(|| Incoming::new(i));
+        let request = incoming.push(now, data, fin, &mut self.scratch)?;
         if fin {
-            parser.finish()?;
             self.requests.remove(&i);
         }
-        let Some(request) = self.scratch.first() else {
+        let Some(request) = request else {
             return Ok(());
         };
         let rep = (request.header.payload_len as usize).wrapping_sub(1);
@@ -489,7 +475,7 @@ impl App for VodServer {
             )));
         }
         let size = self.config.segment_bytes(rep);
-        let payload = size.saturating_sub(crate::frame::FRAME_HEADER_LEN as u64);
+        let payload = size.saturating_sub(FRAME_HEADER_LEN as u64);
         let response = FrameSource::new(
             FrameKind::Delta,
             i,

@@ -280,11 +280,7 @@ pub(crate) fn dial(
     qlog: Option<&QlogDir>,
 ) -> Result<(Driver, ConnectionHandle, Instant, SocketAddr), Error> {
     let remote = url.resolve()?;
-    let bind: SocketAddr = if remote.is_ipv4() {
-        SocketAddr::from(([0, 0, 0, 0], 0))
-    } else {
-        SocketAddr::from(([0u16; 8], 0))
-    };
+    let bind = any_port_for(remote);
     let config = ClientConfig {
         transport,
         tls,
@@ -305,6 +301,15 @@ pub(crate) fn dial(
         }
     }
     Ok((driver, handle, start, remote))
+}
+
+/// A local address on any port of `remote`'s family, to bind a client socket to.
+pub(crate) fn any_port_for(remote: SocketAddr) -> SocketAddr {
+    if remote.is_ipv4() {
+        SocketAddr::from(([0, 0, 0, 0], 0))
+    } else {
+        SocketAddr::from(([0u16; 8], 0))
+    }
 }
 
 /// Why a handshake that has not completed after `timeout` failed: no answer at all, or an

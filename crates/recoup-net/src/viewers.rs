@@ -8,7 +8,6 @@
 //! processes.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use recoup_apps::frame::{FrameParser, ReceivedFrame};
@@ -87,11 +86,7 @@ impl Viewers {
         }
         let first = Url::parse(&options.url.replace("{i}", "0"))?;
         let remote = first.resolve()?;
-        let bind: SocketAddr = if remote.is_ipv4() {
-            SocketAddr::from(([0, 0, 0, 0], 0))
-        } else {
-            SocketAddr::from(([0u16; 8], 0))
-        };
+        let bind = crate::client::any_port_for(remote);
         let config = ClientConfig {
             transport: options.transport,
             tls: options.tls,

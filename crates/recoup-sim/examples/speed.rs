@@ -32,35 +32,90 @@ fn thread_cpu() -> Option<Duration> {
     Some(Duration::from_nanos(ns))
 }
 
-fn entry(name: &str) -> PolicyEntry {
-    PolicyEntry {
+fn entry(name: &str) -> Result<PolicyEntry, String> {
+    Ok(PolicyEntry {
         label: name.to_owned(),
         name: name.to_owned(),
         params: String::new(),
-        spec: name.parse().expect("policy"),
+        spec: name.parse().map_err(|e| format!("policy {name}: {e}"))?,
         oracle: false,
+    })
+}
+
+const USAGE: &str =
+    "usage: speed [--scenario FILE] [--duration SECS] [--flows N] [SEEDS [POLICY...]]";
+
+/// What the command line asks for.
+struct Options {
+    scenario: Option<Scenario>,
+    duration: Option<Duration>,
+    flows: usize,
+    seeds: u64,
+    names: Vec<String>,
+}
+
+fn parse(mut args: std::iter::Peekable<impl Iterator<Item = String>>) -> Result<Options, String> {
+    let mut o = Options {
+        scenario: None,
+        duration: None,
+        flows: 1,
+        seeds: 3,
+        names: Vec::new(),
+    };
+    while let Some(opt) = args.next_if(|a| a.starts_with("--")) {
+        if opt == "--help" {
+            return Err(String::new());
+        }
+        let value = args.next().ok_or_else(|| format!("{opt} needs a value"))?;
+        match opt.as_str() {
+            "--scenario" => {
+                let mut all = load(value.as_ref()).map_err(|e| format!("{value}: {e}"))?;
+                o.scenario = Some(all.remove(0));
+            }
+            "--duration" => {
+                let secs: f64 = value
+                    .parse()
+                    .map_err(|_| format!("--duration {value}: seconds expected"))?;
+                o.duration = Some(
+                    Duration::try_from_secs_f64(secs)
+                        .map_err(|_| format!("--duration {value}: seconds expected"))?,
+                );
+            }
+            "--flows" => {
+                o.flows = value
+                    .parse()
+                    .map_err(|_| format!("--flows {value}: a whole number expected"))?;
+            }
+            _ => return Err(format!("unknown option {opt}")),
+        }
     }
+    if let Some(s) = args.next() {
+        o.seeds = s
+            .parse()
+            .map_err(|_| format!("SEEDS {s}: a whole number expected"))?;
+    }
+    o.names = args.collect();
+    Ok(o)
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1).peekable();
-    let mut scenario: Option<Scenario> = None;
-    let mut duration = None;
-    let mut flows = 1usize;
-    while let Some(opt) = args.next_if(|a| a.starts_with("--")) {
-        let value = args.next().unwrap_or_else(|| panic!("{opt} needs a value"));
-        match opt.as_str() {
-            "--scenario" => {
-                let mut all = load(value.as_ref()).unwrap_or_else(|e| panic!("{value}: {e}"));
-                scenario = Some(all.remove(0));
+    let o = match parse(std::env::args().skip(1).peekable()) {
+        Ok(o) => o,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("speed: {e}");
             }
-            "--duration" => duration = Some(Duration::from_secs_f64(value.parse().expect("SECS"))),
-            "--flows" => flows = value.parse().expect("N"),
-            _ => panic!("unknown option {opt}"),
+            eprintln!("{USAGE}");
+            std::process::exit(2);
         }
-    }
-    let seeds: u64 = args.next().map_or(3, |s| s.parse().expect("SEEDS"));
-    let names: Vec<String> = args.collect();
+    };
+    let Options {
+        scenario,
+        duration,
+        flows,
+        seeds,
+        names,
+    } = o;
     let builtin = scenario.is_none();
     let mut sc = scenario.unwrap_or_else(Scenario::builtin_default);
     if let Some(d) = duration {
@@ -71,17 +126,21 @@ fn main() {
             *r *= flows as u64;
         }
     }
-    let policies: Vec<PolicyEntry> = if !names.is_empty() {
+    let policies: Result<Vec<PolicyEntry>, String> = if !names.is_empty() {
         names.iter().map(|n| entry(n)).collect()
     } else if builtin {
-        sc.policies
-            .iter()
-            .cloned()
-            .chain(["fixed:2", "ladr-rrl", "art-mab"].map(entry))
-            .collect()
+        let extra: Result<Vec<PolicyEntry>, String> = ["fixed:2", "ladr-rrl", "art-mab"]
+            .into_iter()
+            .map(entry)
+            .collect();
+        extra.map(|e| sc.policies.iter().cloned().chain(e).collect())
     } else {
-        sc.policies.clone()
+        Ok(sc.policies.clone())
     };
+    let policies = policies.unwrap_or_else(|e| {
+        eprintln!("speed: {e}");
+        std::process::exit(2);
+    });
     let sim = sc.duration.as_secs_f64();
     println!(
         "scenario {}, {sim} s simulated, {flows} flow(s), seeds 1..={seeds}, one thread; \
@@ -98,7 +157,10 @@ fn main() {
         let (mut wall, mut cpu, mut packets) = (0.0, 0.0, 0u64);
         for seed in 1..=seeds {
             let (w0, c0) = (wall_clock(), thread_cpu());
-            let rows = run_flows(&sc, p, seed, flows).expect("run");
+            let rows = run_flows(&sc, p, seed, flows).unwrap_or_else(|e| {
+                eprintln!("speed: {} seed {seed}: {e}", p.label);
+                std::process::exit(1);
+            });
             wall += w0.elapsed().as_secs_f64();
             cpu += match (c0, thread_cpu()) {
                 (Some(a), Some(b)) => (b - a).as_secs_f64(),

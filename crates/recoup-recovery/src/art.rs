@@ -10,6 +10,7 @@
 //! retransmission or copy packet; 1 = lost), p_r = ones / L_queue, E = R (1 - p_r); on each loss
 //! the round's R steps +1 if E < 1 and -1 if E >= 2, within 1..=r_max. R is kept per round number
 //! (rounds past [`TRACKED_ROUNDS`] share the last level); the bitmap is shared by all rounds.
+//! `fixed=R` holds R instead (Fig. 18(b)'s "ART-fix", and "ART-norand" with `scheduler=off`).
 //!
 //! *Bandit adapter* (§8): R is an arm of [`Bandit`], pulled once per round.
 //!
@@ -113,6 +114,8 @@ enum Adapter {
         levels: Vec<u32>,
         r_max: u32,
         counts: LevelCounts,
+        /// R held at this level (`fixed=`), the bitmap still kept for the record.
+        fixed: Option<u32>,
     },
     Bandit {
         bandit: Bandit,
@@ -220,9 +223,10 @@ impl Art {
             "art",
             Adapter::Verify {
                 window: OutcomeWindow::new(cfg.l_queue),
-                levels: vec![1; TRACKED_ROUNDS],
+                levels: vec![cfg.fixed.unwrap_or(1); TRACKED_ROUNDS],
                 r_max,
                 counts: cfg.level,
+                fixed: cfg.fixed,
             },
             cfg.scheduler,
             seed,
@@ -442,14 +446,16 @@ impl RecoveryPolicy for Art {
                 levels,
                 r_max,
                 counts,
+                fixed,
             } => {
                 let p_r = window.p_r();
-                let r = match levels.get_mut(round_index(lost.round)) {
-                    Some(level) => {
+                let r = match (*fixed, levels.get_mut(round_index(lost.round))) {
+                    (Some(r), _) => r,
+                    (None, Some(level)) => {
                         *level = adapt(*level, p_r, *r_max);
                         *level
                     }
-                    None => 1,
+                    (None, None) => 1,
                 };
                 match counts {
                     LevelCounts::Sends => r - 1,
@@ -632,6 +638,35 @@ mod tests {
         p.on_data_lost(ms(2), &lost_round(5, 2));
         assert_eq!(p.redundancy(2), Some(2));
         assert_eq!(p.redundancy(1), Some(4));
+    }
+
+    #[test]
+    fn a_fixed_level_ignores_the_replica_outcomes() {
+        let art = |params: &str| match format!("art:{params}").parse::<crate::PolicySpec>() {
+            Ok(crate::PolicySpec::Art(cfg)) => Ok(cfg),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e),
+        };
+        let cfg = art("fixed=3").expect("fixed=3");
+        assert_eq!(cfg.fixed, Some(3));
+        let mut p = Art::new(&cfg, 1);
+        assert_eq!(p.redundancy(1), Some(3));
+        // Outcomes that would move an adaptive R (p_r = 0.7: up; then none lost: down).
+        replica_outcomes(&mut p, 7, 3);
+        p.on_data_lost(ms(2), &lost_round(1, 1));
+        replica_outcomes(&mut p, 0, 10);
+        p.on_data_lost(ms(3), &lost_round(2, 1));
+        p.on_data_lost(ms(3), &lost_round(3, 2));
+        for round in [1, 2, 3] {
+            assert_eq!(p.redundancy(round), Some(3), "round {round}");
+        }
+        // R counts the retransmission by default: two copies of lineage 3, back to back once the
+        // scheduler is off.
+        let cfg = art("fixed=3,scheduler=off").expect("params");
+        let mut p = Art::new(&cfg, 1);
+        p.on_data_lost(ms(0), &lost_round(1, 1));
+        assert_eq!(positions(&mut p, 0, 10, ms(0)), vec![0, 1]);
+        assert!(art("fixed=0").is_err());
     }
 
     #[test]

@@ -155,6 +155,10 @@ pub struct ArtConfig {
     pub r_max: u32,
     /// Whether R counts the retransmission.
     pub level: LevelCounts,
+    /// Hold R at this level instead of adapting it: ART Fig. 18(b)'s "ART-fix" (with the
+    /// scheduler) and "ART-norand" (with `scheduler=off`). By default R adapts.
+    #[serde(deserialize_with = "some_one_to_64")]
+    pub fixed: Option<u32>,
     /// Parsed from the same list by its own struct.
     #[serde(skip)]
     pub scheduler: SchedulerConfig,
@@ -166,6 +170,7 @@ impl Default for ArtConfig {
             l_queue: 10,
             r_max: 10,
             level: LevelCounts::default(),
+            fixed: None,
             scheduler: SchedulerConfig::default(),
         }
     }
@@ -431,6 +436,10 @@ fn l_queue<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
 
 fn one_to_64<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     in_range(d, 1..=64, "an integer in 1..=64")
+}
+
+fn some_one_to_64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    one_to_64(d).map(Some)
 }
 
 fn zero_to_64<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {

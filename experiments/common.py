@@ -406,16 +406,35 @@ def save_figure(fig: Any, path: Path, dpi: int) -> None:
     print(f"wrote {path}")
 
 
-def write_table(fig: str, title: str, body: str, args: argparse.Namespace) -> None:
-    """An AutoRec figure's table with what it took: experiments/figures/<fig>.md (or
-    <fig>-quick.md for a smoke run)."""
+def write_table(
+    fig: str, title: str, body: str, args: argparse.Namespace, per_point: str | None = None
+) -> None:
+    """A figure's table with what it took: experiments/figures/<fig>.md (or <fig>-quick.md for
+    a smoke run). `per_point` says what each point ran (default: seeds x duration)."""
     wall = wall_seconds(RESULTS / fig)
+    per_point = per_point or f"{args.seeds} seeds x {args.duration}"
     save_text(
         figure_path(fig, args.quick, "md"),
         f"## {title}\n\n{body}\n"
-        f"{args.seeds} seeds x {args.duration} per point; wall time {wall:.0f} s with "
+        f"{per_point} per point; wall time {wall:.0f} s with "
         f"--jobs {args.jobs} on {machine()}.\n",
     )
+
+
+def rows_by(
+    agg: pd.DataFrame,
+    axis: str,
+    values: list[Any],
+    labels: list[str],
+    cells: Callable[[pd.Series], list[str]],
+) -> list[list[Any]]:
+    """Table rows of aggregated results, per value of `axis` and policy label in that order:
+    [value, label, *cells(that policy's row)]."""
+    out = []
+    for v in values:
+        sel = agg[agg[axis] == v].set_index("policy")
+        out += [[v, label, *cells(sel.loc[label])] for label in labels]
+    return out
 
 
 # AutoRec §VII's RTC settings of the schemes it compares (Figs. 19-20): AutoRec with alpha = 0

@@ -59,19 +59,16 @@ def main() -> None:
     rows["loss"] = rows["path.down.loss"].str.removeprefix("bernoulli ")
     agg = common.aggregate(rows, ["loss", "policy"], ["redundancy_cost", "n_max"])
 
-    body = []
-    for loss in LOSSES:
-        sel = agg[agg["loss"] == loss].set_index("policy")
-        for p in POLICIES:
-            r = sel.loc[p["label"]]
-            body.append(
-                [
-                    loss,
-                    p["label"],
-                    common.pm(r["redundancy_cost"], r["redundancy_cost_ci"], scale=100),
-                    common.pm(r["n_max"], r["n_max_ci"], digits=2),
-                ]
-            )
+    body = common.rows_by(
+        agg,
+        "loss",
+        LOSSES,
+        [p["label"] for p in POLICIES],
+        lambda r: [
+            common.pm(r["redundancy_cost"], r["redundancy_cost_ci"], scale=100),
+            common.pm(r["n_max"], r["n_max_ci"], digits=2),
+        ],
+    )
     header = ["loss", "level", "redundancy cost % (copies / new)", "N_max"]
     table = common.markdown_table(header, body)
 

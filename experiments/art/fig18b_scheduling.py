@@ -67,29 +67,25 @@ def main() -> None:
     names = {v: k for k, v in BURSTS.items()}
     rows["burst"] = rows["path.down.loss"].map(names)
     agg = common.aggregate(rows, ["burst", "policy"], METRICS)
-    body = []
-    for burst in BURSTS:
-        sel = agg[agg["burst"] == burst].set_index("policy")
-        for p in POLICIES:
-            r = sel.loc[p["label"]]
-            body.append(
-                [
-                    burst,
-                    p["label"],
-                    common.pm(r["copies_sent"], r["copies_sent_ci"], digits=0),
-                    common.pm(r["redundancy_cost"], r["redundancy_cost_ci"], scale=100),
-                    common.pm(r["n_max"], r["n_max_ci"], digits=2),
-                    common.pm(r["fct_ms"], r["fct_ms_ci"]),
-                ]
-            )
+    body = common.rows_by(
+        agg,
+        "burst",
+        list(BURSTS),
+        [p["label"] for p in POLICIES],
+        lambda r: [
+            common.pm(r["copies_sent"], r["copies_sent_ci"], digits=0),
+            common.pm(r["redundancy_cost"], r["redundancy_cost_ci"], scale=100),
+            common.pm(r["n_max"], r["n_max_ci"], digits=2),
+            common.pm(r["fct_ms"], r["fct_ms_ci"]),
+        ],
+    )
     header = ["loss", "policy", "copies sent", "redundancy cost %", "N_max", "mean FCT ms"]
-    table = common.markdown_table(header, body)
-    wall = common.wall_seconds(out)
-    common.save_text(
-        common.figure_path("art-fig18b", args.quick, "md"),
-        "## ART Fig. 18(b): Replica Scheduler on and off under burst loss\n\n"
-        f"{table}\n\n{args.seeds} seeds x {files} files of 200 KB per point (mean ± 95 % CI); "
-        f"wall time {wall:.0f} s with --jobs {args.jobs} on {common.machine()}.\n",
+    common.write_table(
+        "art-fig18b",
+        "ART Fig. 18(b): Replica Scheduler on and off under burst loss",
+        common.markdown_table(header, body) + "\n\n(mean ± 95 % CI)\n",
+        args,
+        per_point=f"{args.seeds} seeds x {files} files of 200 KB",
     )
 
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use recoup_time::Instant;
 
 use crate::frame::{
-    FrameError, FrameKind, FrameParser, FrameSource, ReceivedFrame, FRAME_HEADER_LEN,
+    FrameError, FrameHeader, FrameKind, FrameParser, FrameSource, ReceivedFrame, FRAME_HEADER_LEN,
 };
 use crate::{keep_first_error, unexpected, write_front, App, StreamKey, Write};
 
@@ -332,13 +332,57 @@ impl App for RpcClient {
     fn finish(&mut self, _now: Instant) {}
 }
 
+/// The server side of request/response pairs (RPC, VoD segments): one request frame on each
+/// stream the peer opens, answered on that stream with one frame whose payload length the
+/// caller decides from the request.
+#[derive(Debug, Default)]
+pub(crate) struct Responder {
+    requests: BTreeMap<u64, Incoming>,
+    outgoing: VecDeque<(StreamKey, FrameSource)>,
+    scratch: Vec<ReceivedFrame>,
+}
+
+impl Responder {
+    pub(crate) fn poll_write(&mut self, max: usize) -> Option<Write> {
+        write_front(&mut self.outgoing, max)
+    }
+
+    /// Bytes of request stream `stream` (at most `count` requests); once request i is whole,
+    /// queues a response of `answer(i, request)` payload bytes (`answer` may refuse it).
+    pub(crate) fn on_request(
+        &mut self,
+        now: Instant,
+        (stream, data, fin): (StreamKey, &[u8], bool),
+        count: u64,
+        answer: impl FnOnce(u64, &FrameHeader) -> Result<u32, FrameError>,
+    ) -> Result<(), FrameError> {
+        let StreamKey::Peer(i) = stream else {
+            return Err(unexpected(stream));
+        };
+        if i >= count {
+            return Err(FrameError::Protocol(format!(
+                "request {i}: only {count} requests are expected"
+            )));
+        }
+        let incoming = self.requests.entry(i).or_insert_with(|| Incoming::new(i));
+        let request = incoming.push(now, data, fin, &mut self.scratch)?;
+        if fin {
+            self.requests.remove(&i);
+        }
+        if let Some(request) = request {
+            let payload = answer(i, &request.header)?;
+            let response = FrameSource::new(FrameKind::Delta, i, now, payload);
+            self.outgoing.push_back((stream, response));
+        }
+        Ok(())
+    }
+}
+
 /// The RPC server: answers each complete request on its stream.
 #[derive(Debug)]
 pub struct RpcServer {
     config: RpcConfig,
-    requests: BTreeMap<u64, Incoming>,
-    outgoing: VecDeque<(StreamKey, FrameSource)>,
-    scratch: Vec<ReceivedFrame>,
+    responder: Responder,
 }
 
 impl RpcServer {
@@ -346,16 +390,14 @@ impl RpcServer {
     pub fn new(config: &RpcConfig) -> Self {
         Self {
             config: *config,
-            requests: BTreeMap::new(),
-            outgoing: VecDeque::new(),
-            scratch: Vec::new(),
+            responder: Responder::default(),
         }
     }
 }
 
 impl App for RpcServer {
     fn poll_write(&mut self, _now: Instant, max: usize) -> Option<Write> {
-        write_front(&mut self.outgoing, max)
+        self.responder.poll_write(max)
     }
 
     fn on_stream_bytes(
@@ -365,19 +407,10 @@ impl App for RpcServer {
         data: &[u8],
         fin: bool,
     ) -> Result<(), FrameError> {
-        let StreamKey::Peer(i) = stream else {
-            return Err(unexpected(stream));
-        };
-        if i >= u64::from(self.config.count) {
-            return Err(unexpected(stream));
-        }
-        let incoming = self.requests.entry(i).or_insert_with(|| Incoming::new(i));
-        if incoming.push(now, data, fin, &mut self.scratch)?.is_some() {
-            let response =
-                FrameSource::new(FrameKind::Delta, i, now, payload_len(self.config.response));
-            self.outgoing.push_back((stream, response));
-        }
-        Ok(())
+        let response = payload_len(self.config.response);
+        let count = u64::from(self.config.count);
+        self.responder
+            .on_request(now, (stream, data, fin), count, |_, _| Ok(response))
     }
 
     fn next_wakeup(&self) -> Option<Instant> {

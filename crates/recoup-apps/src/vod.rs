@@ -18,13 +18,13 @@
 //! response is one frame of the segment's size (bitrate x segment duration / 8, the nominal size
 //! of a constant-bitrate encoding).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use recoup_time::Instant;
 
 use crate::frame::{FrameError, FrameKind, FrameSource, ReceivedFrame, FRAME_HEADER_LEN};
-use crate::transfer::Incoming;
+use crate::transfer::{Incoming, Responder};
 use crate::{keep_first_error, unexpected, write_front, App, StreamKey, Write};
 
 /// The DASH dataset's Big Buck Bunny representations ART's §7.5 uses (Lederer et al., MMSys
@@ -421,9 +421,7 @@ impl App for VodClient {
 #[derive(Debug)]
 pub struct VodServer {
     config: VodConfig,
-    requests: BTreeMap<u64, Incoming>,
-    outgoing: VecDeque<(StreamKey, FrameSource)>,
-    scratch: Vec<ReceivedFrame>,
+    responder: Responder,
 }
 
 impl VodServer {
@@ -431,16 +429,14 @@ impl VodServer {
     pub fn new(config: &VodConfig) -> Self {
         Self {
             config: config.clone(),
-            requests: BTreeMap::new(),
-            outgoing: VecDeque::new(),
-            scratch: Vec::new(),
+            responder: Responder::default(),
         }
     }
 }
 
 impl App for VodServer {
     fn poll_write(&mut self, _now: Instant, max: usize) -> Option<Write> {
-        write_front(&mut self.outgoing, max)
+        self.responder.poll_write(max)
     }
 
     fn on_stream_bytes(
@@ -450,40 +446,22 @@ impl App for VodServer {
         data: &[u8],
         fin: bool,
     ) -> Result<(), FrameError> {
-        let StreamKey::Peer(i) = stream else {
-            return Err(unexpected(stream));
-        };
-        if i >= u64::from(self.config.segments) {
-            return Err(FrameError::Protocol(format!(
-                "request for segment {i}: the presentation has {}",
-                self.config.segments
-            )));
-        }
-        let incoming = self.requests.entry(i).or_insert_with(|| Incoming::new(i));
-        let request = incoming.push(now, data, fin, &mut self.scratch)?;
-        if fin {
-            self.requests.remove(&i);
-        }
-        let Some(request) = request else {
-            return Ok(());
-        };
-        let rep = (request.header.payload_len as usize).wrapping_sub(1);
-        if request.header.kind != FrameKind::Request || rep >= self.config.ladder.len() {
-            return Err(FrameError::Protocol(format!(
-                "segment {i}: a request must name one of {} representations",
-                self.config.ladder.len()
-            )));
-        }
-        let size = self.config.segment_bytes(rep);
-        let payload = size.saturating_sub(FRAME_HEADER_LEN as u64);
-        let response = FrameSource::new(
-            FrameKind::Delta,
-            i,
-            now,
-            u32::try_from(payload).unwrap_or(u32::MAX),
-        );
-        self.outgoing.push_back((stream, response));
-        Ok(())
+        let config = &self.config;
+        let count = u64::from(config.segments);
+        self.responder
+            .on_request(now, (stream, data, fin), count, |i, request| {
+                let rep = (request.payload_len as usize).wrapping_sub(1);
+                if request.kind != FrameKind::Request || rep >= config.ladder.len() {
+                    return Err(FrameError::Protocol(format!(
+                        "segment {i}: a request must name one of {} representations",
+                        config.ladder.len()
+                    )));
+                }
+                let payload = config
+                    .segment_bytes(rep)
+                    .saturating_sub(FRAME_HEADER_LEN as u64);
+                Ok(u32::try_from(payload).unwrap_or(u32::MAX))
+            })
     }
 
     fn next_wakeup(&self) -> Option<Instant> {
@@ -624,6 +602,6 @@ mod tests {
         let e = server
             .on_stream_bytes(ms(0), StreamKey::Peer(7), &req, true)
             .expect_err("past the end");
-        assert!(e.to_string().contains("segment 7"), "{e}");
+        assert!(e.to_string().contains("request 7"), "{e}");
     }
 }

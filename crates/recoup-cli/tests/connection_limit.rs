@@ -4,10 +4,9 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{now, read_log, recoup, run_get, serve_files, Proc};
+use common::{now, read_log, run_get, serve_files, spawn_get, Proc};
 
 #[test]
 fn the_client_beyond_the_limit_is_refused_at_once_and_a_closed_slot_is_reused() {
@@ -18,18 +17,16 @@ fn the_client_beyond_the_limit_is_refused_at_once_and_a_closed_slot_is_reused() 
     // The one allowed connection: a live stream of 4 s, kept open meanwhile.
     let logs = tempfile::tempdir().expect("tempdir");
     let first_err = logs.path().join("first");
-    let mut first = Command::new(recoup())
-        .args(["get", "--insecure", "-o"])
-        .arg(logs.path().join("live.bin"))
-        .arg(format!(
-            "https://{addr}/live/a?bitrate=200kbps&fps=10&duration=4s"
-        ))
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&first_err).expect("log"))
-        .spawn()
-        .expect("recoup get");
+    let live = logs.path().join("live.bin");
+    let mut first = spawn_get(
+        &[
+            "--insecure",
+            "-o",
+            &live.display().to_string(),
+            &format!("https://{addr}/live/a?bitrate=200kbps&fps=10&duration=4s"),
+        ],
+        &first_err,
+    );
     assert!(
         server.wait_for_log("connection accepted", Duration::from_secs(10)),
         "the first client was not accepted:\n{}",

@@ -7,10 +7,12 @@ mod common;
 
 use std::net::UdpSocket;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::{fixture, interop_dir, now, python, read_log, recoup, serve_files, wait_child, Proc};
+use common::{
+    fixture, interop_dir, now, python, read_log, recoup, serve_files, spawn_get, wait_child, Proc,
+};
 
 fn get(args: &[&str], out: Option<&Path>) -> Output {
     let mut cmd = Command::new(recoup());
@@ -146,23 +148,19 @@ fn rfc9000_10_3_a_restarted_server_resets_a_running_download_at_once() {
     let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     let (first, addr) = serve_live_with(&cert, &key, "127.0.0.1:0");
     let err = dir.path().join("get.err");
-    let mut get = Command::new(recoup())
-        .args([
-            "get",
+    let out = dir.path().join("live.bin");
+    let mut get = spawn_get(
+        &[
             "--insecure",
             // The reset is the transport's; hq-interop's server log names the request plainly.
             "--alpn",
             "hq-interop",
             &format!("https://{addr}/live/restart"),
             "-o",
-        ])
-        .arg(dir.path().join("live.bin"))
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err).expect("log"))
-        .spawn()
-        .expect("recoup get");
+            &out.display().to_string(),
+        ],
+        &err,
+    );
     assert!(
         first.wait_for_log("GET live stream", Duration::from_secs(10)),
         "the download did not start: {}",

@@ -312,15 +312,7 @@ pub fn count_qlog(dir: &Path) -> QlogCount {
 pub fn run_get(args: &[String], server: &mut Proc) -> (std::process::ExitStatus, String) {
     let logs = tempfile::tempdir().expect("tempdir");
     let err = logs.path().join("err");
-    let mut child = Command::new(recoup())
-        .arg("get")
-        .args(args)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err).expect("log"))
-        .spawn()
-        .expect("recoup get");
+    let mut child = spawn_get(args, &err);
     match wait_child(&mut child, GET_TIMEOUT) {
         Some(status) => (status, read_log(&err)),
         None => panic!(
@@ -329,6 +321,19 @@ pub fn run_get(args: &[String], server: &mut Proc) -> (std::process::ExitStatus,
             server.output()
         ),
     }
+}
+
+/// Starts `recoup get ARGS` (RUST_LOG=info, no terminal) with its stderr in `err`.
+pub fn spawn_get<S: AsRef<std::ffi::OsStr>>(args: &[S], err: &Path) -> Child {
+    Command::new(recoup())
+        .arg("get")
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(err).expect("log"))
+        .spawn()
+        .expect("recoup get")
 }
 
 /// Waits for `child` to exit within `timeout`; `None` (and the child killed) if it did not.

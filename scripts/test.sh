@@ -83,7 +83,9 @@ step "interop matrix (tests/interop/matrix.py; table in docs/INTEROP.md)"
 # The QUIC interop runner's cases against aioquic and quinn, through recoup link, checked from
 # decrypted captures (tshark, installed above; the matrix refuses to run without it). Exits
 # non-zero if a run fails; a peer's unsupported case is not a failure.
-cargo build --locked -p recoup-cli -p recoup-interop
+# The whole workspace, as cargo test built it: building two packages alone unifies other
+# features and compiles much of the tree a second time.
+cargo build --workspace --bins --locked
 python3 tests/interop/matrix.py --bin "${CARGO_TARGET_DIR:-target}/debug" --jobs 2
 
 step "python package recoup: build (maturin), pytest, ruff"

@@ -49,6 +49,22 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 command -v chromium >/dev/null 2>&1 && chromium --version 2>/dev/null | tail -1
 
+step "DASH player: ffmpeg (Debian) for the test media, dash.js (npm)"
+# crates/recoup-cli/tests/dash_player.rs plays a presentation made by scripts/dash-site.sh
+# (ffmpeg encodes it) with dash.js (web/dash/package-lock.json) in headless Chromium.
+apt_missing=()
+command -v ffmpeg >/dev/null 2>&1 || apt_missing+=(ffmpeg)
+command -v npm >/dev/null 2>&1 || apt_missing+=(nodejs npm)
+if [ ${#apt_missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_missing[@]}" >/dev/null
+  else
+    echo "${apt_missing[*]} not installed (needs root for apt-get): the DASH test will fail" >&2
+  fi
+fi
+npm ci --prefix web/dash --no-audit --no-fund --loglevel=error
+ffmpeg -hide_banner -version | head -1
+
 step "C compiler (the C ABI test compiles a C host)"
 if ! command -v cc >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

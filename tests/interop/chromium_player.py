@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""Plays a recoup live stream in headless Chromium (web/player.html) over HTTP/3.
+"""Plays a recoup page in headless Chromium over HTTP/3: the live player (web/player.html) or the
+DASH player (web/dash/index.html, dash.js).
 
 Starts Debian's `chromium` headless with QUIC forced to the page's origin and the server's
 certificate pinned by its SPKI hash, drives it through the DevTools protocol over a pipe
 (`--remote-debugging-pipe`: no port, no websocket library), waits until the page publishes its
-summary (`window.recoupResult`), saves a screenshot and prints one JSON line: the page's summary
-plus `netlog`, what Chromium's own net log says about the QUIC session (the ALPN it
-negotiated and the packets it exchanged), and `model_check`, the page's freezes recomputed from
+summary (`window.recoupResult`: `ok`, `failure`, `page_protocol`, `stream_protocol` and the
+page's own metrics), saves a screenshot and prints one JSON line: the page's summary plus
+`netlog`, what Chromium's own net log says about the QUIC session (the ALPN it negotiated and the
+packets it exchanged), and for the live player `model_check`, the page's freezes recomputed from
 its arrival times by live_player.py's model (the Python port of recoup's player). Exits
 non-zero, with the reason on stderr, if Chromium is missing or fails, the page never reports
-within --timeout, the stream was not intact, or HTTP/3 was not used.
+within --timeout, the page reports a failure (a stream not intact, a dash.js error), or HTTP/3
+was not used.
 
     python3 chromium_player.py --cert cert.pem \\
         --url "https://127.0.0.1:4433/player.html?stream=/live/cam%3Fduration%3D20s" \\
         --screenshot player.png
+    python3 chromium_player.py --cert cert.pem \\
+        --url "https://127.0.0.1:4433/index.html?mpd=media/manifest.mpd" --screenshot dash.png
 """
 
 import argparse

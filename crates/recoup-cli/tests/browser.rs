@@ -18,8 +18,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    count_qlog, interop_dir, link_command, python, recoup, run_peer_within, Proc,
-    CLOSE_OVER_LOSS_TIMEOUT,
+    certificate, count_qlog, encode, interop_dir, link_command, python, recoup, run_peer_within,
+    Proc, CLOSE_OVER_LOSS_TIMEOUT,
 };
 
 const FPS: u64 = 30;
@@ -34,18 +34,6 @@ const MAX_FREEZES: u64 = 2;
 
 fn web_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web")
-}
-
-/// A self-signed certificate and key in `dir` (rcgen: ECDSA P-256, which Chromium's QUIC
-/// accepts), for the server to use and the browser to pin.
-fn certificate(dir: &Path) -> (PathBuf, PathBuf) {
-    let generated =
-        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .expect("rcgen");
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert, generated.cert.pem()).expect("write cert");
-    std::fs::write(&key, generated.key_pair.serialize_pem()).expect("write key");
-    (cert, key)
 }
 
 fn number(summary: &serde_json::Value, key: &str) -> u64 {
@@ -145,18 +133,4 @@ fn chromium_plays_a_live_stream_over_http3_through_a_lossy_link() {
     eprintln!("server qlog: {count:?}");
     assert!(count.retransmissions > 50, "{count:?}");
     assert!(count.copies > 0, "autorec sent no copies: {count:?}");
-}
-
-/// Percent-encodes a query value: everything but unreserved characters (RFC 3986 §2.3) and `/`
-/// (allowed in a query, §3.4).
-fn encode(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

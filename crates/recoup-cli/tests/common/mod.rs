@@ -214,12 +214,22 @@ pub fn run_peer(name: &str, cmd: Command, server: &mut Proc) -> String {
 }
 
 /// [`run_peer`] with another bound on its run time.
-pub fn run_peer_within(
+pub fn run_peer_within(name: &str, cmd: Command, server: &mut Proc, timeout: Duration) -> String {
+    match run_peer_status_within(name, cmd, server, timeout) {
+        (Some(s), report) if s.success() => report,
+        (Some(s), report) => panic!("{name} failed ({s}):\n{report}"),
+        (None, report) => panic!("{name} did not finish within {timeout:?}:\n{report}"),
+    }
+}
+
+/// Runs a peer within `timeout` (killed past it); its exit status (`None` if killed) and a
+/// report of its stdout, its stderr and the server's output, for tests that expect it to fail.
+pub fn run_peer_status_within(
     name: &str,
     mut cmd: Command,
     server: &mut Proc,
     timeout: Duration,
-) -> String {
+) -> (Option<std::process::ExitStatus>, String) {
     let log_dir = tempfile::tempdir().expect("tempdir");
     let out = log_dir.path().join("out");
     let err = log_dir.path().join("err");
@@ -236,11 +246,7 @@ pub fn run_peer_within(
         read_log(&err),
         server.output()
     );
-    match status {
-        Some(s) if s.success() => report,
-        Some(s) => panic!("{name} failed ({s}):\n{report}"),
-        None => panic!("{name} did not finish within {timeout:?}:\n{report}"),
-    }
+    (status, report)
 }
 
 impl Proc {
@@ -350,4 +356,30 @@ pub fn wait_child(child: &mut Child, timeout: Duration) -> Option<std::process::
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A self-signed certificate and key in `dir` (rcgen: ECDSA P-256, which Chromium's QUIC
+/// accepts), for the server to use and the browser to pin.
+pub fn certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    let generated =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .expect("rcgen");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, generated.cert.pem()).expect("write cert");
+    std::fs::write(&key, generated.key_pair.serialize_pem()).expect("write key");
+    (cert, key)
+}
+
+/// Percent-encodes a query value: everything but unreserved characters (RFC 3986 §2.3) and `/`
+/// (allowed in a query, §3.4).
+pub fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

@@ -238,11 +238,14 @@ def _axes(scenario: str) -> dict[str, str]:
     return dict(part.split("=", 1) for part in m.group(1).split(","))
 
 
-def run(plan: dict[str, Any], path: Path, args: argparse.Namespace) -> pd.DataFrame:
+def run(
+    plan: dict[str, Any], path: Path, args: argparse.Namespace, *, losses: bool = False
+) -> pd.DataFrame:
     """Writes `plan` to the scenario file `path` and runs it on `args.jobs` threads into that
     file's folder (emptied first), unless `args.replot`; returns the rows of runs.csv, one per
     (sweep point, policy, seed), with one column per sweep axis. The wall time goes to
-    wall_seconds.txt beside them."""
+    wall_seconds.txt beside them. With `losses`, every run's lost data ranges go to
+    losses/ there too (`recoup run --losses`, read with `losses_file`)."""
     out = path.parent
     provenance()
     if not args.replot:
@@ -251,6 +254,7 @@ def run(plan: dict[str, Any], path: Path, args: argparse.Namespace) -> pd.DataFr
         out.mkdir(parents=True)
         path.write_text(to_toml(plan))
         cmd = [str(recoup_binary()), "run", str(path), "--out", str(out), "--jobs", str(args.jobs)]
+        cmd += ["--losses"] if losses else []
         print("$", " ".join(cmd), flush=True)
         t0 = time.monotonic()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -263,6 +267,18 @@ def run(plan: dict[str, Any], path: Path, args: argparse.Namespace) -> pd.DataFr
         sys.exit(f"{len(bad)} runs report an application error ({bad.iloc[0]}); see {out}")
     axes = df["scenario"].map(_axes).apply(pd.Series)
     return pd.concat([axes, df], axis=1)
+
+
+def losses_file(folder: Path, scenario: str, policy: str, seed: int) -> Path:
+    """The loss records `recoup run --losses` wrote into `folder` for one run: the name as
+    recoup_sim::run::losses_file_name makes it (characters other than letters, digits and
+    `._-=` replaced by `_`)."""
+    name = f"{scenario}-{policy}-{seed}.csv"
+    return (
+        folder
+        / "losses"
+        / "".join(c if c.isascii() and (c.isalnum() or c in "._-=") else "_" for c in name)
+    )
 
 
 def wall_seconds(folder: Path) -> float:

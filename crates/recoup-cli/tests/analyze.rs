@@ -1,4 +1,4 @@
-//! `recoup run --qlog` and `recoup analyze` as a user runs them.
+//! `recoup run --qlog --losses` and `recoup analyze` as a user runs them.
 
 use std::process::Command;
 
@@ -42,6 +42,7 @@ fn run_writes_qlog_that_analyze_reads_back() {
         .arg("--out")
         .arg(&out)
         .arg("--qlog")
+        .arg("--losses")
         .output()
         .expect("run recoup");
     assert!(
@@ -107,6 +108,11 @@ fn run_writes_qlog_that_analyze_reads_back() {
     ] {
         assert_eq!(get(&rows, col), get(&runs, col), "{col}");
     }
+    // --losses: one row per lost range the run counted.
+    let losses =
+        csv_rows(&std::fs::read_to_string(out.join("losses/qa-arq-1.csv")).expect("losses"));
+    assert!(losses[0].iter().any(|h| h == "rounds"), "{:?}", losses[0]);
+    assert_eq!((losses.len() - 1).to_string(), get(&runs, "lost_ranges"));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(an.join("analyze.json")).expect("json"))
             .expect("valid json");

@@ -667,6 +667,52 @@ pub fn summarize(rows: &[RunRow]) -> Vec<SummaryRow> {
 }
 
 /// Writes `rows` as CSV with a header line (`None` is an empty cell).
+/// One lost data range of a run's sender (`recoup run --losses`): where it sits in the stream,
+/// its times (ms of simulated time since the run's start) and its retransmission rounds and
+/// sends, as [`Recovered`] holds them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LossRecord {
+    pub stream: u64,
+    /// Stream offsets `[start, end)`.
+    pub start: u64,
+    pub end: u64,
+    pub first_sent_ms: f64,
+    pub first_detected_ms: f64,
+    /// The first ARQ retransmission, if one went out.
+    pub first_retransmit_sent_ms: Option<f64>,
+    /// The send of the earliest copy the receiver got.
+    pub recovered_by_sent_ms: f64,
+    /// When the acknowledgement that completed the range arrived.
+    pub completed_ms: f64,
+    /// Retransmission rounds N (ART §5.1).
+    pub rounds: u32,
+    /// Retransmissions and copies sent (K).
+    pub sends: u32,
+    pub copies: u32,
+    pub first_retransmit_arrived: bool,
+    pub recovery_latency_ms: f64,
+}
+
+impl From<&Recovered> for LossRecord {
+    fn from(r: &Recovered) -> Self {
+        Self {
+            stream: r.range.stream,
+            start: r.range.start,
+            end: r.range.end,
+            first_sent_ms: r.first_sent.as_millis_f64(),
+            first_detected_ms: r.first_detected.as_millis_f64(),
+            first_retransmit_sent_ms: r.first_retransmit_sent.map(|t| t.as_millis_f64()),
+            recovered_by_sent_ms: r.recovered_by_sent.as_millis_f64(),
+            completed_ms: r.completed.as_millis_f64(),
+            rounds: r.rounds,
+            sends: r.sends,
+            copies: r.copies,
+            first_retransmit_arrived: r.first_retransmit_arrived,
+            recovery_latency_ms: ms(r.recovery_latency()),
+        }
+    }
+}
+
 pub fn write_csv<T: Serialize>(rows: &[T], out: impl io::Write) -> Result<(), csv::Error> {
     let mut w = csv::Writer::from_writer(out);
     for r in rows {

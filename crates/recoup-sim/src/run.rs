@@ -20,7 +20,9 @@ use recoup_transport::{
 };
 
 use crate::app::{AppEndpoint, AppOutcome};
-use crate::metrics::{goodput_window, run_row, CwndHolds, RunCounters, RunRow};
+use crate::metrics::{
+    goodput_window, run_row, write_csv, CwndHolds, LossRecord, RunCounters, RunRow,
+};
 use crate::oracle::Oracle;
 use crate::quic::{Application, QuicNode};
 use crate::scenario::{PolicyEntry, Scenario};
@@ -132,6 +134,8 @@ pub enum RunError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("loss records {path}: {detail}")]
+    Losses { path: PathBuf, detail: String },
 }
 
 /// The qlog file of one side of a run: `<scenario>-<policy>-<seed>-{server,client}.sqlog`, with
@@ -143,8 +147,18 @@ pub fn qlog_file_name(scenario: &str, policy: &str, seed: u64, vantage: VantageP
         VantagePoint::Server => "server",
         VantagePoint::Client => "client",
     };
-    format!("{scenario}-{policy}-{seed}-{side}.sqlog")
-        .chars()
+    file_name(&format!("{scenario}-{policy}-{seed}-{side}.sqlog"))
+}
+
+/// The loss records of a run ([`RunOutputs::losses_dir`]): `<scenario>-<policy>-<seed>.csv`,
+/// with the characters [`qlog_file_name`] replaces replaced.
+#[must_use]
+pub fn losses_file_name(scenario: &str, policy: &str, seed: u64) -> String {
+    file_name(&format!("{scenario}-{policy}-{seed}.csv"))
+}
+
+fn file_name(name: &str) -> String {
+    name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || "._-=".contains(c) {
                 c
@@ -153,6 +167,16 @@ pub fn qlog_file_name(scenario: &str, policy: &str, seed: u64, vantage: VantageP
             }
         })
         .collect()
+}
+
+/// What a run writes besides its result row. Neither changes the run's results.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOutputs<'a> {
+    /// A qlog trace per side, named by [`qlog_file_name`], with simulated times.
+    pub qlog_dir: Option<&'a Path>,
+    /// The sender's lost data ranges, one CSV row each ([`crate::metrics::LossRecord`]), in a
+    /// file named by [`losses_file_name`].
+    pub losses_dir: Option<&'a Path>,
 }
 
 /// qlog's `reference_time` of simulated runs: simulated time 0 is the Unix epoch, so that a
@@ -183,18 +207,17 @@ fn qlog_writer(
 /// One run: `policy` of `scenario` with `seed`. The server is the sender (a CDN edge), the
 /// client the viewer.
 pub fn run_one(scenario: &Scenario, policy: &PolicyEntry, seed: u64) -> Result<RunRow, RunError> {
-    run_one_with_qlog(scenario, policy, seed, None)
+    run_one_with_outputs(scenario, policy, seed, RunOutputs::default())
 }
 
-/// [`run_one`], and with `qlog_dir` a qlog trace per side in that directory, named by
-/// [`qlog_file_name`], with simulated times. Tracing does not change the run's results.
-pub fn run_one_with_qlog(
+/// [`run_one`], writing what `outputs` asks for.
+pub fn run_one_with_outputs(
     scenario: &Scenario,
     policy: &PolicyEntry,
     seed: u64,
-    qlog_dir: Option<&Path>,
+    outputs: RunOutputs<'_>,
 ) -> Result<RunRow, RunError> {
-    let mut rows = run_flows_with_qlog(scenario, policy, seed, 1, qlog_dir, None)?;
+    let mut rows = run_flows_with_outputs(scenario, policy, seed, 1, outputs, None)?;
     Ok(rows.remove(0))
 }
 
@@ -206,7 +229,14 @@ pub fn run_one_with_policy(
     seed: u64,
     factory: PolicyFactory,
 ) -> Result<RunRow, RunError> {
-    let mut rows = run_flows_with_qlog(scenario, policy, seed, 1, None, Some(factory))?;
+    let mut rows = run_flows_with_outputs(
+        scenario,
+        policy,
+        seed,
+        1,
+        RunOutputs::default(),
+        Some(factory),
+    )?;
     Ok(rows.remove(0))
 }
 
@@ -223,7 +253,7 @@ pub fn run_flows(
     seed: u64,
     flows: usize,
 ) -> Result<Vec<RunRow>, RunError> {
-    run_flows_with_qlog(scenario, policy, seed, flows, None, None)
+    run_flows_with_outputs(scenario, policy, seed, flows, RunOutputs::default(), None)
 }
 
 /// The seed of flow `i` of a run with `seed`.
@@ -360,12 +390,13 @@ fn add_flow(
     })
 }
 
-fn run_flows_with_qlog(
+/// [`run_flows`] with `outputs` (of flow 0) and an optional policy factory.
+fn run_flows_with_outputs(
     scenario: &Scenario,
     policy: &PolicyEntry,
     seed: u64,
     flows: usize,
-    qlog_dir: Option<&Path>,
+    outputs: RunOutputs<'_>,
     custom: Option<PolicyFactory>,
 ) -> Result<Vec<RunRow>, RunError> {
     if !(1..=MAX_FLOWS).contains(&flows) {
@@ -383,7 +414,7 @@ fn run_flows_with_qlog(
                 scenario,
                 policy,
                 (seed, i),
-                qlog_dir,
+                outputs.qlog_dir,
                 custom.as_ref(),
             )
         })
@@ -403,10 +434,32 @@ fn run_flows_with_qlog(
     }
     let end = start + scenario.duration + DRAIN;
     sim.run_until(end);
-    Ok(all
+    let rows: Vec<RunRow> = all
         .iter()
         .map(|f| flow_row(&mut sim, f, scenario, policy, (seed, end)))
-        .collect())
+        .collect();
+    if let Some(dir) = outputs.losses_dir {
+        let driver = sim
+            .downcast_mut::<QuicNode<AppDriver>>(all[0].server)
+            .expect("server node is a QuicNode<AppDriver>")
+            .app();
+        let path = dir.join(losses_file_name(&scenario.name, &policy.label, seed));
+        write_losses(&path, &driver.recovered)?;
+    }
+    Ok(rows)
+}
+
+fn write_losses(path: &Path, recovered: &[Recovered]) -> Result<(), RunError> {
+    let records: Vec<LossRecord> = recovered.iter().map(LossRecord::from).collect();
+    let err = |detail: String| RunError::Losses {
+        path: path.to_owned(),
+        detail,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
+    }
+    let file = File::create(path).map_err(|e| err(e.to_string()))?;
+    write_csv(&records, BufWriter::new(file)).map_err(|e| err(e.to_string()))
 }
 
 /// Routes `from`'s datagrams to `dst` through the chain `path` (as [`Simulator::add_path`]

@@ -3,7 +3,7 @@
 
 use recoup_sim::metrics::RunRow;
 use recoup_sim::qlog_analyze::{analyze_file, AnalyzeError, Format, DEFAULT_OFF_GAP};
-use recoup_sim::run::{qlog_file_name, run_one, run_one_with_qlog};
+use recoup_sim::run::{qlog_file_name, run_one, run_one_with_outputs, RunOutputs};
 use recoup_sim::scenario::{load_str, Scenario};
 use recoup_transport::qlog::VantagePoint;
 
@@ -82,7 +82,16 @@ fn analyze_of_the_server_qlog_equals_the_simulator_metrics() {
     let dir = tempfile::tempdir().expect("tempdir");
     for policy in &sc.policies {
         let seed = 3;
-        let sim = run_one_with_qlog(&sc, policy, seed, Some(dir.path())).expect("run");
+        let sim = run_one_with_outputs(
+            &sc,
+            policy,
+            seed,
+            RunOutputs {
+                qlog_dir: Some(dir.path()),
+                ..RunOutputs::default()
+            },
+        )
+        .expect("run");
         assert_eq!(sim.app_error, None);
         let plain = run_one(&sc, policy, seed).expect("run");
         assert_eq!(

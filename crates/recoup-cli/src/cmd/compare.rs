@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use recoup_sim::metrics::SummaryRow;
+use recoup_sim::run::RunOutputs;
 use recoup_sim::scenario::Scenario;
 
 use super::simulate::{self, Error, Overrides, PointResult};
@@ -48,7 +49,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         duration: args.duration,
     }
     .apply(&mut scenarios)?;
-    let results = simulate::run_all(&scenarios, args.jobs, None)?;
+    let results = simulate::run_all(&scenarios, args.jobs, RunOutputs::default())?;
     for (point, scenario) in results.iter().zip(&scenarios) {
         println!(
             "{} ({} seeds x {:?} per policy)",

@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 
 use recoup_sim::metrics::RunRow;
 use recoup_sim::population::{self, fleet_cdf, fleet_summary, Stream, MAX_STREAMS};
+use recoup_sim::run::RunOutputs;
 use recoup_sim::scenario::Scenario;
 use serde::Serialize;
 
@@ -68,7 +69,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             &scenarios,
             &work,
             args.jobs,
-            None,
+            RunOutputs::default(),
             &bar,
             &|_, _| Ok(()),
             None,

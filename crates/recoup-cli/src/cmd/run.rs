@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use recoup_sim::run::RunOutputs;
+
 use super::simulate::{self, Error, Overrides};
 
 /// Run a scenario file in the simulator: every sweep point x policy x seed, in parallel.
@@ -15,6 +17,7 @@ use super::simulate::{self, Error, Overrides};
   recoup run scenarios/autorec.toml --out results/autorec
   recoup run sweep.toml --out results/sweep --seeds 3 --jobs 2
   recoup run scenarios/default.toml --out results/a --seeds 1 --qlog
+  recoup run scenarios/default.toml --out results/a --seeds 2 --losses
   recoup run scenarios/default.toml --out results/quick --seeds 2 --duration 10s")]
 pub struct Args {
     /// Scenario file (TOML, DESIGN.md \"Scenario file\").
@@ -35,6 +38,11 @@ pub struct Args {
     /// DIR/qlog/<scenario>-<policy>-<seed>-{server,client}.sqlog (simulated time).
     #[arg(long)]
     pub qlog: bool,
+    /// Also write every lost data range of each run's sender, one CSV row each (stream range,
+    /// send and detection times, retransmission rounds N, sends, copies):
+    /// DIR/losses/<scenario>-<policy>-<seed>.csv.
+    #[arg(long)]
+    pub losses: bool,
     /// Table formats, comma-separated: csv, json, parquet (Parquet is written by python3 with
     /// the recoup package, pandas and pyarrow).
     #[arg(long, value_name = "FORMAT", value_enum, value_delimiter = ',', default_values = ["csv", "json"])]
@@ -48,7 +56,12 @@ pub fn run(args: Args) -> Result<(), Error> {
     }
     .load(&args.scenario)?;
     let qlog_dir = args.qlog.then(|| args.out.join("qlog"));
-    let results = simulate::run_all(&scenarios, args.jobs, qlog_dir.as_deref())?;
+    let losses_dir = args.losses.then(|| args.out.join("losses"));
+    let outputs = RunOutputs {
+        qlog_dir: qlog_dir.as_deref(),
+        losses_dir: losses_dir.as_deref(),
+    };
+    let results = simulate::run_all(&scenarios, args.jobs, outputs)?;
     let mut written = simulate::write_outputs(&args.out, &results, &args.format)?;
     written.push(simulate::keep_scenario(&args.scenario, &args.out)?);
     let runs: usize = results.iter().map(|r| r.runs.len()).sum();

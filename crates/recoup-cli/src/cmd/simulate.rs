@@ -11,7 +11,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use recoup_sim::metrics::{fill_baseline_columns, summarize, write_csv, RunRow, SummaryRow};
-use recoup_sim::run::{jobs, run_one_with_qlog};
+use recoup_sim::run::{jobs, run_one_with_outputs, RunOutputs};
 use recoup_sim::scenario::{Scenario, ScenarioError};
 use serde::Serialize;
 
@@ -104,12 +104,12 @@ pub fn all_jobs(scenarios: &[Scenario]) -> Vec<Job> {
         .collect()
 }
 
-/// Runs every (point, policy, seed) on `threads` worker threads (0: one per core), writing a
-/// qlog trace per run and side into `qlog_dir` when given.
+/// Runs every (point, policy, seed) on `threads` worker threads (0: one per core), writing
+/// what `outputs` asks for (qlog traces, loss records) per run.
 pub fn run_all(
     scenarios: &[Scenario],
     threads: usize,
-    qlog_dir: Option<&Path>,
+    outputs: RunOutputs<'_>,
 ) -> Result<Vec<PointResult>, Error> {
     let work = all_jobs(scenarios);
     let bar = progress_bar(work.len() as u64);
@@ -117,7 +117,7 @@ pub fn run_all(
         scenarios,
         &work,
         threads,
-        qlog_dir,
+        outputs,
         &bar,
         &|_, _| Ok(()),
         None,
@@ -128,12 +128,12 @@ pub fn run_all(
 
 /// Runs `work` on `threads` worker threads (0: one per core), advancing `bar` and handing each
 /// finished run to `done` as soon as it finishes. Once `stop` is set, runs not yet started are
-/// left out of the result. With `qlog_dir`, each run writes its qlog traces there.
+/// left out of the result. Each run writes what `outputs` asks for.
 pub fn run_jobs(
     scenarios: &[Scenario],
     work: &[Job],
     threads: usize,
-    qlog_dir: Option<&Path>,
+    outputs: RunOutputs<'_>,
     bar: &ProgressBar,
     done: &(dyn Fn(Job, &RunRow) -> Result<(), Error> + Sync),
     stop: Option<&AtomicBool>,
@@ -152,7 +152,7 @@ pub fn run_jobs(
                 let scenario = &scenarios[i];
                 let policy = &scenario.policies[p];
                 let row =
-                    run_one_with_qlog(scenario, policy, seed, qlog_dir).map_err(|source| {
+                    run_one_with_outputs(scenario, policy, seed, outputs).map_err(|source| {
                         Error::Run {
                             scenario: scenario.name.clone(),
                             policy: policy.label.clone(),

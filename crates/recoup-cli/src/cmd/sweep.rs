@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use recoup_sim::metrics::RunRow;
+use recoup_sim::run::RunOutputs;
 use recoup_sim::scenario::Scenario;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -139,7 +140,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         &scenarios,
         &todo,
         args.jobs,
-        None,
+        RunOutputs::default(),
         &bar,
         &record,
         Some(&STOP),

@@ -44,7 +44,7 @@ if [[ ! -f $dashjs ]]; then
 fi
 
 mkdir -p "$out/media"
-cp web/dash/index.html web/dash/player.js "$dashjs" "$out/"
+cp web/dash/index.html web/dash/player.js web/player.css "$dashjs" "$out/"
 # 4 s GOPs, one per segment, so that every segment starts with a key frame; constant bitrate
 # (min = max = target) so that a segment's size follows its rung as in the simulator's VoD.
 rungs=(128503:256x144 509091:480x270 1207152:640x360 2409742:854x480)

@@ -35,6 +35,10 @@
   let ended = false;
   let done = false;
   let failure = null;
+  // Set once the player runs; `finish` may come first (dash.js missing, a bad query).
+  let sampler = null;
+  let timer = null;
+  let player = null;
 
   $("note").textContent = page.get("note") || "";
   $("source").textContent = mpd;
@@ -45,7 +49,7 @@
   }
   $("version").textContent = `dash.js ${dashjs.Version}`;
 
-  const player = dashjs.MediaPlayer().create();
+  player = dashjs.MediaPlayer().create();
   const events = dashjs.MediaPlayer.events;
   if (abr === "throughput") {
     player.updateSettings({
@@ -156,7 +160,7 @@
       ok: ended && failure === null,
       failure,
       errors,
-      dashjs_version: dashjs.Version,
+      dashjs_version: typeof dashjs === "undefined" ? null : dashjs.Version,
       mpd,
       abr,
       segments: indices.size,
@@ -251,7 +255,7 @@
     $("verdict").className = `verdict ${s.ok ? "ok" : "bad"}`;
     $("result").textContent = JSON.stringify(s);
     window.recoupResult = s;
-    if (failure !== null) {
+    if (failure !== null && player) {
       // Stop dash.js's retries; a finished player keeps its last picture on the page.
       try {
         player.reset();
@@ -261,13 +265,13 @@
     }
   }
 
-  const sampler = setInterval(() => {
+  sampler = setInterval(() => {
     if (startupMs !== null || Number.isFinite(video.duration)) {
       bufferSamples.push([since(), player.getDashMetrics().getCurrentBufferLevel("video") || 0]);
     }
     render();
   }, 250);
-  const timer = setTimeout(() => {
+  timer = setTimeout(() => {
     failure = failure || `playback did not end within ${timeoutS} s`;
     finish();
   }, timeoutS * 1000);

@@ -269,6 +269,34 @@ def run(
     return pd.concat([axes, df], axis=1)
 
 
+def train_dqn(
+    out: Path,
+    episodes: int,
+    seed: int,
+    *,
+    replot: bool = False,
+    gamma: float | None = None,
+    scenario: Path | None = None,
+) -> Path:
+    """art-dqn's weights at `out`, trained by `recoup train-dqn` (`gamma`: ART §8's reward
+    ratio; `scenario`: train on that file's sweep points instead of the built-in ones); an
+    existing file is kept with `replot`. The wall time goes to <out>.seconds beside it."""
+    if replot and out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [str(recoup_binary()), "train-dqn", "--out", str(out)]
+    cmd += ["--episodes", str(episodes), "--seed", str(seed)]
+    cmd += ["--gamma", str(gamma)] if gamma is not None else []
+    cmd += ["--scenario", str(scenario)] if scenario is not None else []
+    print("$", " ".join(cmd), flush=True)
+    t0 = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    wall = time.monotonic() - t0
+    out.with_suffix(".seconds").write_text(f"{wall:.1f}\n")
+    print(f"{out.name}: trained in {wall:.1f} s wall", flush=True)
+    return out
+
+
 def losses_file(folder: Path, scenario: str, policy: str, seed: int) -> Path:
     """The loss records `recoup run --losses` wrote into `folder` for one run: the name as
     recoup_sim::run::losses_file_name makes it (characters other than letters, digits and

@@ -22,9 +22,7 @@ experiments/results/beyond-pareto/.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -75,26 +73,7 @@ def train_dqn(args: argparse.Namespace) -> Path:
     """art-dqn's weights, trained by `recoup train-dqn` from a fixed seed on its built-in
     scenarios (not on this study's cells) into the results folder; kept with --replot."""
     out = common.RESULTS / "beyond-pareto" / "art-dqn" / f"weights-seed{DQN_SEED}.safetensors"
-    if args.replot and out.exists():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        str(common.recoup_binary()),
-        "train-dqn",
-        "--out",
-        str(out),
-        "--episodes",
-        str(args.dqn_episodes),
-        "--seed",
-        str(DQN_SEED),
-    ]
-    print("$", " ".join(cmd), flush=True)
-    t0 = time.monotonic()
-    subprocess.run(cmd, check=True)
-    wall = time.monotonic() - t0
-    (out.parent / "train_seconds.txt").write_text(f"{wall:.1f}\n")
-    print(f"art-dqn trained in {wall:.1f} s wall", flush=True)
-    return out
+    return common.train_dqn(out, args.dqn_episodes, DQN_SEED, replot=args.replot)
 
 
 def dqn_policy(weights: Path) -> list[dict]:

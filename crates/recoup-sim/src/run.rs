@@ -151,7 +151,7 @@ pub fn qlog_file_name(scenario: &str, policy: &str, seed: u64, vantage: VantageP
 }
 
 /// The loss records of a run ([`RunOutputs::losses_dir`]): `<scenario>-<policy>-<seed>.csv`,
-/// with the characters [`qlog_file_name`] replaces replaced.
+/// made file-safe as [`qlog_file_name`] does.
 #[must_use]
 pub fn losses_file_name(scenario: &str, policy: &str, seed: u64) -> String {
     file_name(&format!("{scenario}-{policy}-{seed}.csv"))

@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    certificate, count_qlog, encode, interop_dir, link_command, python, recoup, run_peer_within,
+    certificate, count_qlog, encode, interop_dir, link_command, python, run_peer_within, serve_tls,
     Proc, CLOSE_OVER_LOSS_TIMEOUT,
 };
 
@@ -47,19 +47,7 @@ fn chromium_plays_a_live_stream_over_http3_through_a_lossy_link() {
     let work = tempfile::tempdir().expect("tempdir");
     let (cert, key) = certificate(work.path());
     let qlog = work.path().join("qlog");
-    let mut cmd = Command::new(recoup());
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--policy", "autorec"])
-        .args(["--cc", "bbr"])
-        .arg("--root")
-        .arg(web_root())
-        .arg("--cert")
-        .arg(&cert)
-        .arg("--key")
-        .arg(&key)
-        .arg("--qlog-dir")
-        .arg(&qlog)
-        .env("RUST_LOG", "info");
-    let (mut server, server_addr) = Proc::server("recoup serve", cmd);
+    let (mut server, server_addr) = serve_tls(&web_root(), &cert, &key, "autorec", &qlog);
     let link_flags = [
         "--rtt",
         "60ms",

@@ -20,8 +20,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    certificate, count_qlog, encode, interop_dir, link_command, now, python, recoup,
-    run_peer_status_within, Proc,
+    certificate, count_qlog, encode, interop_dir, link_command, now, python,
+    run_peer_status_within, serve_tls, Proc,
 };
 
 const SECONDS: u64 = 40;
@@ -59,21 +59,6 @@ fn dash_site(dir: &Path) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-fn serve(site: &Path, cert: &Path, key: &Path, policy: &str, qlog: &Path) -> (Proc, SocketAddr) {
-    let mut cmd = Command::new(recoup());
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--cc", "bbr"])
-        .args(["--policy", policy, "--root"])
-        .arg(site)
-        .arg("--cert")
-        .arg(cert)
-        .arg("--key")
-        .arg(key)
-        .arg("--qlog-dir")
-        .arg(qlog)
-        .env("RUST_LOG", "info");
-    Proc::server("recoup serve", cmd)
 }
 
 /// chromium_player.py on `page` at `origin`; its exit status and its JSON summary line.
@@ -119,7 +104,7 @@ fn dash_js_plays_video_on_demand_over_http3_through_an_lte_link_with_arq_and_art
     let mut table = Vec::new();
     for policy in ["arq", "art"] {
         let qlog = work.path().join(format!("qlog-{policy}"));
-        let (mut server, server_addr) = serve(&site, &cert, &key, policy, &qlog);
+        let (mut server, server_addr) = serve_tls(&site, &cert, &key, policy, &qlog);
         let down = traces().join("Verizon-LTE-short.down");
         let up = traces().join("Verizon-LTE-short.up");
         let link_flags = [
@@ -225,7 +210,7 @@ fn dash_js_failures_are_reported_not_waited_on() {
         }
     }
     let (cert, key) = certificate(work.path());
-    let (mut server, addr) = serve(&site, &cert, &key, "art", &work.path().join("qlog"));
+    let (mut server, addr) = serve_tls(&site, &cert, &key, "art", &work.path().join("qlog"));
     let cases = [
         ("media/missing.mpd", "missing.mpd"),
         ("media/bad.mpd", "bad.mpd"),

@@ -57,6 +57,29 @@ pub fn serve_files(root: &Path, extra: &[&str]) -> (Proc, SocketAddr) {
     Proc::server("recoup serve", cmd)
 }
 
+/// `recoup serve` of the files in `root` over TLS with `cert` and `key` (HTTP/3 for a browser),
+/// with BBR, `policy` and a qlog directory, logging at info level.
+pub fn serve_tls(
+    root: &Path,
+    cert: &Path,
+    key: &Path,
+    policy: &str,
+    qlog: &Path,
+) -> (Proc, SocketAddr) {
+    let mut cmd = Command::new(recoup());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--cc", "bbr"])
+        .args(["--policy", policy, "--root"])
+        .arg(root)
+        .arg("--cert")
+        .arg(cert)
+        .arg("--key")
+        .arg(key)
+        .arg("--qlog-dir")
+        .arg(qlog)
+        .env("RUST_LOG", "info");
+    Proc::server("recoup serve", cmd)
+}
+
 /// `recoup serve` with BBR, `policy` and a qlog directory, logging at info level (the live tests
 /// wait for its log lines).
 pub fn serve_live(policy: &str, qlog: &Path) -> (Proc, SocketAddr) {

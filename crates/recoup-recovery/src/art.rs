@@ -25,7 +25,7 @@
 //! due after `offset x SRTT / BDP`: in off-mode the count would otherwise stand still. Without the
 //! scheduler (ablation) the copies go back to back.
 //!
-//! *Opportunism* (§6.4): copies may go beyond the congestion window ([`Opportunism`]; on by
+//! *Opportunism* (§6.4): copies may go beyond the congestion window ([`Opportunism`](crate::config::Opportunism); on by
 //! default, as the paper introduces it as part of ART).
 
 use std::collections::{BTreeMap, VecDeque};
@@ -42,9 +42,7 @@ use crate::api::{
 };
 use crate::bandit::Bandit;
 use crate::burst::BurstTracker;
-use crate::config::{
-    ArtConfig, ArtDqnConfig, ArtMabConfig, LevelCounts, Opportunism, SchedulerConfig,
-};
+use crate::config::{ArtConfig, ArtDqnConfig, ArtMabConfig, LevelCounts, SchedulerConfig};
 use crate::dqn::{Greedy, RedundancyLearner};
 use crate::qnet::DqnState;
 
@@ -52,7 +50,7 @@ use crate::qnet::DqnState;
 pub const TRACKED_ROUNDS: usize = 16;
 
 /// Packet size assumed until a packet has been seen (a typical QUIC datagram).
-const DEFAULT_PACKET: u64 = 1200;
+pub(crate) const DEFAULT_PACKET: u64 = 1200;
 
 /// Before an RTT estimate exists, one scheduler position falls due after this long.
 const FALLBACK_CYCLE: Duration = Duration::from_millis(1);
@@ -534,14 +532,7 @@ impl RecoveryPolicy for Art {
             .filter(|(_, s)| s.position <= ctx.packets_sent || s.at <= now)
             .min_by_key(|(_, s)| (s.position, s.at))?;
         let copy = self.scheduled.remove(i);
-        let beyond_cwnd = match self.scheduler.opportunism {
-            Opportunism::Off => false,
-            Opportunism::Budget(packets) => {
-                let budget = u64::from(packets).saturating_mul(self.largest_packet);
-                ctx.bytes_in_flight < ctx.cwnd.saturating_add(budget)
-            }
-            Opportunism::On => true,
-        };
+        let beyond_cwnd = self.scheduler.opportunism.allows(ctx, self.largest_packet);
         Some(CopyRequest {
             id: copy.id,
             beyond_cwnd,
@@ -558,6 +549,7 @@ mod tests {
     use super::*;
     use crate::api::SentRange;
     use crate::config::BanditAlgo;
+    use crate::config::Opportunism;
     use crate::testutil::{ctx, lost_round, ms, packet, ranges, rtt};
 
     #[test]

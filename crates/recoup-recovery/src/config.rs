@@ -50,8 +50,8 @@ impl Or3Variant {
     }
 }
 
-/// How far ART's copies may exceed the congestion window (ART §6.4 "opportunism"); as a
-/// parameter `on`, `off` or a packet budget `N`.
+/// How far copies may exceed the congestion window (ART §6.4 "opportunism"; `art`, `art-mab`
+/// and `crest`); as a parameter `on`, `off` or a packet budget `N`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Opportunism {
     /// Copies wait for the congestion window like any other packet.
@@ -63,6 +63,22 @@ pub enum Opportunism {
     /// Copies exist only for lost data and R <= r_max, so what they add is bounded by the data in
     /// flight.
     On,
+}
+
+impl Opportunism {
+    /// Whether a copy may leave now past the congestion window, `packet` the largest packet's
+    /// size in bytes.
+    #[must_use]
+    pub fn allows(self, ctx: &crate::api::SendContext, packet: u64) -> bool {
+        match self {
+            Self::Off => false,
+            Self::Budget(packets) => {
+                let budget = u64::from(packets).saturating_mul(packet);
+                ctx.bytes_in_flight < ctx.cwnd.saturating_add(budget)
+            }
+            Self::On => true,
+        }
+    }
 }
 
 impl fmt::Display for Opportunism {
@@ -369,6 +385,9 @@ pub struct CrestConfig {
     /// Packet outcomes the loss estimate remembers (weight 1 / window).
     #[serde(deserialize_with = "window")]
     pub window: u32,
+    /// How far copies sent at once (under independent loss) may exceed the congestion window
+    /// (ART §6.4); dispersed copies always wait for it.
+    pub opportunism: Opportunism,
 }
 
 impl Default for CrestConfig {
@@ -379,6 +398,7 @@ impl Default for CrestConfig {
             k_max: 10,
             deadline: Duration::ZERO,
             window: 512,
+            opportunism: Opportunism::On,
         }
     }
 }

@@ -528,11 +528,6 @@ def run_schemes(
     return pd.concat(parts, ignore_index=True)
 
 
-def wall_seconds_tree(folder: Path) -> float:
-    """Sum of the wall times of every run under `folder`."""
-    return sum(float(p.read_text()) for p in folder.rglob("wall_seconds.txt"))
-
-
 def cost_plot(
     means: pd.DataFrame,
     panels: list[Any],

@@ -71,7 +71,7 @@ def main() -> None:
         for p in POLICIES
     ]
     md = common.markdown_table(header, body)
-    wall = common.wall_seconds_tree(out)
+    wall = common.wall_seconds(out)
     md += (
         f"\n{size_mb} MB file, 100 Mbit/s, 20 ms RTT, 4 % loss, {args.seeds} seeds; wall time "
         f"{wall:.0f} s with --jobs {args.jobs} on {common.machine()}.\n"

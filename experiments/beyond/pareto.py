@@ -5,17 +5,23 @@ redundancy cost, per network cell, for every policy, `crest` and the oracle boun
 
 Cells: RTT {20, 60, 100, 200} ms x random loss {1, 5, 10 %}; Gilbert-Elliott at 5 % mean loss
 with mean bursts of 2 and 8 ms (60 ms RTT); two Mahimahi traces from ../shared/traces with 1 %
-random loss on top (60 ms RTT). Each cell runs a 4 Mbit/s live stream (30 fps) and a file
-transfer (5 MB, not the issue's 100 MB, to fit the session: `--file-size` changes it). 12 Mbit/s
-links (or the trace), a 100-packet droptail queue, BBR. Every loss is drawn per packet
+random loss on top (60 ms RTT). Each cell runs a 4 Mbit/s live stream (30 fps, 60 s) and a
+100 MB file transfer (`--file-size` changes it). 12 Mbit/s links (or the trace), a 100-packet
+droptail queue, BBR. Every loss is drawn per packet
 (`crn …`): the oracle needs it, and every policy of a cell sees the same draws for the same
 data. The traces' own queue overflows are not loss draws: the oracle cannot foresee them.
 art-dqn (ART §8) runs with weights this script first trains with `recoup train-dqn` (seed 1,
-`--dqn-episodes`, on the trainer's built-in scenarios, not on these cells).
+`--dqn-episodes`, on the trainer's built-in scenarios, not on these cells). `fixed:1` and
+`fixed:2` (one or two copies of every retransmission) are the causal reference: no copy policy
+that cannot see the loss draws knows which retransmission will be lost.
+
+`--heldout` runs the random-loss cells of a grid the design of crest never saw (RTT 40 and 150 ms x
+loss 3 and 7 %) into beyond-pareto-heldout.{png,md}: crest's defaults were chosen on the main
+grid, so this is the check that they were not fitted to it.
 
 Outputs: experiments/figures/beyond-pareto.png (one panel per cell: cost vs latency),
 experiments/figures/beyond-pareto.md (per cell: is crest dominated, by whom; crest against the
-oracle and AutoRec; then art, art-mab and art-dqn side by side), raw rows in
+oracle, the causal reference and AutoRec; then art, art-mab and art-dqn side by side), raw rows in
 experiments/results/beyond-pareto/.
 """
 
@@ -35,6 +41,8 @@ TRACES = common.REPO.parent / "shared" / "traces" / "mahimahi"
 TRACE_FILES = ["TMobile-LTE-short.down", "Verizon-LTE-short.down"]
 RTTS = ["20ms", "60ms", "100ms", "200ms"]
 LOSSES = ["1%", "5%", "10%"]
+HELDOUT_RTTS = ["40ms", "150ms"]
+HELDOUT_LOSSES = ["3%", "7%"]
 # netem gemodel p r 1-h (percent) with the state stepping once per 1 ms slot: mean loss
 # p / (p + r) = 5 % with mean bursts of 1 / r slots, 2 ms and 8 ms.
 GE = {"ge-2ms": "crn gemodel 2.632% 50% 100%", "ge-8ms": "crn gemodel 0.658% 12.5% 100%"}
@@ -51,17 +59,26 @@ POLICIES = [
     {"label": "autorec", "name": "autorec"},
     {"label": "autorec-hc", "name": "autorec", "params": "beta=0.5,gamma=0.5"},
     {"label": "crest", "name": "crest"},
+    {"label": "fixed:1", "name": "fixed", "params": "r=1"},
+    {"label": "fixed:2", "name": "fixed", "params": "r=2"},
     {"label": "oracle", "name": "oracle"},
 ]
 ORDER = [p["label"] for p in POLICIES]
 NEW, BOUND = "crest", "oracle"
+# The causal reference: the cheapest of these that reaches AutoRec's latency in a cell.
+CAUSAL = ["arq", "fixed:1", "fixed:2"]
 
 
 DQN_SEED = 1
 
 
 def extra(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--file-size", default="5MB", help="file transfer size (default 5MB)")
+    p.add_argument("--file-size", default="100MB", help="file transfer size (default 100MB)")
+    p.add_argument(
+        "--heldout",
+        action="store_true",
+        help="the held-out grid: RTT 40/150 ms x random loss 3/7 %%, no GE or trace cells",
+    )
     p.add_argument(
         "--dqn-episodes",
         type=int,
@@ -112,8 +129,8 @@ def plan(
 def plans(args: argparse.Namespace, policies: list[dict]) -> list[tuple[str, dict]]:
     apps = {
         "live": ({"kind": "live", "bitrate": "4Mbps", "fps": 30}, args.duration),
-        # Long enough for the file at 200 ms RTT and 10 % loss; the run ends when it is done.
-        "file": ({"kind": "file", "size": args.file_size, "count": 1}, "60s"),
+        # Long enough for 100 MB on the Verizon trace; the run ends when the file is done.
+        "file": ({"kind": "file", "size": args.file_size, "count": 1}, "600s"),
     }
     base = {"rtt": "60ms", "rate": "12Mbps", "queue": "droptail packets=100"}
     out = []
@@ -130,11 +147,19 @@ def plans(args: argparse.Namespace, policies: list[dict]) -> list[tuple[str, dic
         }
         ge_axes = {"path.down.loss": list(GE.values())}
         trace_axes = {"path.down.trace": [str(TRACES / t) for t in TRACE_FILES]}
-        out += [
-            plan(app, "random", spec, duration, random_path, random_axes, args.seeds, policies),
-            plan(app, "ge", spec, duration, ge_path, ge_axes, args.seeds, policies),
-            plan(app, "trace", spec, duration, trace_path, trace_axes, args.seeds, policies),
-        ]
+        if args.heldout:
+            random_axes = {
+                "path.rtt": HELDOUT_RTTS,
+                "path.down.loss": [f"crn bernoulli {x}" for x in HELDOUT_LOSSES],
+            }
+        out.append(
+            plan(app, "random", spec, duration, random_path, random_axes, args.seeds, policies)
+        )
+        if not args.heldout:
+            out += [
+                plan(app, "ge", spec, duration, ge_path, ge_axes, args.seeds, policies),
+                plan(app, "trace", spec, duration, trace_path, trace_axes, args.seeds, policies),
+            ]
     return out
 
 
@@ -149,7 +174,7 @@ def cell_name(row: pd.Series, app: str) -> str:
 
 
 def dominated_by(cell: pd.DataFrame, who: str) -> list[str]:
-    """Policies (the oracle aside) at least as good on both axes and better on one."""
+    """Policies (the oracle aside) at least as good on both axes and better on one, by means."""
     me = cell.loc[who]
     out = []
     for other, r in cell.iterrows():
@@ -159,6 +184,27 @@ def dominated_by(cell: pd.DataFrame, who: str) -> list[str]:
             if r["latency"] < me["latency"] or r["cost"] < me["cost"]:
                 out.append(other)
     return out
+
+
+def beyond_noise(runs: pd.DataFrame, who: str, other: str) -> bool:
+    """Whether `other`'s lead over `who` is more than seed-to-seed noise: on some axis it is
+    ahead in every seed (the seeds are paired: both policies see the same loss draws). With 5
+    seeds a coin-flip would do that with a chance of 1 in 32."""
+    a = runs[runs["policy"] == who].set_index("seed")
+    b = runs[runs["policy"] == other].set_index("seed")
+    lat = (b["recovery_latency_multi_ms"] < a["recovery_latency_multi_ms"]).all()
+    cost = (b["redundancy_cost"] < a["redundancy_cost"]).all()
+    return bool(lat or cost)
+
+
+def causal_reference(cell: pd.DataFrame, latency: float) -> tuple[str, float] | None:
+    """The cheapest policy of CAUSAL whose mean latency is `latency` or better."""
+    fits = cell.loc[[p for p in CAUSAL if p in cell.index]]
+    fits = fits[fits["latency"] <= latency]
+    if fits.empty:
+        return None
+    best = fits["cost"].idxmin()
+    return best, fits.loc[best, "cost"]
 
 
 def art_variants(means: pd.DataFrame, cells: list[str]) -> str:
@@ -199,24 +245,25 @@ def art_variants(means: pd.DataFrame, cells: list[str]) -> str:
 def main() -> None:
     args = common.parse_args(
         __doc__.split("\n\n")[0],
-        "2 seeds of 8 s",
-        seeds=3,
+        "2 seeds of 8 s, 5 MB files",
+        seeds=5,
         quick_seeds=2,
         jobs=2,
         duration=True,
         extra=extra,
     )
-    if args.duration == "60s":  # parse_args' default; this study keeps runs short
-        args.duration = "20s"
     if args.quick:
         args.duration = "8s"
+        if args.file_size == "100MB":
+            args.file_size = "5MB"
     if args.dqn_episodes is None:
         args.dqn_episodes = 24 if args.quick else 64
     figs = common.figure_dir(args.quick)
+    study = "beyond-pareto-heldout" if args.heldout else "beyond-pareto"
     policies = dqn_policy(train_dqn(args))
     frames = []
     for name, scenario in plans(args, policies):
-        out = common.RESULTS / "beyond-pareto" / name / "scenario.toml"
+        out = common.RESULTS / study / name / "scenario.toml"
         rows = common.run(scenario, out, args)
         rows["cell"] = rows.apply(cell_name, axis=1, args=(name.split("-")[0],))
         frames.append(rows)
@@ -243,55 +290,67 @@ def main() -> None:
         auto = cell.loc["autorec"]
         by = dominated_by(cell, NEW)
         if pd.isna(me["latency"]):
-            verdict = "n/a (no data needed a 2nd send)"
+            verdict = noise = "n/a (no data needed a 2nd send)"
         else:
             verdict = "yes: " + ", ".join(by) if by else "no"
+            runs = rows[rows["cell"] == c]
+            clear = [o for o in by if beyond_noise(runs, NEW, o)]
+            noise = ("yes: " + ", ".join(clear) if clear else "no") if by else "–"
+        ref = None if pd.isna(auto["latency"]) else causal_reference(cell, auto["latency"])
+        at_auto = me["latency"] <= auto["latency"]
         table.append(
             [
                 c,
                 verdict,
+                noise,
                 common.fmt(me["latency"]),
                 common.fmt(me["cost"], ".2f"),
                 common.fmt(auto["latency"]),
                 common.fmt(auto["cost"], ".2f"),
                 common.fmt(bound["latency"]),
                 common.fmt(bound["cost"], ".2f"),
-                common.fmt(me["cost"] - bound["cost"], ".2f"),
-                "yes"
-                if me["latency"] <= auto["latency"] and me["cost"] <= 1.2 * bound["cost"]
-                else "no",
+                f"{ref[0]}: {ref[1]:.2f}" if ref else "–",
+                "yes" if at_auto and me["cost"] <= 1.2 * bound["cost"] else "no",
+                ("yes" if at_auto and me["cost"] <= 1.2 * ref[1] else "no") if ref else "–",
             ]
         )
     header = [
         "cell",
-        "crest dominated",
+        "crest dominated (means)",
+        "in every seed",
         "crest lat ms",
         "crest cost %",
         "autorec lat ms",
         "autorec cost %",
         "oracle lat ms",
         "oracle cost %",
-        "crest - oracle cost (pp)",
-        "goal met",
+        "causal ref. at autorec's latency, cost %",
+        "goal (oracle)",
+        "goal (causal ref.)",
     ]
     n_dom = sum(1 for r in table if r[1].startswith("yes"))
+    n_clear = sum(1 for r in table if r[2].startswith("yes"))
     n_na = sum(1 for r in table if r[1].startswith("n/a"))
-    n_goal = sum(1 for r in table if r[-1] == "yes")
+    n_goal = sum(1 for r in table if r[-2] == "yes")
+    n_ref = sum(1 for r in table if r[-1] != "–")
+    n_goal_ref = sum(1 for r in table if r[-1] == "yes")
     summary = (
-        f"\ncrest dominated in {n_dom} of {len(table)} cells ({n_na} without data to judge); "
-        "within 20 % of the oracle's cost "
-        f"at AutoRec's latency or better in {n_goal} of {len(table)}. Latency = mean recovery "
-        "latency of data whose first retransmission was lost (`recovery_latency_multi_ms`), "
-        f"cost = copies / new packets; means over {args.seeds} seeds.\n"
+        f"\ncrest dominated in {n_dom} of {len(table)} cells by means ({n_na} without data to "
+        f"judge), in {n_clear} by a policy ahead on one axis in every seed. Within 20 % of the "
+        f"oracle's cost at AutoRec's latency or better: {n_goal} of {len(table)}; within 20 % of "
+        f"the causal reference's cost (the cheapest of {', '.join(CAUSAL)} at AutoRec's latency or "
+        f"better): {n_goal_ref} of {n_ref} cells that have one. Latency = mean recovery latency "
+        "of data whose first retransmission was lost (`recovery_latency_multi_ms`), cost = "
+        f"copies / new packets; means over {args.seeds} seeds.\n"
     )
     md = common.markdown_table(header, table) + summary + art_variants(means, cells)
-    common.save_text(figs / "beyond-pareto.md", md)
+    common.save_text(figs / f"{study}.md", md)
     print(md)
 
     cols = 8
     nrows = -(-len(cells) // cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 2.9 * nrows), squeeze=False)
-    markers = dict(zip(ORDER, "osDh^v<>p*X"))
+    markers = dict(zip(ORDER, "osDh^v<>p*dPX"))
     for ax, c in zip(axes.flat, cells):
         cell = means[means["cell"] == c].set_index("policy")
         for p in ORDER:
@@ -307,13 +366,13 @@ def main() -> None:
     axes[0][0].set_ylabel("latency, 2+ rtx (ms)")
     axes[-1][0].set_xlabel("redundancy cost (%)")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower right", ncol=5, fontsize=8)
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
     fig.suptitle(
         f"Pareto: latency of multi-retransmitted data vs redundancy cost ({args.seeds} seeds)"
     )
     fig.tight_layout(rect=(0, 0.04, 1, 0.97))
-    common.save_figure(fig, figs / "beyond-pareto.png", dpi=90)
-    wall = common.wall_seconds(common.RESULTS / "beyond-pareto")
+    common.save_figure(fig, figs / f"{study}.png", dpi=90)
+    wall = common.wall_seconds(common.RESULTS / study)
     print(f"{len(rows)} runs, wall time {wall:.1f} s")
 
 

@@ -108,7 +108,7 @@ def main() -> None:
         "paper: bw cost %",
     ]
     md = common.markdown_table(header, table)
-    wall = common.wall_seconds_tree(out)
+    wall = common.wall_seconds(out)
     md += (
         f"\n{args.seeds} seeds x {duration} per point and scheme; wall time {wall:.0f} s with "
         f"--jobs {args.jobs} on {common.machine()}.\n"

@@ -108,7 +108,7 @@ def main() -> None:
     ]
     header = ["part", "RTT", "loss", "variant", "deadline miss %", "bw cost %"]
     md = common.markdown_table(header, table)
-    wall = common.wall_seconds_tree(out)
+    wall = common.wall_seconds(out)
     md += (
         f"\nMeans ± 95 % CI over {args.seeds} seeds x {duration}; 100 ms deadline, 12 Mbit/s, "
         f"4 Mbit/s call at 60 fps; wall time {wall:.0f} s with --jobs {args.jobs} on "

@@ -25,8 +25,9 @@
 //! due after `offset x SRTT / BDP`: in off-mode the count would otherwise stand still. Without the
 //! scheduler (ablation) the copies go back to back.
 //!
-//! *Opportunism* (§6.4): copies may go beyond the congestion window ([`Opportunism`](crate::config::Opportunism); on by
-//! default, as the paper introduces it as part of ART).
+//! *Opportunism* (§6.4): copies may go beyond the congestion window
+//! ([`Opportunism`](crate::config::Opportunism); on by default, as the paper introduces it as
+//! part of ART).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;

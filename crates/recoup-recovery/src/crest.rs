@@ -1,5 +1,6 @@
-//! `crest` (issue 19 part 2): copies sized from a long-memory loss estimate, dispersed past the
-//! measured loss bursts, dropped once they cannot meet the deadline, steered into the frame
+//! `crest` (issue 19 part 2): copies sized from a long-memory loss estimate, sent at once (and
+//! past the congestion window) under independent loss and dispersed past the measured loss
+//! bursts under bursty loss, dropped once they cannot meet the deadline, steered into the frame
 //! clock's predicted off-mode, and capped by AutoRec's cost tolerance.
 //!
 //! What it answers, from EXPERIMENTS.md:

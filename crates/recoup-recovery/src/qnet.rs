@@ -6,8 +6,8 @@
 //! `recoup-dqn` crate, which writes this format through [`QNet::save`] and checks that candle's
 //! forward pass and this one agree.
 //!
-//! File format: tensors `fc1.weight` [h1, STATE_LEN], `fc1.bias` [h1], `fc2.weight` [h2, h1],
-//! `fc2.bias` [h2], `q.weight` [r_max, h2], `q.bias` [r_max], all F32 (the `[out, in]` layout of
+//! File format: tensors `fc1.weight` `[h1, STATE_LEN]`, `fc1.bias` `[h1]`, `fc2.weight`
+//! `[h2, h1]`, `fc2.bias` `[h2]`, `q.weight` `[r_max, h2]`, `q.bias` `[r_max]`, all F32 (the `[out, in]` layout of
 //! a linear layer), ReLU between layers; metadata `format` = [`FORMAT`] and `state` =
 //! [`STATE_FEATURES`] joined by commas, so a file trained on another state layout is refused.
 

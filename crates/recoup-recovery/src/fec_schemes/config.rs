@@ -30,7 +30,7 @@ impl PartialEq for TableRef {
 impl Eq for TableRef {}
 
 impl TableRef {
-    /// The table; `None` only before [`WebRtcConfig::resolve`].
+    /// The table; `None` only before `WebRtcConfig::resolve` looked it up.
     #[must_use]
     pub fn table(&self) -> Option<&'static RateTable> {
         self.table

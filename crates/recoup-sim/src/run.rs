@@ -279,7 +279,12 @@ fn add_flow(
     custom: Option<&PolicyFactory>,
 ) -> Result<Flow, RunError> {
     let seed = flow_seed(seed, i);
-    let (client_tls, server_tls) = simulation_tls(seed, "localhost", &[b"hq-interop"])?;
+    let (client_tls, server_tls) = simulation_tls(
+        seed,
+        "localhost",
+        &[b"hq-interop"],
+        scenario.transport.protection,
+    )?;
     let defaults = TransportConfig::default();
     let transport = TransportConfig {
         policy: policy.spec.clone(),

@@ -37,7 +37,7 @@ use recoup_elements::{
 use recoup_recovery::{FecSpec, PolicySpec};
 use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::loss::LossDetectionMode;
-use recoup_transport::CopiesBeyondCwnd;
+use recoup_transport::{CopiesBeyondCwnd, Protection};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
@@ -463,6 +463,11 @@ pub struct TransportSpec {
     /// congestion controller's: an ablation knob (experiments/ladr/pacing.py). `None`: no bound.
     #[serde(deserialize_with = "max_pacing_rate")]
     pub max_pacing_rate: Option<u64>,
+    /// Packet protection after the handshake: `null` (a keyed checksum, no encryption; the
+    /// default, same results at a fraction of the cost) or `aead` (the negotiated AES-GCM, as
+    /// over real sockets).
+    #[serde(deserialize_with = "from_str")]
+    pub protection: Protection,
 }
 
 fn pacing_burst<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -1709,7 +1714,8 @@ mod tests {
                 "copies_beyond_cwnd",
                 "fec",
                 "pacing_burst",
-                "max_pacing_rate"
+                "max_pacing_rate",
+                "protection"
             ]
         );
         assert_eq!(keys::<RawFileApp>(), ["size", "count", "interval"]);

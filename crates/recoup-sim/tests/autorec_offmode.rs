@@ -5,6 +5,7 @@ mod common;
 
 use common::{run, Run, SeedGuard};
 use recoup_time::Instant;
+use recoup_transport::Protection;
 
 /// FNV-1a over every sent datagram's time (ns) and content hash: equal digests mean the same
 /// packets at the same times.
@@ -45,6 +46,8 @@ fn the_old_controller_switches_reproduce_it_packet_for_packet() {
         r.down = format!("bernoulli 5% | droptail packets=100 | rate {rate} | delay {delay}");
         r.up = format!("droptail packets=100 | rate {rate} | delay {delay}");
         r.record_sends = true;
+        // The digests hash packet bytes, and were recorded with AES-GCM protection.
+        r.protection = Protection::Aead;
         let o = run(&r);
         assert!(o.fin && o.received == o.written, "bytes lost");
         assert!(o.stats.copy_packets > 0, "no copies: nothing was compared");

@@ -223,7 +223,9 @@ const ALPN: &[&[u8]] = &[b"hq-interop"];
 /// certificate per input would dominate the run.
 fn tls() -> &'static (Arc<rustls::ClientConfig>, Arc<rustls::ServerConfig>) {
     static TLS: OnceLock<(Arc<rustls::ClientConfig>, Arc<rustls::ServerConfig>)> = OnceLock::new();
-    TLS.get_or_init(|| crate::simulation_tls(1, "localhost", ALPN).expect("seeded TLS"))
+    TLS.get_or_init(|| {
+        crate::simulation_tls(1, "localhost", ALPN, crate::Protection::Aead).expect("seeded TLS")
+    })
 }
 
 fn server_endpoint(fec_receive: bool) -> Endpoint {

@@ -23,6 +23,9 @@ pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod loss;
+// Protects nothing: only a simulator should ever enable this.
+#[cfg(feature = "seeded-tls")]
+mod null_protection;
 pub mod pacing;
 pub mod packet;
 pub mod qlog;
@@ -46,7 +49,7 @@ pub use endpoint::{ConnectionHandle, Endpoint};
 pub use error::{DecodeError, Error, TransportError, TransportErrorCode};
 pub use recoup_recovery::Recovered;
 #[cfg(feature = "seeded-tls")]
-pub use seeded_tls::simulation_tls;
+pub use seeded_tls::{simulation_tls, Protection};
 #[cfg(feature = "self-signed")]
 pub use tls::self_signed;
 pub use tls::{client_config, server_config, NewKeys, ServerVerification, TlsSession};

@@ -84,15 +84,60 @@ impl ActiveKeyExchange for X25519Share {
     }
 }
 
+/// How simulated packets are protected once the handshake has keys (Initial packets always use
+/// RFC 9001's AES-128-GCM keys).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Protection {
+    /// The negotiated suite with a keyed checksum in place of its AEAD and no header protection
+    /// (`null_protection`): the same packets authenticate, at a fraction of the cost.
+    #[default]
+    Null,
+    /// The negotiated AEAD and header protection, as over real sockets.
+    Aead,
+}
+
+impl std::str::FromStr for Protection {
+    type Err = crate::DecodeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "null" => Ok(Self::Null),
+            "aead" => Ok(Self::Aead),
+            _ => Err(crate::DecodeError::invalid(
+                "packet protection",
+                format!("unknown name {s:?}; accepted: null, aead"),
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Protection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Null => "null",
+            Self::Aead => "aead",
+        })
+    }
+}
+
 /// rustls wants its random source and key-exchange groups `'static`; a seeded provider is made
 /// per simulated connection pair, so these few bytes are leaked once per pair.
-fn seeded_provider(seed: u64) -> Arc<CryptoProvider> {
+fn seeded_provider(seed: u64, protection: Protection) -> Arc<CryptoProvider> {
     let base = rustls::crypto::ring::default_provider();
     let random: &'static SeededRandom = Box::leak(Box::new(SeededRandom(Mutex::new(
         ChaCha20Rng::seed_from_u64(seed),
     ))));
     let kx: &'static SeededX25519 = Box::leak(Box::new(SeededX25519(random)));
+    let cipher_suites = match protection {
+        Protection::Aead => base.cipher_suites,
+        Protection::Null => base
+            .cipher_suites
+            .into_iter()
+            .map(crate::null_protection::null_twin)
+            .collect(),
+    };
     Arc::new(CryptoProvider {
+        cipher_suites,
         kx_groups: vec![kx],
         secure_random: random,
         ..base
@@ -111,11 +156,13 @@ fn ed25519_pkcs8(seed: [u8; 32]) -> Vec<u8> {
 }
 
 /// Client and server TLS configurations for one simulated connection pair, with every random
-/// choice drawn from `seed`. The server's certificate is for `server_name`; the client trusts it.
+/// choice drawn from `seed` and packets protected as `protection` says. The server's certificate
+/// is for `server_name`; the client trusts it.
 pub fn simulation_tls(
     seed: u64,
     server_name: &str,
     alpn: &[&[u8]],
+    protection: Protection,
 ) -> Result<(Arc<ClientConfig>, Arc<ServerConfig>), Error> {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut key_seed = [0u8; 32];
@@ -131,13 +178,13 @@ pub fn simulation_tls(
     let certs: Vec<CertificateDer<'static>> = vec![cert.der().clone()];
     let (client_seed, server_seed) = (rng.next_u64(), rng.next_u64());
     let client = client_config_with(
-        seeded_provider(client_seed),
+        seeded_provider(client_seed, protection),
         alpn,
         ServerVerification::Roots(certs.clone()),
         None,
     )?;
     let mut server = server_config_with(
-        seeded_provider(server_seed),
+        seeded_provider(server_seed, protection),
         certs,
         PrivateKeyDer::Pkcs8(pkcs8),
         alpn,
@@ -171,7 +218,8 @@ mod tests {
 
     /// Runs a handshake in memory and returns every byte both sides wrote.
     fn handshake_bytes(seed: u64) -> Vec<u8> {
-        let (client, server) = simulation_tls(seed, "localhost", &[b"hq-interop"]).expect("tls");
+        let (client, server) =
+            simulation_tls(seed, "localhost", &[b"hq-interop"], Protection::Aead).expect("tls");
         let mut c = TlsSession::client(client, "localhost", vec![1, 2, 3]).expect("client");
         let mut s = TlsSession::server(server, vec![4, 5, 6]).expect("server");
         let mut all = Vec::new();

@@ -21,7 +21,8 @@ use recoup_transport::packet::{write_version_negotiation, PartialDecode};
 use recoup_transport::retry::write_retry;
 use recoup_transport::transport_params::TransportParameters;
 use recoup_transport::{
-    initial_keys, simulation_tls, ClientConfig, Endpoint, ServerConfig, Side, TransportConfig,
+    initial_keys, simulation_tls, ClientConfig, Endpoint, Protection, ServerConfig, Side,
+    TransportConfig,
 };
 
 fn fuzz_dir() -> PathBuf {
@@ -99,7 +100,8 @@ fn encode(frames: &[Frame<'_>]) -> Vec<u8> {
 
 /// A real handshake's datagrams: (to the server?, bytes), in order, and the local CID length.
 fn handshake_datagrams() -> (Vec<(bool, Vec<u8>)>, usize) {
-    let (client_tls, server_tls) = simulation_tls(5, "localhost", &[b"hq-interop"]).expect("tls");
+    let (client_tls, server_tls) =
+        simulation_tls(5, "localhost", &[b"hq-interop"], Protection::Aead).expect("tls");
     let transport = TransportConfig {
         seed: 5,
         ..TransportConfig::default()
@@ -505,7 +507,7 @@ fn harness_packets_reach_the_connection() {
 
     let (datagrams, _) = handshake_datagrams();
     let (dcid, scid, hello) = open_client_initial(&datagrams[0].1);
-    let tls = simulation_tls(6, "localhost", &[b"hq-interop"]).expect("tls");
+    let tls = simulation_tls(6, "localhost", &[b"hq-interop"], Protection::Aead).expect("tls");
     let transport = TransportConfig::default();
     let cid_len = transport.local_cid_len;
     let mut endpoint = Endpoint::new(

@@ -18,7 +18,7 @@ use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::streams::StreamId;
 use recoup_transport::{
     simulation_tls, ClientConfig, ConnectionHandle, ConnectionStats, Endpoint, PolicyFactory,
-    Recovered, ServerConfig, TransportConfig,
+    Protection, Recovered, ServerConfig, TransportConfig,
 };
 
 pub const CLIENT: &str = "10.0.0.1:50000";
@@ -167,6 +167,8 @@ pub struct Run {
     pub blackout: Option<(Duration, Duration)>,
     pub cc: CcAlgorithm,
     pub record_sends: bool,
+    /// The simulator's default (null) unless a test hashes packet bytes recorded under AES-GCM.
+    pub protection: Protection,
 }
 
 impl Run {
@@ -182,6 +184,7 @@ impl Run {
             blackout: None,
             cc: CcAlgorithm::Bbr,
             record_sends: false,
+            protection: Protection::default(),
         }
     }
 }
@@ -221,7 +224,7 @@ impl Outcome {
 
 pub fn run(r: &Run) -> Outcome {
     let (client_tls, server_tls) =
-        simulation_tls(r.seed, "localhost", &[b"hq-interop"]).expect("tls");
+        simulation_tls(r.seed, "localhost", &[b"hq-interop"], r.protection).expect("tls");
     let transport = TransportConfig {
         policy: r.policy.clone(),
         custom_policy: r.custom.clone(),

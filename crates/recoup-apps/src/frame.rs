@@ -231,8 +231,9 @@ pub struct FrameSource {
     header: [u8; FRAME_HEADER_LEN],
     sequence: u64,
     payload_len: u32,
-    /// The payload, if at most [`KEEP_PAYLOAD_MAX`] bytes.
-    payload: Option<Vec<u8>>,
+    /// The whole frame, header and payload, if the payload is at most [`KEEP_PAYLOAD_MAX`]
+    /// bytes: a read of the whole frame hands this buffer over instead of copying it.
+    frame: Option<Vec<u8>>,
     /// Bytes of the frame (header included) already read.
     offset: u64,
 }
@@ -242,10 +243,11 @@ impl FrameSource {
     #[must_use]
     pub fn new(kind: FrameKind, sequence: u64, capture: Instant, payload_len: u32) -> Self {
         let payload_len = payload_len.min(MAX_PAYLOAD);
-        let (checksum, payload) = if payload_len <= KEEP_PAYLOAD_MAX {
-            let mut payload = vec![0u8; payload_len as usize];
-            fill_payload(sequence, 0, &mut payload);
-            (crc32(&payload), Some(payload))
+        let (checksum, mut frame) = if payload_len <= KEEP_PAYLOAD_MAX {
+            let mut frame = vec![0u8; FRAME_HEADER_LEN + payload_len as usize];
+            let payload = &mut frame[FRAME_HEADER_LEN..];
+            fill_payload(sequence, 0, payload);
+            (crc32(payload), Some(frame))
         } else {
             (payload_checksum(sequence, payload_len), None)
         };
@@ -255,12 +257,16 @@ impl FrameSource {
             capture_us: capture.as_nanos() / 1_000,
             payload_len,
             checksum,
-        };
+        }
+        .encode();
+        if let Some(frame) = &mut frame {
+            frame[..FRAME_HEADER_LEN].copy_from_slice(&header);
+        }
         Self {
-            header: header.encode(),
+            header,
             sequence,
             payload_len,
-            payload,
+            frame,
             offset: 0,
         }
     }
@@ -288,25 +294,29 @@ impl FrameSource {
         let n = usize::try_from(self.remaining())
             .unwrap_or(usize::MAX)
             .min(max);
+        if n == 0 {
+            return Vec::new();
+        }
+        let from = self.offset as usize;
+        self.offset += n as u64;
+        if let Some(frame) = &mut self.frame {
+            // `from + n <= frame.len()`: `n` is at most what remains, and a buffer handed over
+            // whole leaves nothing to read.
+            return if from == 0 && n == frame.len() {
+                std::mem::take(frame)
+            } else {
+                frame[from..from + n].to_vec()
+            };
+        }
         let mut out = vec![0u8; n];
         let mut filled = 0;
-        let header_len = FRAME_HEADER_LEN as u64;
-        if self.offset < header_len {
-            let from = self.offset as usize;
+        if from < FRAME_HEADER_LEN {
             let take = (FRAME_HEADER_LEN - from).min(n);
             out[..take].copy_from_slice(&self.header[from..from + take]);
             filled = take;
         }
-        let payload_offset = (self.offset + filled as u64).saturating_sub(header_len);
-        match &self.payload {
-            Some(p) => {
-                // In range: `payload_offset + (n - filled) <= payload_len`.
-                let from = payload_offset as usize;
-                out[filled..].copy_from_slice(&p[from..from + n - filled]);
-            }
-            None => fill_payload(self.sequence, payload_offset, &mut out[filled..]),
-        }
-        self.offset += n as u64;
+        let payload_offset = (from + filled).saturating_sub(FRAME_HEADER_LEN) as u64;
+        fill_payload(self.sequence, payload_offset, &mut out[filled..]);
         out
     }
 }
@@ -680,6 +690,11 @@ mod tests {
                 bytes[FRAME_HEADER_LEN..],
                 reference_payload(9, 0, len as usize)
             );
+            assert!(source.read(1000).is_empty(), "nothing after the end");
+            // Read whole at once (the kept buffer is handed over), then nothing more.
+            let mut whole = FrameSource::new(FrameKind::Key, 9, ms(0), len);
+            assert_eq!(whole.read(usize::MAX), bytes, "len {len}");
+            assert!(whole.is_empty() && whole.read(usize::MAX).is_empty());
         }
     }
 

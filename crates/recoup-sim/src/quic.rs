@@ -27,7 +27,15 @@ pub struct QuicNode<A> {
     app_wakeup: Option<Instant>,
     /// (send time, FNV-1a hash of the payload) of every datagram sent, when recording.
     sent_log: Option<Vec<(Instant, u64)>>,
+    /// The buffer the next datagram is written into: made with room for a whole datagram, and
+    /// kept while there is nothing to send, so a datagram costs one allocation, not the
+    /// reallocations of a buffer growing frame by frame.
+    spare: Vec<u8>,
 }
+
+/// Room for the transport's default largest datagram (1350 bytes) and more; a larger
+/// configured size costs one reallocation.
+const DATAGRAM_CAPACITY: usize = 1500;
 
 /// Smallest step a wake-up moves forward when a timer is already due, so the loop advances.
 const MIN_STEP: Duration = Duration::from_micros(1);
@@ -40,6 +48,7 @@ impl<A: Application> QuicNode<A> {
             app,
             app_wakeup: None,
             sent_log: None,
+            spare: Vec::with_capacity(DATAGRAM_CAPACITY),
         }
     }
 
@@ -99,8 +108,10 @@ impl<A: Application + 'static> Node for QuicNode<A> {
         }
         // The application reacts to what arrived (and to its own timers) before anything is sent.
         self.app_wakeup = self.app.poll(now, &mut self.endpoint);
-        if let Some(t) = self.endpoint.poll_transmit(now) {
-            return self.emit(now, t);
+        if let Some(t) = self.endpoint.poll_transmit_into(now, &mut self.spare) {
+            let contents =
+                std::mem::replace(&mut self.spare, Vec::with_capacity(DATAGRAM_CAPACITY));
+            return self.emit(now, t.with_contents(contents));
         }
         match [self.endpoint.poll_timeout(), self.app_wakeup]
             .into_iter()

@@ -180,13 +180,25 @@ impl<'a> Reader<'a> {
 
     /// A varint and how many bytes it took on the wire (frame types must be minimal, §12.4).
     pub fn varint_with_len(&mut self, what: &'static str) -> Result<(u64, usize), DecodeError> {
+        // One arm per length, each reading a fixed-size array: no loop and no copy of a
+        // variable length on this path, which every ACK range and frame header takes.
         let first = self.u8(what)?;
-        let len = 1usize << (first >> 6);
-        let mut value = u64::from(first & 0x3f);
-        for &b in self.bytes(len - 1, what)? {
-            value = (value << 8) | u64::from(b);
-        }
-        Ok((value, len))
+        let high = first & 0x3f;
+        Ok(match first >> 6 {
+            0 => (u64::from(high), 1),
+            1 => {
+                let [b] = self.array(what)?;
+                (u64::from(u16::from_be_bytes([high, b])), 2)
+            }
+            2 => {
+                let [b1, b2, b3] = self.array(what)?;
+                (u64::from(u32::from_be_bytes([high, b1, b2, b3])), 4)
+            }
+            _ => {
+                let [b1, b2, b3, b4, b5, b6, b7] = self.array(what)?;
+                (u64::from_be_bytes([high, b1, b2, b3, b4, b5, b6, b7]), 8)
+            }
+        })
     }
 
     /// A varint used as a byte count for data that follows in this same input. Rejecting counts
@@ -241,8 +253,19 @@ impl BufMutExt for Vec<u8> {
     }
 
     fn put_varint(&mut self, v: u64) {
-        assert!(v <= VarInt::MAX.0, "varint {v} exceeds 2^62-1");
-        self.put_varint_with_len(v, varint_size(v));
+        // Fixed-size appends per length (RFC 9000 §16: the two high bits give it): no zero fill
+        // and no copy of a variable length, as `put_varint_with_len` needs.
+        match v {
+            0..0x40 => self.push(v as u8),
+            0x40..0x4000 => self.extend_from_slice(&(v as u16 | 0x4000).to_be_bytes()),
+            0x4000..0x4000_0000 => {
+                self.extend_from_slice(&(v as u32 | 0x8000_0000).to_be_bytes());
+            }
+            _ => {
+                assert!(v <= VarInt::MAX.0, "varint {v} exceeds 2^62-1");
+                self.extend_from_slice(&(v | 0xc000_0000_0000_0000).to_be_bytes());
+            }
+        }
     }
 
     fn put_varint_with_len(&mut self, v: u64, len: usize) {
@@ -322,6 +345,9 @@ mod tests {
             let mut out = Vec::new();
             out.put_varint(v);
             assert_eq!(decode(&out).unwrap(), (v, n));
+            let mut fixed = Vec::new();
+            fixed.put_varint_with_len(v, n);
+            assert_eq!(out, fixed, "{v}");
         }
         assert!(VarInt::new(1 << 62).is_none());
         assert_eq!(VarInt::new(5).map(VarInt::size), Some(1));

@@ -109,8 +109,10 @@ impl Transmit {
 }
 
 impl TransmitInfo {
-    /// The datagram as a [`Transmit`] owning its bytes.
-    pub(crate) fn with_contents(self, contents: Vec<u8>) -> Transmit {
+    /// The datagram as a [`Transmit`] owning its bytes: `contents` is the buffer
+    /// [`Connection::poll_transmit_into`] wrote it into.
+    #[must_use]
+    pub fn with_contents(self, contents: Vec<u8>) -> Transmit {
         Transmit {
             destination: self.destination,
             contents,

@@ -40,6 +40,7 @@ impl<'a> AckFrame<'a> {
                 .checked_sub(self.first_range)
                 .map(|smallest| smallest..=self.largest),
             reader: Reader::new(self.raw_ranges),
+            pairs_left: self.range_count,
         }
     }
 
@@ -137,6 +138,9 @@ fn ecn_len(ecn: &EcnCounts) -> usize {
 pub struct AckRanges<'a> {
     next: Option<RangeInclusive<u64>>,
     reader: Reader<'a>,
+    /// Gap / ACK Range Length pairs not read yet: with `next`, the ranges left, so collecting
+    /// them allocates once.
+    pairs_left: u64,
 }
 
 impl Iterator for AckRanges<'_> {
@@ -148,10 +152,19 @@ impl Iterator for AckRanges<'_> {
             // Validated at decode; a failure here just ends the iteration.
             let gap = self.reader.varint("ack gap").ok()?;
             let len = self.reader.varint("ack range length").ok()?;
+            self.pairs_left = self.pairs_left.saturating_sub(1);
             let largest = current.start().checked_sub(gap)?.checked_sub(2)?;
             self.next = Some(largest.checked_sub(len)?..=largest);
         }
         Some(current)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        // The ranges were validated when the frame was decoded: exactly this many follow.
+        let left = usize::try_from(self.pairs_left)
+            .unwrap_or(usize::MAX)
+            .saturating_add(usize::from(self.next.is_some()));
+        (left, Some(left))
     }
 }
 
@@ -211,6 +224,12 @@ mod tests {
         let Frame::Ack(ack) = frames[0] else { panic!() };
         assert_eq!(ack.largest, 9);
         assert_eq!(ack.ranges().collect::<Vec<_>>(), vec![9..=9, 5..=6, 0..=2]);
+        let mut ranges = ack.ranges();
+        assert_eq!(ranges.size_hint(), (3, Some(3)));
+        ranges.next();
+        assert_eq!(ranges.size_hint(), (2, Some(2)));
+        assert_eq!(ranges.by_ref().count(), 2);
+        assert_eq!(ranges.size_hint(), (0, Some(0)));
         // Capped to two ranges.
         let mut buf = Vec::new();
         encode_ack(&mut buf, &set, 0, None, 2);

@@ -24,6 +24,18 @@ use send::SendStream;
 /// RFC 9000 §4.6: a stream count above 2^60 could not be expressed as a stream id.
 const MAX_STREAM_COUNT: u64 = 1 << 60;
 
+/// Capacity an emptied stream buffer keeps: a few packets' worth, so a stream that empties and
+/// fills again with every packet or frame does not give its buffer back and grow it anew each
+/// time; a larger buffer (a burst, a hole filled) is released down to this.
+const KEPT_BUFFER: usize = 16 * 1024;
+
+/// Releases what an emptied stream buffer holds beyond [`KEPT_BUFFER`].
+fn release_idle(buf: &mut VecDeque<u8>) {
+    if buf.is_empty() && buf.capacity() > KEPT_BUFFER {
+        buf.shrink_to(KEPT_BUFFER);
+    }
+}
+
 pub use crate::crypto::Side;
 
 /// A stream's direction (RFC 9000 §2.1).

@@ -172,9 +172,7 @@ impl RecvStream {
         buf[split..n].copy_from_slice(&back[..n - split]);
         self.ready.drain(..n);
         self.read += n as u64;
-        if self.ready.is_empty() {
-            self.ready.shrink_to_fit();
-        }
+        super::release_idle(&mut self.ready);
         Ok((n, self.final_size == Some(self.read)))
     }
 

@@ -221,10 +221,8 @@ impl SendStream {
             self.base = first.end;
             self.acked.pop_first();
         }
-        if self.buf.is_empty() {
-            // Give back the capacity of a drained buffer; a long-lived idle stream holds nothing.
-            self.buf.shrink_to_fit();
-        }
+        // A long-lived idle stream keeps at most a small buffer.
+        super::release_idle(&mut self.buf);
     }
 
     /// All data and the FIN were acknowledged (§3.1 "Data Recvd").

@@ -139,6 +139,9 @@ pub struct Lineages {
     records: BTreeMap<LossId, Record>,
     /// Open records by where their range starts, to find those an acknowledgement touches.
     by_start: BTreeMap<(u64, u64), LossId>,
+    /// The longest range a lineage ever had: one starting further than this below a range
+    /// ends before it, so [`Self::overlapping`] looks only that far back.
+    max_span: u64,
     retransmit: VecDeque<LossId>,
     keep_recovered: bool,
     recovered: Vec<Recovered>,
@@ -182,8 +185,9 @@ impl Lineages {
     /// lineage that starts where it does.
     #[must_use]
     pub fn overlapping(&self, range: DataRange) -> Vec<LossId> {
+        let from = range.start.saturating_sub(self.max_span);
         self.by_start
-            .range((range.stream, 0)..(range.stream, range.end.max(range.start + 1)))
+            .range((range.stream, from)..(range.stream, range.end.max(range.start + 1)))
             .filter_map(|(_, &id)| {
                 let r = self.records.get(&id)?.range;
                 (r.end > range.start || (r.is_empty() && r.start == range.start)).then_some(id)
@@ -220,6 +224,7 @@ impl Lineages {
             },
         );
         self.by_start.insert((range.stream, range.start), id);
+        self.max_span = self.max_span.max(range.end.saturating_sub(range.start));
         self.retransmit.push_back(id);
         LostData {
             id,
@@ -605,5 +610,17 @@ mod tests {
         };
         assert_eq!(l.overlapping(other_stream), Vec::<LossId>::new());
         assert!(!l.is_empty());
+    }
+
+    #[test]
+    fn overlapping_finds_a_long_lineage_that_starts_far_below_the_range() {
+        let mut l = Lineages::new(false);
+        let long = l.on_first_loss(range(1_000, 9_000), ms(0), ms(70), LossTrigger::Pto);
+        let short = l.on_first_loss(range(9_000, 9_100), ms(0), ms(70), LossTrigger::Pto);
+        // Scanning only the longest lineage's length below the range still finds the long one.
+        assert_eq!(l.overlapping(range(8_990, 9_010)), vec![long.id, short.id]);
+        assert_eq!(l.overlapping(range(9_050, 9_060)), vec![short.id]);
+        assert_eq!(l.overlapping(range(9_100, 9_200)), Vec::<LossId>::new());
+        assert_eq!(l.overlapping(range(0, 1_000)), Vec::<LossId>::new());
     }
 }

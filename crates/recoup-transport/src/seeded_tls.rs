@@ -111,15 +111,6 @@ impl std::str::FromStr for Protection {
     }
 }
 
-impl std::fmt::Display for Protection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Null => "null",
-            Self::Aead => "aead",
-        })
-    }
-}
-
 /// rustls wants its random source and key-exchange groups `'static`; a seeded provider is made
 /// per simulated connection pair, so these few bytes are leaked once per pair.
 fn seeded_provider(seed: u64, protection: Protection) -> Arc<CryptoProvider> {

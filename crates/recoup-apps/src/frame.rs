@@ -225,15 +225,22 @@ pub fn payload_checksum(sequence: u64, len: u32) -> u32 {
 /// larger ones are generated twice, so that a large transfer never sits in memory whole.
 const KEEP_PAYLOAD_MAX: u32 = 1 << 20;
 
+/// Where a [`FrameSource`]'s bytes come from.
+#[derive(Clone, Debug)]
+enum FrameBytes {
+    /// The whole frame, header and payload (at most [`KEEP_PAYLOAD_MAX`] bytes of it): a read
+    /// of the whole frame hands this buffer over instead of copying it.
+    Kept(Vec<u8>),
+    /// The header only; the payload is generated again for each read.
+    Generated([u8; FRAME_HEADER_LEN]),
+}
+
 /// A frame produced lazily, piece by piece, so a large transfer never sits in memory whole.
 #[derive(Clone, Debug)]
 pub struct FrameSource {
-    header: [u8; FRAME_HEADER_LEN],
     sequence: u64,
     payload_len: u32,
-    /// The whole frame, header and payload, if the payload is at most [`KEEP_PAYLOAD_MAX`]
-    /// bytes: a read of the whole frame hands this buffer over instead of copying it.
-    frame: Option<Vec<u8>>,
+    bytes: FrameBytes,
     /// Bytes of the frame (header included) already read.
     offset: u64,
 }
@@ -243,30 +250,29 @@ impl FrameSource {
     #[must_use]
     pub fn new(kind: FrameKind, sequence: u64, capture: Instant, payload_len: u32) -> Self {
         let payload_len = payload_len.min(MAX_PAYLOAD);
-        let (checksum, mut frame) = if payload_len <= KEEP_PAYLOAD_MAX {
-            let mut frame = vec![0u8; FRAME_HEADER_LEN + payload_len as usize];
-            let payload = &mut frame[FRAME_HEADER_LEN..];
-            fill_payload(sequence, 0, payload);
-            (crc32(payload), Some(frame))
-        } else {
-            (payload_checksum(sequence, payload_len), None)
+        let header = |checksum| {
+            FrameHeader {
+                kind,
+                sequence,
+                capture_us: capture.as_nanos() / 1_000,
+                payload_len,
+                checksum,
+            }
+            .encode()
         };
-        let header = FrameHeader {
-            kind,
-            sequence,
-            capture_us: capture.as_nanos() / 1_000,
-            payload_len,
-            checksum,
-        }
-        .encode();
-        if let Some(frame) = &mut frame {
-            frame[..FRAME_HEADER_LEN].copy_from_slice(&header);
-        }
+        let bytes = if payload_len <= KEEP_PAYLOAD_MAX {
+            let mut frame = vec![0u8; FRAME_HEADER_LEN + payload_len as usize];
+            let (head, payload) = frame.split_at_mut(FRAME_HEADER_LEN);
+            fill_payload(sequence, 0, payload);
+            head.copy_from_slice(&header(crc32(payload)));
+            FrameBytes::Kept(frame)
+        } else {
+            FrameBytes::Generated(header(payload_checksum(sequence, payload_len)))
+        };
         Self {
-            header,
             sequence,
             payload_len,
-            frame,
+            bytes,
             offset: 0,
         }
     }
@@ -299,20 +305,20 @@ impl FrameSource {
         }
         let from = self.offset as usize;
         self.offset += n as u64;
-        if let Some(frame) = &mut self.frame {
+        let header = match &mut self.bytes {
             // `from + n <= frame.len()`: `n` is at most what remains, and a buffer handed over
             // whole leaves nothing to read.
-            return if from == 0 && n == frame.len() {
-                std::mem::take(frame)
-            } else {
-                frame[from..from + n].to_vec()
-            };
-        }
+            FrameBytes::Kept(frame) if from == 0 && n == frame.len() => {
+                return std::mem::take(frame);
+            }
+            FrameBytes::Kept(frame) => return frame[from..from + n].to_vec(),
+            FrameBytes::Generated(header) => header,
+        };
         let mut out = vec![0u8; n];
         let mut filled = 0;
         if from < FRAME_HEADER_LEN {
             let take = (FRAME_HEADER_LEN - from).min(n);
-            out[..take].copy_from_slice(&self.header[from..from + take]);
+            out[..take].copy_from_slice(&header[from..from + take]);
             filled = take;
         }
         let payload_offset = (from + filled).saturating_sub(FRAME_HEADER_LEN) as u64;

@@ -15,6 +15,7 @@ interleaved rounds as "recoup-before", so a change is measured against both in o
 import argparse
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -61,6 +62,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--policy", default="arq")
     ap.add_argument("--before-bin", help="also serve with this directory's recoup")
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=ARGS",
+        help="also serve with --bin's recoup and these extra `recoup serve` arguments, "
+        "e.g. mds1452='--max-datagram-size 1452' (repeatable)",
+    )
     args = ap.parse_args()
     client = os.path.join(args.bin, "quinn-client")
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,13 +79,18 @@ def main():
             f.write(os.urandom(args.size_mb * 1024 * 1024))
         out = os.path.join(tmp, "out.bin")
 
-        def recoup_serve(bin_dir):
+        def recoup_serve(bin_dir, extra=()):
             cmd = [os.path.join(bin_dir, "recoup"), "serve", "--listen", "127.0.0.1:0"]
-            return start(cmd + ["--root", root, "--policy", args.policy])
+            return start(cmd + ["--root", root, "--policy", args.policy, *extra])
 
         servers = {"recoup": recoup_serve(args.bin)}
         if args.before_bin:
             servers["recoup-before"] = recoup_serve(args.before_bin)
+        for variant in args.variant:
+            name, sep, extra = variant.partition("=")
+            if not sep or not name:
+                raise SystemExit(f"--variant {variant!r}: expected NAME=ARGS")
+            servers[f"recoup-{name}"] = recoup_serve(args.bin, shlex.split(extra))
         servers["quinn"] = start(
             [os.path.join(args.bin, "quinn-server"), "--listen", "127.0.0.1:0", "--root", root]
         )

@@ -173,6 +173,23 @@ fn quinn_client_downloads_from_recoup_serve_fixed2() {
     quinn_client_from_recoup(&["--policy", "fixed:2"]);
 }
 
+/// `--max-datagram-size` reaches the wire: a quinn client downloads byte-exact through the
+/// lossy link from a server sending packets up to 1452 bytes (the default is 1350).
+#[test]
+fn quinn_client_downloads_from_recoup_serve_with_1452_byte_packets() {
+    let qlog = tempfile::tempdir().expect("tempdir");
+    let dir = qlog.path().to_str().expect("utf-8 temp path");
+    quinn_client_from_recoup(&["--max-datagram-size", "1452", "--qlog-dir", dir]);
+    let count = count_qlog(qlog.path());
+    // A STREAM frame is sized for a worst-case header, so the longest packet may fall a few
+    // bytes short of the limit; it must pass the default (1350) and never exceed the limit.
+    assert!(
+        (1351..=1452).contains(&count.longest),
+        "longest packet {} bytes: {count:?}",
+        count.longest
+    );
+}
+
 #[test]
 fn aioquic_client_downloads_from_recoup_serve() {
     aioquic_client_from_recoup(&[], &[]);

@@ -241,6 +241,11 @@ pub struct Driver {
     /// into them.
     spare: Vec<Vec<u8>>,
     recv: RecvBatch,
+    /// The socket may hold datagrams: set by a readable event, cleared when a receive finds it
+    /// empty. The poll is edge-triggered (a new arrival is a new event), so a wake-up for a timer
+    /// alone tries no receive: each try that finds nothing is a system call, and a paced sender
+    /// wakes for its timers far more often than ACKs arrive.
+    readable: bool,
 }
 
 impl Driver {
@@ -277,6 +282,7 @@ impl Driver {
             blocked: VecDeque::new(),
             spare: Vec::new(),
             recv: RecvBatch::new(),
+            readable: true,
         })
     }
 
@@ -295,6 +301,7 @@ impl Driver {
             .map_err(|e| Error::io("registering the socket", e))?;
         self.socket = socket;
         self.state = state;
+        self.readable = true;
         // Batches held for the old socket go out from the new one.
         let local = self.local_addr()?;
         tracing::info!(%local, "moved to a new local socket");
@@ -377,7 +384,11 @@ impl Driver {
     fn receive(&mut self) -> Result<bool, Error> {
         let mut handled = 0;
         while handled < MAX_RECV_PER_TURN {
+            if !self.readable {
+                return Ok(false);
+            }
             if !self.recv.recv(&self.state, &self.socket)? {
+                self.readable = false;
                 return Ok(false);
             }
             let now = self.clock.now();
@@ -480,6 +491,8 @@ impl Driver {
             self.poll_events(events, Some(Duration::ZERO))?;
             if events.is_empty() {
                 std::thread::sleep(t);
+                // No poll after the nap: look, rather than wait for the next poll's event.
+                self.readable = true;
             }
             return Ok(());
         }
@@ -487,6 +500,10 @@ impl Driver {
     }
 
     fn poll_events(&mut self, events: &mut Events, timeout: Option<Duration>) -> Result<(), Error> {
-        poll_events(&mut self.poll, events, timeout)
+        poll_events(&mut self.poll, events, timeout)?;
+        self.readable |= events
+            .iter()
+            .any(|e| e.token() == SOCKET && (e.is_readable() || e.is_error()));
+        Ok(())
     }
 }

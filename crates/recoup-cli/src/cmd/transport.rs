@@ -39,6 +39,12 @@ pub struct TransportArgs {
     /// of both ends' and never less than three PTOs. `0s` announces none.
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = super::simulate::parse_duration)]
     pub idle_timeout: Duration,
+    /// Largest UDP payload to send, in bytes (also announced as max_udp_payload_size). recoup
+    /// does no path MTU discovery: a size above the path's MTU loses every full packet. 1200 is
+    /// QUIC's minimum (RFC 9000 §14); 1452 fits a 1500-byte Ethernet MTU over IPv6.
+    #[arg(long, value_name = "BYTES", default_value_t = default_max_datagram_size(),
+          value_parser = clap::value_parser!(u16).range(1200..=65527))]
+    pub max_datagram_size: u16,
 }
 
 impl TransportArgs {
@@ -52,6 +58,7 @@ impl TransportArgs {
             max_idle_timeout: self.idle_timeout,
             fec: self.fec,
             fec_receive: true,
+            max_datagram_size: usize::from(self.max_datagram_size),
             seed: recoup_net::os_seed(),
             ..TransportConfig::default()
         }
@@ -77,4 +84,9 @@ fn parse_cc(s: &str) -> Result<CcAlgorithm, String> {
 
 fn parse_loss_detection(s: &str) -> Result<LossDetectionMode, String> {
     s.parse::<LossDetectionMode>().map_err(|e| e.to_string())
+}
+
+/// The transport's default payload size, as the flag's type.
+fn default_max_datagram_size() -> u16 {
+    u16::try_from(TransportConfig::default().max_datagram_size).unwrap_or(u16::MAX)
 }

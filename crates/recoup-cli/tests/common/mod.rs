@@ -299,6 +299,8 @@ pub struct QlogCount {
     pub retransmissions: u64,
     /// Packets carrying a FEC repair symbol (recoup's REPAIR frame, docs/FEC.md).
     pub repairs: u64,
+    /// The longest packet sent (qlog `raw.length`).
+    pub longest: u64,
 }
 
 /// Counts the packets of every `.sqlog` trace in `dir`; panics on a record that is not JSON.
@@ -320,6 +322,9 @@ pub fn count_qlog(dir: &Path) -> QlogCount {
                 continue;
             }
             count.packets_sent += 1;
+            count.longest = count
+                .longest
+                .max(v["data"]["raw"]["length"].as_u64().unwrap_or(0));
             match v["data"]["recoup"]["kind"].as_str() {
                 Some("copy") => count.copies += 1,
                 Some("retransmission") => count.retransmissions += 1,

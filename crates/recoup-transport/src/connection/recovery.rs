@@ -16,6 +16,7 @@ use recoup_recovery::{
     SendState, SentRange,
 };
 use recoup_time::Instant;
+use smallvec::SmallVec;
 
 use super::send::packet_type_name;
 use super::Connection;
@@ -33,8 +34,9 @@ use crate::streams::{ControlFrame, StreamId};
 #[derive(Clone, Debug, Default)]
 pub(super) struct SentFrames {
     pub kind: Option<SendKind>,
-    /// Stream ranges, with their lineage for retransmissions and copies.
-    pub stream: Vec<SentRange>,
+    /// Stream ranges, with their lineage for retransmissions and copies. Almost every packet
+    /// carries one: kept inline, that is one allocation fewer per packet sent.
+    pub stream: SmallVec<[SentRange; 1]>,
     /// Bit i set: `stream[i]` carried the FIN.
     pub fins: u64,
     /// CRYPTO ranges (more than one when retransmissions and new bytes share the packet).

@@ -10,7 +10,8 @@ use crate::cc::CongestionController;
 use crate::config::MIN_INITIAL_SIZE;
 use crate::crypto::Side;
 use crate::frame::{
-    crypto_data_fit, encode_ack, stream_data_fit, ConnectionClose, Frame, StreamDir, StreamFrame,
+    crypto_data_fit, encode_ack, encode_stream_header, stream_data_fit, ConnectionClose, Frame,
+    StreamDir,
 };
 use crate::loss::{SentPacket, SpaceId};
 use crate::packet::{pn_len_for, Header, HeaderLayout, QUIC_VERSION_1};
@@ -693,17 +694,15 @@ impl Connection {
         fin: bool,
         buf: &mut Vec<u8>,
     ) -> Result<(), crate::Error> {
-        let mut data = Vec::with_capacity(len);
+        let start = buf.len();
+        encode_stream_header(buf, id.0, offset, fin, Some(len));
         if len > 0 {
-            self.streams.read_range(id, offset, len, &mut data)?;
+            if let Err(e) = self.streams.read_range(id, offset, len, buf) {
+                // Leave the packet as it was: no frame without its data.
+                buf.truncate(start);
+                return Err(e);
+            }
         }
-        StreamFrame {
-            stream_id: id.0,
-            offset,
-            data: &data,
-            fin,
-        }
-        .encode(buf, true);
         Ok(())
     }
 

@@ -18,24 +18,13 @@ impl StreamFrame<'_> {
     /// Append the frame; `with_len` false omits the Length field, so the data runs to the end
     /// of the packet (only for the packet's last frame).
     pub fn encode(&self, buf: &mut Vec<u8>, with_len: bool) {
-        let mut ty = FrameType::STREAM.0;
-        if self.offset != 0 {
-            ty |= FrameType::STREAM_OFF;
-        }
-        if with_len {
-            ty |= FrameType::STREAM_LEN;
-        }
-        if self.fin {
-            ty |= FrameType::STREAM_FIN;
-        }
-        buf.put_varint(ty);
-        buf.put_varint(self.stream_id);
-        if self.offset != 0 {
-            buf.put_varint(self.offset);
-        }
-        if with_len {
-            buf.put_varint(self.data.len() as u64);
-        }
+        encode_stream_header(
+            buf,
+            self.stream_id,
+            self.offset,
+            self.fin,
+            with_len.then_some(self.data.len()),
+        );
         buf.put_bytes(self.data);
     }
 
@@ -43,6 +32,36 @@ impl StreamFrame<'_> {
     #[must_use]
     pub fn encoded_len(&self, with_len: bool) -> usize {
         stream_header_len(self.stream_id, self.offset, self.data.len(), with_len) + self.data.len()
+    }
+}
+
+/// A STREAM frame's header (RFC 9000 §19.8): everything but the data, which the caller appends
+/// (the sender copies it from the stream's buffer straight into the packet). With `data_len`
+/// the frame carries a Length field; without, its data runs to the end of the packet.
+pub fn encode_stream_header(
+    buf: &mut Vec<u8>,
+    stream_id: u64,
+    offset: u64,
+    fin: bool,
+    data_len: Option<usize>,
+) {
+    let mut ty = FrameType::STREAM.0;
+    if offset != 0 {
+        ty |= FrameType::STREAM_OFF;
+    }
+    if data_len.is_some() {
+        ty |= FrameType::STREAM_LEN;
+    }
+    if fin {
+        ty |= FrameType::STREAM_FIN;
+    }
+    buf.put_varint(ty);
+    buf.put_varint(stream_id);
+    if offset != 0 {
+        buf.put_varint(offset);
+    }
+    if let Some(len) = data_len {
+        buf.put_varint(len as u64);
     }
 }
 

@@ -39,7 +39,8 @@ mod types;
 pub use ack::{encode_ack, AckFrame, AckRanges, EcnCounts};
 pub use close::ConnectionClose;
 pub use data::{
-    crypto_data_fit, crypto_frame_len, stream_data_fit, stream_header_len, StreamFrame,
+    crypto_data_fit, crypto_frame_len, encode_stream_header, stream_data_fit, stream_header_len,
+    StreamFrame,
 };
 pub use flow::{StreamDir, MAX_STREAM_COUNT};
 pub use repair::{RepairFrame, MAX_REPAIR_OVERHEAD, MAX_SYMBOL_LEN};

@@ -11,8 +11,9 @@
 //! run on the same sent-packet maps, RTT estimator and timer.
 
 mod rack;
+mod sent;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::ops::{Index, IndexMut, RangeInclusive};
 use std::str::FromStr;
@@ -25,6 +26,7 @@ use crate::delivery_rate::{DeliveryRateEstimator, RateSample, RateSnapshot};
 use crate::error::{transport_err, DecodeError, TransportError};
 use crate::rtt::{mul_ratio, RttEstimator, DEFAULT_INITIAL_RTT, GRANULARITY};
 use rack::{Rack, RackAck};
+use sent::SentPackets;
 
 /// A packet number space (RFC 9000 §12.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -355,7 +357,7 @@ impl RecentlyLost {
 
 #[derive(Debug)]
 struct Space<T> {
-    sent: BTreeMap<u64, SentPacket<T>>,
+    sent: SentPackets<T>,
     largest_sent: Option<u64>,
     largest_acked: Option<u64>,
     loss_time: Option<Instant>,
@@ -370,7 +372,7 @@ struct Space<T> {
 impl<T> Space<T> {
     fn new() -> Self {
         Self {
-            sent: BTreeMap::new(),
+            sent: SentPackets::default(),
             largest_sent: None,
             largest_acked: None,
             loss_time: None,
@@ -449,7 +451,7 @@ impl<T> LossDetection<T> {
             packet.rate = self.rate.on_packet_sent(packet.time_sent, bytes_in_flight);
             self.bytes_in_flight = self.bytes_in_flight.saturating_add(packet.size as u64);
         }
-        self.space_mut(space).sent.insert(packet.pn, packet);
+        self.space_mut(space).sent.push(packet);
         self.set_timer(now);
         None
     }
@@ -495,16 +497,16 @@ impl<T> LossDetection<T> {
         let mut sampler = DeliveryRateEstimator::sampler();
         // Most ranges of an ACK repeat packets acknowledged long ago: those below the oldest
         // packet still tracked are skipped without a lookup.
-        let oldest_sent = self.space(space).sent.first_key_value().map(|(&pn, _)| pn);
+        let oldest_sent = self.space(space).sent.first_pn();
         // BTreeMap::range panics on an inverted range; those acknowledge nothing.
         for r in ranges.iter().filter(|r| !r.is_empty()) {
             if oldest_sent.is_none_or(|oldest| *r.end() < oldest) {
                 continue;
             }
             let s = &mut self.spaces[space.index()];
-            let pns: Vec<u64> = s.sent.range(r.clone()).map(|(&pn, _)| pn).collect();
+            let pns: Vec<u64> = s.sent.range(r.clone()).map(|p| p.pn).collect();
             for pn in pns {
-                let Some(p) = s.sent.remove(&pn) else {
+                let Some(p) = s.sent.remove(pn) else {
                     continue;
                 };
                 if p.in_flight {
@@ -621,7 +623,8 @@ impl<T> LossDetection<T> {
         // RFC 8985 §6.2: counting later deliveries is only sound until reordering is seen.
         let count_applies = !rack_mode || s.rack.packet_threshold_applies();
         let mut lost_pns = Vec::new();
-        for (&pn, p) in s.sent.range(..largest_acked) {
+        for p in s.sent.range(..largest_acked) {
+            let pn = p.pn;
             if rack_mode && !s.rack.sent_before_newest(p.time_sent, pn) {
                 continue;
             }
@@ -644,7 +647,7 @@ impl<T> LossDetection<T> {
         }
         let mut lost = Vec::with_capacity(lost_pns.len());
         for (pn, trigger) in lost_pns {
-            let Some(packet) = s.sent.remove(&pn) else {
+            let Some(packet) = s.sent.remove(pn) else {
                 continue;
             };
             if packet.in_flight {

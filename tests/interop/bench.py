@@ -2,8 +2,9 @@
 """Bulk-download benchmark over loopback: `recoup serve` next to a quinn server (crates/recoup-
 interop), each serving the same file to the same client (the quinn client), in one run.
 
-Reports goodput (client-measured, first packet to last byte) and server CPU time (user+system
-from /proc) per GB served, and the recoup/quinn ratios. Not a test: numbers go to BENCHMARKS.md.
+Reports goodput (client-measured, first packet to last byte), server CPU time (user+system
+from /proc) per GB served, the client's CPU per GB (a client-bound download's goodput follows
+it), and the recoup/quinn ratios. Not a test: numbers go to BENCHMARKS.md.
 
     cargo build --release -p recoup-cli -p recoup-interop
     python3 tests/interop/bench.py --bin target/release --size-mb 200 --rounds 5
@@ -15,6 +16,7 @@ interleaved rounds as "recoup-before", so a change is measured against both in o
 import argparse
 import os
 import re
+import resource
 import shlex
 import statistics
 import subprocess
@@ -42,7 +44,15 @@ def start(cmd):
     return proc, m.group(1)
 
 
+def children_cpu():
+    """User + system CPU seconds of the finished child processes (the clients)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def download(client, addr, out):
+    """Bytes, seconds, and the client's CPU seconds of one download."""
+    before = children_cpu()
     r = subprocess.run(
         [client, f"https://{addr}/bulk.bin", "-o", out],
         capture_output=True,
@@ -52,7 +62,7 @@ def download(client, addr, out):
     if r.returncode != 0:
         raise SystemExit(f"client failed against {addr}:\n{r.stdout}\n{r.stderr}")
     m = re.search(r"(\d+) bytes in ([\d.]+) s", r.stdout)
-    return int(m.group(1)), float(m.group(2))
+    return int(m.group(1)), float(m.group(2)), children_cpu() - before
 
 
 def main():
@@ -94,16 +104,19 @@ def main():
         servers["quinn"] = start(
             [os.path.join(args.bin, "quinn-server"), "--listen", "127.0.0.1:0", "--root", root]
         )
-        results = {name: {"goodput": [], "bytes": 0, "cpu": 0.0} for name in servers}
+        results = {
+            name: {"goodput": [], "bytes": 0, "cpu": 0.0, "client_cpu": 0.0} for name in servers
+        }
         try:
             for _proc, addr in servers.values():
                 download(client, addr, out)  # warm-up, not counted
             for _ in range(args.rounds):
                 for name, (proc, addr) in servers.items():
                     before = cpu_seconds(proc.pid)
-                    n, secs = download(client, addr, out)
+                    n, secs, client_cpu = download(client, addr, out)
                     time.sleep(0.2)  # let the server finish closing before reading its CPU
                     results[name]["cpu"] += cpu_seconds(proc.pid) - before
+                    results[name]["client_cpu"] += client_cpu
                     results[name]["bytes"] += n
                     results[name]["goodput"].append(n * 8 / secs / 1e6)
         finally:
@@ -114,8 +127,11 @@ def main():
         f"{args.rounds} rounds of {args.size_mb} MiB, client quinn-client, policy {args.policy}, "
         f"{os.cpu_count()} cores"
     )
-    print("| server | goodput Mbit/s (median) | min | max | server CPU s per GB |")
-    print("|---|---|---|---|---|")
+    print(
+        "| server | goodput Mbit/s (median) | min | max | server CPU s per GB "
+        "| client CPU s per GB |"
+    )
+    print("|---|---|---|---|---|---|")
     summary = {}
     for name, r in results.items():
         med = statistics.median(r["goodput"])
@@ -123,7 +139,7 @@ def main():
         summary[name] = (med, cpu_gb)
         print(
             f"| {name} | {med:.0f} | {min(r['goodput']):.0f} | {max(r['goodput']):.0f} | "
-            f"{cpu_gb:.2f} |"
+            f"{cpu_gb:.2f} | {r['client_cpu'] / (r['bytes'] / 1e9):.2f} |"
         )
     print()
     for name in summary:

@@ -35,6 +35,9 @@ const MAX_GSO_BYTES: usize = 65_000;
 const MAX_SPARE_BUFFERS: usize = 4;
 /// `epoll` counts whole milliseconds; a shorter wait (a pacing gap) is slept precisely instead.
 const EPOLL_GRANULARITY: Duration = Duration::from_millis(1);
+/// While timers keep falling due (a sender pacing out a window), the loop does not wait, so it
+/// polls for input at least this often: ACKs are then handled at most this late.
+const MAX_POLL_GAP: Duration = Duration::from_micros(250);
 
 /// What an application does with the connections of a [`Driver`].
 pub trait Application {
@@ -246,6 +249,8 @@ pub struct Driver {
     /// alone tries no receive: each try that finds nothing is a system call, and a paced sender
     /// wakes for its timers far more often than ACKs arrive.
     readable: bool,
+    /// When the poll was last asked for events.
+    last_poll: Instant,
 }
 
 impl Driver {
@@ -283,6 +288,7 @@ impl Driver {
             spare: Vec::new(),
             recv: RecvBatch::new(),
             readable: true,
+            last_poll: Instant::ZERO,
         })
     }
 
@@ -485,6 +491,9 @@ impl Driver {
         };
         let timeout = deadline.map(|deadline| self.clock.until(deadline));
         if timeout == Some(Duration::ZERO) {
+            if self.clock.now().saturating_duration_since(self.last_poll) >= MAX_POLL_GAP {
+                self.poll_events(events, Some(Duration::ZERO))?;
+            }
             return Ok(());
         }
         if let Some(t) = timeout.filter(|t| *t < EPOLL_GRANULARITY) {
@@ -501,6 +510,7 @@ impl Driver {
 
     fn poll_events(&mut self, events: &mut Events, timeout: Option<Duration>) -> Result<(), Error> {
         poll_events(&mut self.poll, events, timeout)?;
+        self.last_poll = self.clock.now();
         self.readable |= events
             .iter()
             .any(|e| e.token() == SOCKET && (e.is_readable() || e.is_error()));

@@ -686,6 +686,8 @@ impl Connection {
         }
     }
 
+    /// Appends a STREAM frame, its data copied from the send buffer. On an error the frame's
+    /// header may be left in `buf`: the callers cut `buf` back to where the frame began.
     fn write_stream_frame(
         &self,
         id: StreamId,
@@ -694,14 +696,9 @@ impl Connection {
         fin: bool,
         buf: &mut Vec<u8>,
     ) -> Result<(), crate::Error> {
-        let start = buf.len();
         encode_stream_header(buf, id.0, offset, fin, Some(len));
         if len > 0 {
-            if let Err(e) = self.streams.read_range(id, offset, len, buf) {
-                // Leave the packet as it was: no frame without its data.
-                buf.truncate(start);
-                return Err(e);
-            }
+            self.streams.read_range(id, offset, len, buf)?;
         }
         Ok(())
     }

@@ -495,17 +495,11 @@ impl<T> LossDetection<T> {
 
         // DetectAndRemoveAckedPackets.
         let mut sampler = DeliveryRateEstimator::sampler();
-        // Most ranges of an ACK repeat packets acknowledged long ago: those below the oldest
-        // packet still tracked are skipped without a lookup.
-        let oldest_sent = self.space(space).sent.first_pn();
-        // BTreeMap::range panics on an inverted range; those acknowledge nothing.
-        for r in ranges.iter().filter(|r| !r.is_empty()) {
-            if oldest_sent.is_none_or(|oldest| *r.end() < oldest) {
-                continue;
-            }
+        for r in ranges {
             let s = &mut self.spaces[space.index()];
-            let pns: Vec<u64> = s.sent.range(r.clone()).map(|p| p.pn).collect();
-            for pn in pns {
+            // Most ranges of an ACK repeat packets acknowledged long ago: outside the window
+            // of tracked packets, an empty span.
+            for pn in s.sent.window(r.clone()) {
                 let Some(p) = s.sent.remove(pn) else {
                     continue;
                 };

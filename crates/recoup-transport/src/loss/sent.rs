@@ -8,7 +8,7 @@
 //! moving the large records within its nodes.
 
 use std::collections::VecDeque;
-use std::ops::{Bound, RangeBounds};
+use std::ops::{Bound, Range, RangeBounds};
 
 use super::SentPacket;
 
@@ -16,9 +16,9 @@ use super::SentPacket;
 pub(super) struct SentPackets<T> {
     /// Packet number of `slots[0]`; the front slot is always occupied when any is.
     base: u64,
-    /// `None`: acknowledged or declared lost, or a number never sent.
+    /// `None`: acknowledged or declared lost, or a number never sent. Empty exactly when no
+    /// packet is tracked.
     slots: VecDeque<Option<SentPacket<T>>>,
-    len: usize,
 }
 
 impl<T> Default for SentPackets<T> {
@@ -26,7 +26,6 @@ impl<T> Default for SentPackets<T> {
         Self {
             base: 0,
             slots: VecDeque::new(),
-            len: 0,
         }
     }
 }
@@ -34,8 +33,7 @@ impl<T> Default for SentPackets<T> {
 impl<T> SentPackets<T> {
     /// Adds a packet whose number is above every packet added before (the caller checks).
     pub(super) fn push(&mut self, packet: SentPacket<T>) {
-        if self.len == 0 {
-            self.slots.clear();
+        if self.slots.is_empty() {
             self.base = packet.pn;
         }
         let end = self.base + self.slots.len() as u64;
@@ -44,34 +42,23 @@ impl<T> SentPackets<T> {
             self.slots.push_back(None);
         }
         self.slots.push_back(Some(packet));
-        self.len += 1;
-    }
-
-    #[must_use]
-    pub(super) fn first_pn(&self) -> Option<u64> {
-        (self.len > 0).then_some(self.base)
     }
 
     pub(super) fn remove(&mut self, pn: u64) -> Option<SentPacket<T>> {
         let index = usize::try_from(pn.checked_sub(self.base)?).ok()?;
         let packet = self.slots.get_mut(index)?.take()?;
-        self.len -= 1;
-        // Keep the front occupied: drop the slots freed below the oldest packet left.
+        // Keep the front occupied: drop the slots freed below the oldest packet left (all of
+        // them when it was the last).
         while matches!(self.slots.front(), Some(None)) {
             self.slots.pop_front();
             self.base += 1;
         }
-        if self.len == 0 {
-            self.slots.clear();
-        }
         Some(packet)
     }
 
-    /// The packets whose numbers lie in `range`, ascending.
-    pub(super) fn range(
-        &self,
-        range: impl RangeBounds<u64>,
-    ) -> impl Iterator<Item = &SentPacket<T>> {
+    /// The packet numbers of `range` that the window covers: beyond them nothing is tracked.
+    /// Empty when the range is inverted or lies outside.
+    pub(super) fn window(&self, range: impl RangeBounds<u64>) -> Range<u64> {
         let end = self.base + self.slots.len() as u64;
         let from = match range.start_bound() {
             Bound::Included(&s) => s,
@@ -85,10 +72,19 @@ impl<T> SentPackets<T> {
             Bound::Unbounded => end,
         }
         .clamp(from, end);
+        from..to
+    }
+
+    /// The packets whose numbers lie in `range`, ascending.
+    pub(super) fn range(
+        &self,
+        range: impl RangeBounds<u64>,
+    ) -> impl Iterator<Item = &SentPacket<T>> {
+        let pns = self.window(range);
         // Both bounds lie within the deque, whose length is a `usize`.
         let index = |pn: u64| usize::try_from(pn - self.base).unwrap_or(usize::MAX);
         self.slots
-            .range(index(from)..index(to))
+            .range(index(pns.start)..index(pns.end))
             .filter_map(Option::as_ref)
     }
 
@@ -157,9 +153,11 @@ mod tests {
                     );
                 }
             }
+            // The front slot is the oldest packet's.
+            let front = sent.slots.front().map(|p| p.as_ref().map(|p| p.pn));
             assert_eq!(
-                sent.first_pn(),
-                model.keys().next().copied(),
+                front,
+                model.keys().next().map(|&pn| Some(pn)),
                 "seed {seed} step {step}"
             );
             assert!(
@@ -181,7 +179,6 @@ mod tests {
         sent.push(packet(9));
         assert_eq!(sent.remove(9).map(|p| p.pn), Some(9));
         assert_eq!(sent.remove(5).map(|p| p.pn), Some(5));
-        assert_eq!(sent.first_pn(), None);
         assert!(sent.slots.is_empty());
         sent.push(packet(1_000_000));
         assert_eq!(sent.slots.len(), 1, "no slots for the numbers in between");

@@ -81,6 +81,13 @@ def main():
         "e.g. mds1452='--max-datagram-size 1452' (repeatable)",
     )
     args = ap.parse_args()
+    # Checked before any server starts, so a bad one leaves no server running.
+    variants = []
+    for variant in args.variant:
+        name, sep, extra = variant.partition("=")
+        if not sep or not name:
+            ap.error(f"--variant {variant!r}: expected NAME=ARGS")
+        variants.append((name, shlex.split(extra)))
     client = os.path.join(args.bin, "quinn-client")
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "www")
@@ -96,11 +103,8 @@ def main():
         servers = {"recoup": recoup_serve(args.bin)}
         if args.before_bin:
             servers["recoup-before"] = recoup_serve(args.before_bin)
-        for variant in args.variant:
-            name, sep, extra = variant.partition("=")
-            if not sep or not name:
-                raise SystemExit(f"--variant {variant!r}: expected NAME=ARGS")
-            servers[f"recoup-{name}"] = recoup_serve(args.bin, shlex.split(extra))
+        for name, extra in variants:
+            servers[f"recoup-{name}"] = recoup_serve(args.bin, extra)
         servers["quinn"] = start(
             [os.path.join(args.bin, "quinn-server"), "--listen", "127.0.0.1:0", "--root", root]
         )

@@ -409,3 +409,39 @@ fn a_probe_from_a_new_address_is_answered_there_without_migrating_rfc9000_9_1() 
         "{m:?}"
     );
 }
+
+/// RFC 9000 §8.2.2: a PATH_CHALLENGE read in the same turn as the application's close is still
+/// answered: the PATH_RESPONSE rides in the CONNECTION_CLOSE's packet, which is expanded to 1200
+/// bytes. (A client finishing its download as its NAT rebinds did exactly this; the server never
+/// got its answer.)
+#[test]
+fn a_challenge_read_just_before_closing_is_answered_with_the_close_rfc9000_8_2_2() {
+    let s = seed(50);
+    let _g = SeedGuard(s);
+    let mut p = Pair::new(s, NetConfig::default(), TransportConfig::default());
+    p.handshake();
+    let settle = p.now + Duration::from_millis(300);
+    p.run_until(settle - Instant::ZERO, |_| false);
+    let now = p.now;
+    // PATH_CHALLENGE (type 0x1a) with 8 bytes of data, then PADDING to 1200 bytes.
+    let mut payload = vec![0x1a, 1, 2, 3, 4, 5, 6, 7, 8];
+    payload.resize(1160, 0);
+    let challenge = p
+        .server_conn()
+        .expect("server")
+        .seal_raw_1rtt_for_test(now, &payload, 0)
+        .expect("1-RTT keys");
+    let _ = p
+        .client
+        .handle_datagram(now, common::SERVER.parse().expect("addr"), &challenge);
+    p.client_conn().close(now, 0, "done");
+    let sent: Vec<_> = std::iter::from_fn(|| p.client.poll_transmit(now)).collect();
+    assert_eq!(sent.len(), 1, "one closing datagram");
+    assert!(
+        sent[0].contents.len() >= 1200,
+        "§8.2.2: padded to 1200 bytes, {} here",
+        sent[0].contents.len()
+    );
+    let m = p.client_conn().migration_stats();
+    assert_eq!((m.challenges_received, m.responses_sent), (1, 1), "{m:?}");
+}

@@ -299,8 +299,36 @@ impl Connection {
         end: usize,
         qlog: Option<&mut Vec<QlogFrame>>,
     ) -> bool {
-        let remote = self.path.remote;
         let mut wrote = Vec::new();
+        self.write_path_responses(buf, end, &mut wrote);
+        if buf.len() + 9 <= end {
+            if let Some(v) = self.migration.validation.as_mut().filter(|v| v.pending) {
+                let mut data = [0u8; 8];
+                self.rng.fill_bytes(&mut data);
+                Frame::PathChallenge(data).encode(buf);
+                v.sent.push(data);
+                v.pending = false;
+                self.migration.stats.challenges_sent += 1;
+                wrote.push(QlogFrame::of(&Frame::PathChallenge(data), None));
+            }
+        }
+        if let Some(q) = qlog {
+            q.extend(wrote.iter().cloned());
+        }
+        !wrote.is_empty()
+    }
+
+    /// Writes the PATH_RESPONSEs owed on the current path that fit before `end`, noting each in
+    /// `wrote`. A closing connection sends them too, beside its CONNECTION_CLOSE: §8.2.2 asks
+    /// every challenge to be answered, and one read in the same turn as the application's
+    /// close would otherwise go unanswered.
+    pub(super) fn write_path_responses(
+        &mut self,
+        buf: &mut Vec<u8>,
+        end: usize,
+        wrote: &mut Vec<QlogFrame>,
+    ) {
+        let remote = self.path.remote;
         while buf.len() + 9 <= end {
             let Some(i) = self
                 .migration
@@ -317,21 +345,6 @@ impl Connection {
             self.migration.stats.responses_sent += 1;
             wrote.push(QlogFrame::of(&Frame::PathResponse(r.data), None));
         }
-        if buf.len() + 9 <= end {
-            if let Some(v) = self.migration.validation.as_mut().filter(|v| v.pending) {
-                let mut data = [0u8; 8];
-                self.rng.fill_bytes(&mut data);
-                Frame::PathChallenge(data).encode(buf);
-                v.sent.push(data);
-                v.pending = false;
-                self.migration.stats.challenges_sent += 1;
-                wrote.push(QlogFrame::of(&Frame::PathChallenge(data), None));
-            }
-        }
-        if let Some(q) = qlog {
-            q.extend(wrote.iter().cloned());
-        }
-        !wrote.is_empty()
     }
 
     /// A PATH_RESPONSE owed to an address other than the current path's, if any: the packet is

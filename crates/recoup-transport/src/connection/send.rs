@@ -818,7 +818,8 @@ impl Connection {
         }
     }
 
-    /// In the closing state: one CONNECTION_CLOSE per received packet (RFC 9000 §10.2.1).
+    /// In the closing state: one CONNECTION_CLOSE per received packet (RFC 9000 §10.2.1). The
+    /// first also carries the PATH_RESPONSEs still owed on the current path (§8.2.2).
     fn transmit_close(&mut self, now: Instant) -> Option<Transmit> {
         let err = match &mut self.state {
             State::Closing { frame, pending, .. } if *pending => {
@@ -829,6 +830,7 @@ impl Connection {
         };
         let mut buf = Vec::new();
         let mut open = None;
+        let mut answered = false;
         for space in SpaceId::ALL {
             if !self.keys.has(space) {
                 continue;
@@ -862,11 +864,15 @@ impl Connection {
             };
             let frame = Frame::ConnectionClose(frame);
             frame.encode(&mut buf);
-            let qlog_frames = if self.qlog.is_some() {
-                vec![QlogFrame::of(&frame, None)]
-            } else {
-                Vec::new()
-            };
+            let mut qlog_frames = vec![QlogFrame::of(&frame, None)];
+            if space == SpaceId::Data {
+                let end = self.path.max_datagram_size - TAG_LEN;
+                self.write_path_responses(&mut buf, end, &mut qlog_frames);
+                answered = qlog_frames.len() > 1;
+            }
+            if self.qlog.is_none() {
+                qlog_frames.clear();
+            }
             open = Some(Open {
                 space,
                 pn,
@@ -879,8 +885,21 @@ impl Connection {
             });
         }
         let pkt = open?;
-        let pad = pkt.space == SpaceId::Initial && self.side == Side::Client;
-        self.seal(now, pkt, &mut buf, pad.then_some(MIN_INITIAL_SIZE));
+        let pad_to = if pkt.space == SpaceId::Initial && self.side == Side::Client {
+            Some(MIN_INITIAL_SIZE)
+        } else if answered {
+            // RFC 9000 §8.2.2: a PATH_RESPONSE's datagram is expanded to 1200 bytes, within the
+            // anti-amplification limit (§8.1).
+            let budget = self.path.amplification_budget().unwrap_or(usize::MAX);
+            Some(
+                MIN_INITIAL_SIZE
+                    .min(budget)
+                    .min(self.path.max_datagram_size),
+            )
+        } else {
+            None
+        };
+        self.seal(now, pkt, &mut buf, pad_to);
         self.on_datagram_sent(now, buf.len());
         Some(Transmit {
             destination: self.path.remote,

@@ -280,6 +280,34 @@ impl Lineages {
         }
     }
 
+    /// Splits open lineage `id` at stream offset `at`, strictly inside its range: `id` keeps the
+    /// bytes before `at`, a new lineage with the same history takes the rest and, if `id` waits
+    /// for its retransmission, is queued right behind it. For a host whose packets shrank (path
+    /// MTU discovery fell back to a smaller size) and can no longer carry the range in one
+    /// packet. Returns the new lineage's id.
+    pub fn split(&mut self, id: LossId, at: u64) -> Option<LossId> {
+        let rec = self.records.get_mut(&id)?;
+        if at <= rec.range.start || at >= rec.range.end {
+            return None;
+        }
+        let mut tail = rec.clone();
+        rec.range.end = at;
+        tail.range.start = at;
+        let new = self.next_id;
+        self.next_id += 1;
+        self.by_start.insert((tail.range.stream, at), new);
+        if tail.retransmit_queued {
+            let behind = self
+                .retransmit
+                .iter()
+                .position(|&q| q == id)
+                .map_or(self.retransmit.len(), |i| i + 1);
+            self.retransmit.insert(behind, new);
+        }
+        self.records.insert(new, tail);
+        Some(new)
+    }
+
     /// Next queued ARQ retransmission whose lineage is still open.
     pub fn next_retransmit(&mut self) -> Option<(LossId, DataRange)> {
         while let Some(&id) = self.retransmit.front() {
@@ -460,6 +488,40 @@ mod tests {
             start,
             end,
         }
+    }
+
+    #[test]
+    fn a_split_lineage_owes_both_halves_in_order_and_closes_each_on_its_own() {
+        let mut l = Lineages::new(true);
+        let a = l
+            .on_first_loss(range(0, 1000), ms(0), ms(10), LossTrigger::PacketThreshold)
+            .id;
+        let b = l
+            .on_first_loss(
+                range(1000, 2000),
+                ms(0),
+                ms(10),
+                LossTrigger::PacketThreshold,
+            )
+            .id;
+        assert_eq!(l.split(a, 0), None, "not strictly inside");
+        assert_eq!(l.split(a, 1000), None, "not strictly inside");
+        let tail = l.split(a, 600).expect("split");
+        assert_eq!(l.range(a), Some(range(0, 600)));
+        assert_eq!(l.range(tail), Some(range(600, 1000)));
+        // The tail is owed right after its head, before the next lineage.
+        let mut order = Vec::new();
+        while let Some((id, _)) = l.next_retransmit() {
+            order.push(id);
+            l.on_sent(id, 10 + id, ms(20), SendKind::Retransmission);
+        }
+        assert_eq!(order, vec![a, tail, b]);
+        assert_eq!(l.overlapping(range(500, 700)), vec![a, tail]);
+        let closed = l.on_range_acked(range(600, 1000), [tail], 10 + tail, ms(20), ms(30), |_| {
+            true
+        });
+        assert_eq!(closed, vec![tail]);
+        assert_eq!(l.len(), 2);
     }
 
     #[test]

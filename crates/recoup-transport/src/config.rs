@@ -57,8 +57,13 @@ pub struct TransportConfig {
     pub max_streams_uni: u64,
     /// Bytes the application may queue per stream before `write` pushes back.
     pub send_buffer: usize,
-    /// Largest UDP payload we send (and announce as max_udp_payload_size).
+    /// Largest UDP payload we send before path MTU discovery finds more (and announce as
+    /// max_udp_payload_size without discovery).
     pub max_datagram_size: usize,
+    /// Path MTU discovery (RFC 9000 §14.3): once the handshake is confirmed, probe sizes above
+    /// `max_datagram_size` up to this one (also announced as max_udp_payload_size). `None`: no
+    /// discovery, every datagram at most `max_datagram_size`.
+    pub pmtud_max: Option<usize>,
     /// Connection IDs we keep issued to the peer (capped by its active_connection_id_limit).
     pub active_connection_id_limit: u64,
     /// Length of the connection IDs we issue.
@@ -130,6 +135,7 @@ impl Default for TransportConfig {
             max_streams_uni: 128,
             send_buffer: 4 * 1024 * 1024,
             max_datagram_size: 1350,
+            pmtud_max: None,
             active_connection_id_limit: 4,
             local_cid_len: 8,
             cc: CcAlgorithm::default(),

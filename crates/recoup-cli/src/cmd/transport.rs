@@ -39,12 +39,17 @@ pub struct TransportArgs {
     /// of both ends' and never less than three PTOs. `0s` announces none.
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = super::simulate::parse_duration)]
     pub idle_timeout: Duration,
-    /// Largest UDP payload to send, in bytes (also announced as max_udp_payload_size). recoup
-    /// does no path MTU discovery: a size above the path's MTU loses every full packet. 1200 is
-    /// QUIC's minimum (RFC 9000 §14); 1452 fits a 1500-byte Ethernet MTU over IPv6.
+    /// UDP payload size to start with, in bytes, assumed to fit the path. 1200 is QUIC's
+    /// minimum (RFC 9000 §14); 1452 fits a 1500-byte Ethernet MTU over IPv6.
     #[arg(long, value_name = "BYTES", default_value_t = default_max_datagram_size(),
           value_parser = clap::value_parser!(u16).range(1200..=65527))]
     pub max_datagram_size: u16,
+    /// Path MTU discovery (RFC 9000 §14.3): once the handshake is confirmed, probe payload sizes
+    /// above --max-datagram-size up to this one (1452 fits a 1500-byte Ethernet MTU over IPv6),
+    /// and fall back if the path stops carrying them. Off unless given (BENCHMARKS.md says why).
+    #[arg(long, value_name = "BYTES",
+          value_parser = clap::value_parser!(u16).range(1200..=65527))]
+    pub pmtud_max: Option<u16>,
 }
 
 impl TransportArgs {
@@ -59,6 +64,10 @@ impl TransportArgs {
             fec: self.fec,
             fec_receive: true,
             max_datagram_size: usize::from(self.max_datagram_size),
+            pmtud_max: self
+                .pmtud_max
+                .filter(|&m| m > self.max_datagram_size)
+                .map(usize::from),
             seed: recoup_net::os_seed(),
             ..TransportConfig::default()
         }

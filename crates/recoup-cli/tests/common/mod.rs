@@ -299,8 +299,9 @@ pub struct QlogCount {
     pub retransmissions: u64,
     /// Packets carrying a FEC repair symbol (recoup's REPAIR frame, docs/FEC.md).
     pub repairs: u64,
-    /// The longest packet sent (qlog `raw.length`).
+    /// The longest packet sent (qlog `raw.length`), and how many were longer than 1400 bytes.
     pub longest: u64,
+    pub over_1400: u64,
 }
 
 /// Counts the packets of every `.sqlog` trace in `dir`; panics on a record that is not JSON.
@@ -322,9 +323,9 @@ pub fn count_qlog(dir: &Path) -> QlogCount {
                 continue;
             }
             count.packets_sent += 1;
-            count.longest = count
-                .longest
-                .max(v["data"]["raw"]["length"].as_u64().unwrap_or(0));
+            let length = v["data"]["raw"]["length"].as_u64().unwrap_or(0);
+            count.longest = count.longest.max(length);
+            count.over_1400 += u64::from(length > 1400);
             match v["data"]["recoup"]["kind"].as_str() {
                 Some("copy") => count.copies += 1,
                 Some("retransmission") => count.retransmissions += 1,

@@ -91,7 +91,8 @@ impl Connection {
         TransportParameters {
             original_destination_connection_id: original_dcid,
             max_idle_timeout: config.max_idle_timeout.as_millis() as u64,
-            max_udp_payload_size: config.max_datagram_size as u64,
+            max_udp_payload_size: config.pmtud_max.unwrap_or(0).max(config.max_datagram_size)
+                as u64,
             initial_max_data: config.receive_window,
             initial_max_stream_data_bidi_local: config.stream_receive_window,
             initial_max_stream_data_bidi_remote: config.stream_receive_window,
@@ -203,11 +204,15 @@ impl Connection {
             .loss
             .set_max_ack_delay(Duration::from_millis(params.max_ack_delay), now);
         self.handshake.peer_ack_delay_exponent = params.ack_delay_exponent.min(20) as u8;
+        let peer_max: usize = params.max_udp_payload_size.try_into().unwrap_or(usize::MAX);
         self.path.max_datagram_size = self
             .config
             .max_datagram_size
-            .min(params.max_udp_payload_size.try_into().unwrap_or(usize::MAX))
+            .min(peer_max)
             .max(crate::config::MIN_INITIAL_SIZE);
+        self.pmtud = self.config.pmtud_max.and_then(|ceiling| {
+            super::pmtud::Pmtud::new(self.path.max_datagram_size, ceiling.min(peer_max))
+        });
         if let Some(q) = self.qlog.as_mut() {
             q.log(
                 now,

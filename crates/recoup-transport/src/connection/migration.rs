@@ -194,6 +194,7 @@ impl Connection {
             // §9.4: on confirming the peer owns its new address, start congestion control and
             // the RTT estimate afresh unless only the port changed.
             self.recovery.reset_for_new_path(now, &self.config);
+            self.restart_pmtud(false);
             self.migration.stats.path_resets += 1;
         }
         tracing::debug!(side = ?self.side, remote = %self.path.remote, "path validated");

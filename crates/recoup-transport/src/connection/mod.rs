@@ -33,6 +33,7 @@ mod idle;
 mod keys;
 mod migration;
 mod path;
+mod pmtud;
 mod recovery;
 mod recv;
 mod retry;
@@ -219,6 +220,11 @@ pub struct ConnectionStats {
     /// rate limit), and those of them sent while it was below the congestion controller's rate.
     pub rate_limited_packets: u64,
     pub rate_limit_binding_packets: u64,
+    /// Path MTU probes sent and lost (RFC 9000 §14.3), and returns to the base size after
+    /// persistent congestion, a possible black hole (RFC 8899 §4.3).
+    pub mtu_probes_sent: u64,
+    pub mtu_probes_lost: u64,
+    pub mtu_black_holes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -254,6 +260,8 @@ pub struct Connection {
     path: Path,
     /// Path validation and migration (RFC 9000 §8.2, §9).
     migration: Migration,
+    /// Path MTU discovery, once the peer's transport parameters are known and if configured.
+    pmtud: Option<pmtud::Pmtud>,
     /// Loss detection, congestion control, pacing, lineage and the loss-recovery policy.
     recovery: RecoveryHost,
     /// Application streams and flow control.
@@ -396,6 +404,7 @@ impl Connection {
             spaces: PerSpace([PacketSpace::new(), PacketSpace::new(), PacketSpace::new()]),
             path: Path::new(side, remote, config.max_datagram_size),
             migration: Migration::default(),
+            pmtud: None,
             recovery: RecoveryHost::new(side, &config, policy, now),
             streams,
             cids: CidState::new(
@@ -493,6 +502,12 @@ impl Connection {
     #[must_use]
     pub fn remote_address(&self) -> SocketAddr {
         self.path.remote
+    }
+
+    /// The largest UDP payload sent now: the configured size, or what path MTU discovery found.
+    #[must_use]
+    pub fn max_datagram_size(&self) -> usize {
+        self.path.max_datagram_size
     }
 
     /// Whether the handshake completed (1-RTT data may flow).

@@ -49,6 +49,8 @@ pub(super) struct SentFrames {
     pub ack_largest: Option<u64>,
     /// Carried a FEC repair symbol.
     pub repair: bool,
+    /// A path MTU probe (PING and PADDING of the size being tried).
+    pub mtu_probe: bool,
 }
 
 impl SentFrames {
@@ -411,6 +413,13 @@ impl Connection {
                 self.process_losses(now, space, losses);
             }
             TimeoutOutcome::Probe { space, count } => {
+                if space == SpaceId::Data
+                    && self.recovery.loss.pto_count() >= super::pmtud::BLACK_HOLE_PTOS
+                {
+                    // Nothing acknowledged for several PTOs: if only our larger datagrams stopped
+                    // getting through, the probes must be of the base size to be answered.
+                    self.restart_pmtud(true);
+                }
                 let space = if self.keys.has(space) {
                     space
                 } else {
@@ -445,12 +454,22 @@ impl Connection {
             }
             self.qlog_packet_lost(now, space, p.pn, lost.trigger);
             let signals = self.on_frames_lost(now, space, p.pn, p.time_sent, &p.data, lost.trigger);
-            if signals && p.in_flight {
+            if p.data.mtu_probe {
+                // RFC 9000 §14.4: a lost probe says its size is too large, not that the path
+                // is congested.
+                self.stats.mtu_probes_lost += 1;
+                if let Some(d) = self.pmtud.as_mut() {
+                    d.on_probe_lost();
+                }
+            } else if signals && p.in_flight {
                 newest_signal = newest_signal.max(Some(p.time_sent));
                 signal_bytes += p.size as u64;
             } else if p.in_flight {
                 self.stats.losses_hidden_from_cc += 1;
             }
+        }
+        if losses.persistent_congestion && space == SpaceId::Data {
+            self.restart_pmtud(true);
         }
         if let Some(t) = newest_signal {
             self.stats.congestion_events += 1;
@@ -462,6 +481,25 @@ impl Connection {
                 self.recovery.loss.rtt(),
             );
             self.qlog_congestion_state(now);
+        }
+    }
+
+    /// A path MTU probe was acknowledged: the path carries its size (RFC 9000 §14.3).
+    fn on_mtu_probe_acked(&mut self) {
+        if let Some(size) = self.pmtud.as_mut().and_then(|d| d.on_probe_acked()) {
+            self.path.max_datagram_size = self.path.max_datagram_size.max(size);
+        }
+    }
+
+    /// Back to the base datagram size and a new search (see [`super::pmtud::Pmtud::restart`]);
+    /// `black_hole`: the cause is a suspected black hole, not a new path.
+    pub(super) fn restart_pmtud(&mut self, black_hole: bool) {
+        if let Some(size) = self.pmtud.as_mut().and_then(|d| d.restart()) {
+            self.path.max_datagram_size = size;
+            if black_hole {
+                self.stats.mtu_black_holes += 1;
+                tracing::debug!(size, "no acknowledgment above the base size: PMTU reset");
+            }
         }
     }
 
@@ -496,6 +534,9 @@ impl Connection {
         // is closed before the losses it reports are looked at, so losing the newest copy of
         // data an older send delivered starts no new round and signals no congestion (ART §6.4).
         for p in &outcome.acked {
+            if p.data.mtu_probe {
+                self.on_mtu_probe_acked();
+            }
             if space == SpaceId::Data {
                 self.keys.update.on_acked(p.pn, now);
                 let info = p.data.info(p.pn, p.time_sent, p.size);

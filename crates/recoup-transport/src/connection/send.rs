@@ -10,8 +10,8 @@ use crate::cc::CongestionController;
 use crate::config::MIN_INITIAL_SIZE;
 use crate::crypto::Side;
 use crate::frame::{
-    crypto_data_fit, encode_ack, encode_stream_header, stream_data_fit, ConnectionClose, Frame,
-    StreamDir,
+    crypto_data_fit, encode_ack, encode_stream_header, stream_data_fit, stream_header_len,
+    ConnectionClose, Frame, StreamDir,
 };
 use crate::loss::{SentPacket, SpaceId};
 use crate::packet::{pn_len_for, Header, HeaderLayout, QUIC_VERSION_1};
@@ -60,6 +60,9 @@ impl Connection {
         self.maybe_update_keys(now);
         if let Some(t) = self.transmit_off_path_response(now) {
             return Some(t.append_to(buf));
+        }
+        if let Some(info) = self.transmit_mtu_probe(now, buf) {
+            return Some(info);
         }
         let mds = self.path.max_datagram_size;
         self.recovery
@@ -618,7 +621,17 @@ impl Connection {
         qlog: bool,
     ) -> bool {
         let sid = StreamId(range.stream);
-        let chunks = self.streams.unacked(sid, range.start, range.end);
+        let mut chunks = self.streams.unacked(sid, range.start, range.end);
+        if pkt.frames.stream.is_empty() {
+            let empty = end.saturating_sub(pkt.layout.payload_offset());
+            if let Some(at) = split_point(&chunks, empty, end.saturating_sub(buf.len())) {
+                // The lineage came from a larger packet than any we send now (path MTU
+                // discovery fell back): what fits goes now, the rest becomes a lineage of its own.
+                if self.recovery.lineage.split(id, at).is_some() {
+                    chunks = self.streams.unacked(sid, range.start, at);
+                }
+            }
+        }
         let start = buf.len();
         let frames_before = pkt.frames.stream.len();
         let qlog_before = pkt.qlog_frames.len();
@@ -940,6 +953,54 @@ impl Connection {
         })
     }
 
+    /// A path MTU probe (RFC 9000 §14.3), appended to `buf`: a 1-RTT packet of PING and PADDING
+    /// of the size being tried, when discovery wants one, the handshake is confirmed, the path
+    /// is validated and congestion control lets it go (RFC 8899 §3: probes are congestion
+    /// controlled; their loss is not taken as congestion).
+    fn transmit_mtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitInfo> {
+        let size = self.pmtud.as_ref()?.probe_size()?;
+        if self.state != State::Established
+            || !self.handshake.confirmed
+            || !self.path_validated()
+            || !self.keys.has(SpaceId::Data)
+            || !self.recovery.congestion_allows(now, size)
+        {
+            return None;
+        }
+        let base = buf.len();
+        buf.reserve(size);
+        let (pn, layout) = self.write_header(SpaceId::Data, buf);
+        Frame::Ping.encode(buf);
+        let pkt = Open {
+            space: SpaceId::Data,
+            pn,
+            layout,
+            frames: SentFrames {
+                mtu_probe: true,
+                ..SentFrames::default()
+            },
+            ack_eliciting: true,
+            in_flight: true,
+            qlog_frames: vec![QlogFrame::of(&Frame::Ping, None)],
+            path_probe: false,
+        };
+        self.seal(now, pkt, buf, Some(base + size));
+        let len = buf.len() - base;
+        if len == 0 {
+            return None;
+        }
+        self.stats.mtu_probes_sent += 1;
+        if let Some(d) = self.pmtud.as_mut() {
+            d.on_probe_sent(len);
+        }
+        self.on_datagram_sent(now, len);
+        Some(TransmitInfo {
+            destination: self.path.remote,
+            len,
+            key: self.datagram_key.take(),
+        })
+    }
+
     /// RFC 9001 §6: start a key update when asked or when the interval is reached, once the
     /// handshake is confirmed and a packet of the current phase was acknowledged.
     /// Whether a key update is due (asked for, the interval reached, or the confidentiality
@@ -1086,4 +1147,25 @@ impl Connection {
         );
         Some(buf)
     }
+}
+
+/// Where to split a lineage whose `chunks` do not fit even a packet with nothing else in it
+/// (`empty` bytes of payload): at the first byte that does not fit the `free` bytes left in
+/// this one. `None` when the chunks fit an empty packet (they wait for one, as before).
+fn split_point(chunks: &[crate::streams::Chunk], empty: usize, free: usize) -> Option<u64> {
+    let frame =
+        |c: &crate::streams::Chunk| stream_header_len(c.id.0, c.offset, c.len, true) + c.len;
+    if chunks.iter().map(frame).sum::<usize>() <= empty {
+        return None;
+    }
+    let mut free = free;
+    for c in chunks {
+        if frame(c) <= free {
+            free -= frame(c);
+            continue;
+        }
+        let fit = stream_data_fit(c.id.0, c.offset, free, true).unwrap_or(0);
+        return Some(c.offset + fit.min(c.len) as u64);
+    }
+    None
 }

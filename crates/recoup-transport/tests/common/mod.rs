@@ -122,6 +122,9 @@ pub struct Pair {
     pub client_addr: SocketAddr,
     /// Every datagram the server sent: (destination, bytes).
     pub server_sent: Vec<(SocketAddr, usize)>,
+    /// The path MTU, as UDP payload bytes: larger datagrams are dropped (a test lowers it to
+    /// play a path that carries less, or one whose MTU shrinks mid-connection).
+    pub mtu: usize,
 }
 
 impl Pair {
@@ -190,6 +193,7 @@ impl Pair {
             until: None,
             client_addr: CLIENT.parse().expect("addr"),
             server_sent: Vec::new(),
+            mtu: usize::MAX,
         }
     }
 
@@ -206,6 +210,10 @@ impl Pair {
 
     fn send(&mut self, dir: Dir, mut bytes: Vec<u8>) {
         let client_addr = self.client_addr;
+        if bytes.len() > self.mtu {
+            self.trace.push((self.now, dir, bytes.len(), true));
+            return;
+        }
         let lost = self.rng.gen_bool(self.net.loss);
         self.trace.push((self.now, dir, bytes.len(), lost));
         if let Some(c) = self.capture.as_mut() {

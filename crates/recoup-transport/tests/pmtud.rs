@@ -1,0 +1,94 @@
+//! Path MTU discovery (RFC 9000 §14.3 with RFC 8899's datagram PLPMTUD), on virtual time: the
+//! size a path carries is found without congestion events, and a path whose MTU shrinks is a
+//! black hole only until persistent congestion sends the connection back to the base size.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{bidi_transfer, seed, NetConfig, Pair, SeedGuard};
+use recoup_time::Instant;
+use recoup_transport::TransportConfig;
+
+fn discovering(ceiling: usize) -> TransportConfig {
+    TransportConfig {
+        pmtud_max: Some(ceiling),
+        ..TransportConfig::default()
+    }
+}
+
+#[test]
+fn without_discovery_no_datagram_exceeds_the_configured_size() {
+    let s = seed(60);
+    let _g = SeedGuard(s);
+    let mut p = Pair::new(s, NetConfig::default(), TransportConfig::default());
+    bidi_transfer(&mut p, 1 << 20, Duration::from_secs(30), |_| {});
+    assert_eq!(p.server_conn().expect("server").stats().mtu_probes_sent, 0);
+    assert!(p.server_sent.iter().all(|&(_, len)| len <= 1350));
+}
+
+/// A path that carries the ceiling: one probe, then full packets of the ceiling's size.
+#[test]
+fn discovery_reaches_a_ceiling_the_path_carries_rfc9000_14_3() {
+    let s = seed(61);
+    let _g = SeedGuard(s);
+    let mut p = Pair::new(s, NetConfig::default(), discovering(1452));
+    bidi_transfer(&mut p, 4 << 20, Duration::from_secs(30), |_| {});
+    let srv = p.server_conn().expect("server");
+    assert_eq!(srv.max_datagram_size(), 1452);
+    let st = srv.stats();
+    assert_eq!((st.mtu_probes_sent, st.mtu_probes_lost), (1, 0), "{st:?}");
+    // Full packets (STREAM headers are sized for the worst case, leaving a few bytes unused).
+    let full = p.server_sent.iter().filter(|&&(_, len)| len > 1400).count();
+    assert!(full > 1000, "{full} datagrams above 1400 bytes");
+    assert_eq!(p.client_conn().max_datagram_size(), 1452);
+}
+
+/// A path whose MTU lies between the base and the ceiling: the search settles within 20 bytes
+/// below it, and the lost probes are no congestion signal (RFC 9000 §14.4).
+#[test]
+fn a_smaller_path_mtu_is_found_without_congestion_events_rfc9000_14_4() {
+    for mtu in [1360, 1400, 1451] {
+        let s = seed(62);
+        let _g = SeedGuard(s);
+        let mut p = Pair::new(s, NetConfig::default(), discovering(1452));
+        p.mtu = mtu;
+        bidi_transfer(&mut p, 16 << 20, Duration::from_secs(30), |_| {});
+        let srv = p.server_conn().expect("server");
+        let found = srv.max_datagram_size();
+        assert!(found <= mtu && found + 20 > mtu, "mtu {mtu}: found {found}");
+        let st = srv.stats();
+        assert_eq!(st.congestion_events, 0, "mtu {mtu}: {st:?}");
+        assert!(st.mtu_probes_lost >= 3, "the ceiling, three times: {st:?}");
+        let too_large = p.server_sent.iter().filter(|&&(_, len)| len > mtu).count();
+        assert!(
+            too_large as u64 <= st.mtu_probes_sent,
+            "mtu {mtu}: only probes exceed the MTU: {too_large} datagrams, {st:?}"
+        );
+    }
+}
+
+/// The path's MTU drops below the discovered size mid-transfer: every full packet is lost, and
+/// nothing ack-eliciting is acknowledged, until three PTOs reset the size to the base (RFC 8899
+/// §4.3). Data first lost in larger packets is retransmitted in smaller ones (its lineages are
+/// split), and the transfer completes.
+#[test]
+fn a_black_hole_falls_back_to_the_base_size_rfc8899_4_3() {
+    let s = seed(63);
+    let _g = SeedGuard(s);
+    let mut p = Pair::new(s, NetConfig::default(), discovering(1452));
+    let shrink = Instant::ZERO + Duration::from_secs(1);
+    p.app_wakeup = Some(shrink);
+    let mut discovered = 0;
+    bidi_transfer(&mut p, 16 << 20, Duration::from_secs(20), |p| {
+        if p.now >= shrink && p.mtu == usize::MAX {
+            discovered = p.server_conn().expect("server").max_datagram_size();
+            p.mtu = 1350;
+        }
+    });
+    assert_eq!(discovered, 1452, "discovery finished before the MTU shrank");
+    let srv = p.server_conn().expect("server");
+    let st = srv.stats();
+    assert!(st.mtu_black_holes >= 1, "{st:?}");
+    assert_eq!(srv.max_datagram_size(), 1350, "{st:?}");
+}

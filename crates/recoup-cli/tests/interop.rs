@@ -174,12 +174,20 @@ fn quinn_client_downloads_from_recoup_serve_fixed2() {
 }
 
 /// `--max-datagram-size` reaches the wire: a quinn client downloads byte-exact through the
-/// lossy link from a server sending packets up to 1452 bytes (the default is 1350).
+/// lossy link from a server sending packets up to 1452 bytes (the default is 1350), with path
+/// MTU discovery off so that the size can come from the flag alone.
 #[test]
 fn quinn_client_downloads_from_recoup_serve_with_1452_byte_packets() {
     let qlog = tempfile::tempdir().expect("tempdir");
     let dir = qlog.path().to_str().expect("utf-8 temp path");
-    quinn_client_from_recoup(&["--max-datagram-size", "1452", "--qlog-dir", dir]);
+    quinn_client_from_recoup(&[
+        "--max-datagram-size",
+        "1452",
+        "--pmtud-max",
+        "1200",
+        "--qlog-dir",
+        dir,
+    ]);
     let count = count_qlog(qlog.path());
     // A STREAM frame is sized for a worst-case header, so the longest packet may fall a few
     // bytes short of the limit; it must pass the default (1350) and never exceed the limit.
@@ -190,13 +198,13 @@ fn quinn_client_downloads_from_recoup_serve_with_1452_byte_packets() {
     );
 }
 
-/// `--pmtud-max` (RFC 9000 §14.3) toward unmodified clients: from the default 1350 bytes the
-/// server's probe of 1452 bytes is acknowledged and later packets use the larger size, and the
-/// download through the lossy link is byte-exact.
+/// Path MTU discovery (RFC 9000 §14.3, on by default) toward unmodified clients: from the
+/// default 1350 bytes the server's probe of 1452 bytes is acknowledged and later packets use the
+/// larger size, and the download through the lossy link is byte-exact.
 fn path_mtu_discovery_toward(client: fn(&[&str])) {
     let qlog = tempfile::tempdir().expect("tempdir");
     let dir = qlog.path().to_str().expect("utf-8 temp path");
-    client(&["--pmtud-max", "1452", "--qlog-dir", dir]);
+    client(&["--qlog-dir", dir]);
     let count = count_qlog(qlog.path());
     // Data packets fall a few bytes short of the limit (worst-case STREAM headers); the probe is
     // padded to it exactly.

@@ -452,6 +452,12 @@ impl CongestionController for Bbr {
         self.cwnd
     }
 
+    fn on_max_datagram_size(&mut self, mds: u64) {
+        self.mds = mds.max(1);
+        self.min_pipe_cwnd = self.mds.saturating_mul(4);
+        self.cwnd = self.cwnd.max(self.min_pipe_cwnd);
+    }
+
     fn pacing_rate(&self) -> Option<u64> {
         Some(self.pacing_rate.max(GRANULARITY_RATE_FLOOR))
     }

@@ -393,6 +393,12 @@ impl CongestionController for Copa {
         self.cwnd as u64
     }
 
+    fn on_max_datagram_size(&mut self, mds: u64) {
+        self.mds = mds.max(1);
+        self.min_window = self.mds.saturating_mul(2);
+        self.cwnd = self.cwnd.max(self.min_window as f64);
+    }
+
     fn pacing_rate(&self) -> Option<u64> {
         let standing = self.rtt_standing?.as_secs_f64();
         (standing > 0.0).then(|| (PACING_GAIN * self.cwnd / standing) as u64)

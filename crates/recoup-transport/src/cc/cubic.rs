@@ -189,6 +189,11 @@ impl CongestionController for Cubic {
         to_bytes(self.cwnd.max(self.min_window))
     }
 
+    fn on_max_datagram_size(&mut self, mds: u64) {
+        self.mds = mds.max(1) as f64;
+        self.min_window = 2.0 * self.mds;
+    }
+
     fn name(&self) -> &'static str {
         "cubic"
     }

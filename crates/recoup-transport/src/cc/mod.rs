@@ -140,6 +140,13 @@ pub trait CongestionController: fmt::Debug + Send {
     /// The congestion window in bytes.
     fn window(&self) -> u64;
 
+    /// Path MTU discovery changed the datagram size (RFC 9000 §14.3). Windows floored in
+    /// datagrams follow it, so the minimum window still holds two full packets (RFC 9002 §7.2):
+    /// a floor below one packet would let nothing leave until a PTO.
+    fn on_max_datagram_size(&mut self, mds: u64) {
+        let _ = mds;
+    }
+
     /// The rate the controller wants packets paced at, bytes per second, if it has one
     /// (window-based controllers have none: the pacer derives one from the window).
     fn pacing_rate(&self) -> Option<u64> {
@@ -285,6 +292,10 @@ impl CongestionController for Controller {
         dispatch!(self, c => c.window())
     }
 
+    fn on_max_datagram_size(&mut self, mds: u64) {
+        dispatch!(self, c => c.on_max_datagram_size(mds));
+    }
+
     fn pacing_rate(&self) -> Option<u64> {
         dispatch!(self, c => c.pacing_rate())
     }
@@ -338,6 +349,29 @@ mod tests {
             ..CcConfig::default()
         };
         assert_eq!(fixed.initial_window(), 4000);
+    }
+
+    /// A datagram size raised by path MTU discovery raises the floors too: after persistent
+    /// congestion every window still holds two full packets of the new size (RFC 9002 §7.2),
+    /// or nothing could leave until a PTO.
+    #[test]
+    fn window_floors_follow_a_larger_datagram_size() {
+        let config = CcConfig {
+            max_datagram_size: 1350,
+            ..CcConfig::default()
+        };
+        let rtt = crate::rtt::RttEstimator::new(std::time::Duration::from_millis(100));
+        for name in CcAlgorithm::NAMES {
+            let a: CcAlgorithm = name.parse().expect("accepted");
+            if a == CcAlgorithm::None {
+                continue;
+            }
+            let mut c = Controller::new(a, &config, Instant::ZERO);
+            c.on_max_datagram_size(1452);
+            let t = Instant::ZERO + std::time::Duration::from_secs(1);
+            c.on_congestion_event(t, t, 30_000, true, &rtt);
+            assert!(c.window() >= 2 * 1452, "{name}: {}", c.window());
+        }
     }
 
     #[test]

@@ -106,6 +106,12 @@ impl CongestionController for NewReno {
         self.cwnd
     }
 
+    fn on_max_datagram_size(&mut self, mds: u64) {
+        self.mds = mds;
+        self.min_window = mds.saturating_mul(2);
+        self.cwnd = self.cwnd.max(self.min_window);
+    }
+
     fn name(&self) -> &'static str {
         "newreno"
     }

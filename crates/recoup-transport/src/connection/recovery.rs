@@ -488,6 +488,9 @@ impl Connection {
     fn on_mtu_probe_acked(&mut self) {
         if let Some(size) = self.pmtud.as_mut().and_then(|d| d.on_probe_acked()) {
             self.path.max_datagram_size = self.path.max_datagram_size.max(size);
+            self.recovery
+                .cc
+                .on_max_datagram_size(self.path.max_datagram_size as u64);
         }
     }
 
@@ -496,6 +499,7 @@ impl Connection {
     pub(super) fn restart_pmtud(&mut self, black_hole: bool) {
         if let Some(size) = self.pmtud.as_mut().and_then(|d| d.restart()) {
             self.path.max_datagram_size = size;
+            self.recovery.cc.on_max_datagram_size(size as u64);
             if black_hole {
                 self.stats.mtu_black_holes += 1;
                 tracing::debug!(size, "no acknowledgment above the base size: PMTU reset");

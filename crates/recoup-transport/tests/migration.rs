@@ -366,6 +366,22 @@ fn key_updates_are_three_ptos_apart_rfc9001_6_5() {
     );
 }
 
+/// A connected pair, 300 ms after the handshake (it is confirmed, the first ACKs are in).
+fn settled_pair(seed: u64) -> Pair {
+    let mut p = Pair::new(seed, NetConfig::default(), TransportConfig::default());
+    p.handshake();
+    let settle = p.now + Duration::from_millis(300);
+    p.run_until(settle - Instant::ZERO, |_| false);
+    p
+}
+
+/// A 1-RTT payload of a PATH_CHALLENGE (type 0x1a, 8 bytes of data) and PADDING to 1200 bytes.
+fn path_challenge_payload() -> Vec<u8> {
+    let mut payload = vec![0x1a, 1, 2, 3, 4, 5, 6, 7, 8];
+    payload.resize(1160, 0);
+    payload
+}
+
 /// RFC 9000 §9.1, §8.2.2: a probing packet (PATH_CHALLENGE and PADDING only) from a new address
 /// is answered with a PATH_RESPONSE sent to that address, within three times the bytes it
 /// brought (§8.1), and does not move the connection there (§9.3: only non-probing packets do).
@@ -373,14 +389,9 @@ fn key_updates_are_three_ptos_apart_rfc9001_6_5() {
 fn a_probe_from_a_new_address_is_answered_there_without_migrating_rfc9000_9_1() {
     let s = seed(49);
     let _g = SeedGuard(s);
-    let mut p = Pair::new(s, NetConfig::default(), TransportConfig::default());
-    p.handshake();
-    let settle = p.now + Duration::from_millis(300);
-    p.run_until(settle - Instant::ZERO, |_| false);
+    let mut p = settled_pair(s);
     let now = p.now;
-    // PATH_CHALLENGE (type 0x1a) with 8 bytes of data, then PADDING to 1200 bytes.
-    let mut payload = vec![0x1a, 1, 2, 3, 4, 5, 6, 7, 8];
-    payload.resize(1160, 0);
+    let payload = path_challenge_payload();
     let probe = p
         .client_conn()
         .seal_raw_1rtt_for_test(now, &payload, 0)
@@ -418,14 +429,9 @@ fn a_probe_from_a_new_address_is_answered_there_without_migrating_rfc9000_9_1() 
 fn a_challenge_read_just_before_closing_is_answered_with_the_close_rfc9000_8_2_2() {
     let s = seed(50);
     let _g = SeedGuard(s);
-    let mut p = Pair::new(s, NetConfig::default(), TransportConfig::default());
-    p.handshake();
-    let settle = p.now + Duration::from_millis(300);
-    p.run_until(settle - Instant::ZERO, |_| false);
+    let mut p = settled_pair(s);
     let now = p.now;
-    // PATH_CHALLENGE (type 0x1a) with 8 bytes of data, then PADDING to 1200 bytes.
-    let mut payload = vec![0x1a, 1, 2, 3, 4, 5, 6, 7, 8];
-    payload.resize(1160, 0);
+    let payload = path_challenge_payload();
     let challenge = p
         .server_conn()
         .expect("server")

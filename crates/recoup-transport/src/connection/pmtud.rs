@@ -33,8 +33,9 @@ pub(super) struct Pmtud {
     tried_high: bool,
     /// The size being tried, until a probe of it is acknowledged or [`MAX_PROBES`] are lost.
     trying: Option<usize>,
-    /// A probe is in flight.
-    in_flight: bool,
+    /// The packet number of the probe in flight: an acknowledgment or loss of an older probe
+    /// (sent before a restart) says nothing about the size tried now.
+    in_flight: Option<u64>,
     /// Probes of the size being tried lost so far.
     failures: u8,
 }
@@ -48,14 +49,14 @@ impl Pmtud {
             high: ceiling,
             tried_high: false,
             trying: None,
-            in_flight: false,
+            in_flight: None,
             failures: 0,
         })
     }
 
     /// The size of the next probe, if one is due.
     pub fn probe_size(&self) -> Option<usize> {
-        if self.in_flight {
+        if self.in_flight.is_some() {
             return None;
         }
         if let Some(size) = self.trying {
@@ -71,30 +72,30 @@ impl Pmtud {
         })
     }
 
-    pub fn on_probe_sent(&mut self, size: usize) {
-        self.in_flight = true;
+    pub fn on_probe_sent(&mut self, pn: u64, size: usize) {
+        self.in_flight = Some(pn);
         self.trying = Some(size);
         self.tried_high |= size == self.high;
     }
 
-    /// A probe was acknowledged: the path carries its size; returns the new datagram size.
-    pub fn on_probe_acked(&mut self) -> Option<usize> {
-        if !self.in_flight {
+    /// Probe `pn` was acknowledged: the path carries its size; returns the new datagram size.
+    pub fn on_probe_acked(&mut self, pn: u64) -> Option<usize> {
+        if self.in_flight != Some(pn) {
             return None;
         }
-        self.in_flight = false;
+        self.in_flight = None;
         let size = self.trying.take()?;
         self.failures = 0;
         self.known = self.known.max(size);
         Some(self.known)
     }
 
-    /// A probe was declared lost.
-    pub fn on_probe_lost(&mut self) {
-        if !self.in_flight {
+    /// Probe `pn` was declared lost.
+    pub fn on_probe_lost(&mut self, pn: u64) {
+        if self.in_flight != Some(pn) {
             return;
         }
-        self.in_flight = false;
+        self.in_flight = None;
         self.failures += 1;
         if self.failures >= MAX_PROBES {
             self.failures = 0;
@@ -114,7 +115,7 @@ impl Pmtud {
         self.known = self.base;
         self.tried_high = false;
         self.trying = None;
-        self.in_flight = false;
+        self.in_flight = None;
         self.failures = 0;
         Some(self.base)
     }
@@ -130,12 +131,13 @@ mod tests {
         let mut known = d.known;
         while let Some(size) = d.probe_size() {
             assert!(probed.len() < 64, "the search does not end: {probed:?}");
+            let pn = probed.len() as u64;
             probed.push(size);
-            d.on_probe_sent(size);
+            d.on_probe_sent(pn, size);
             if size <= mtu {
-                known = d.on_probe_acked().expect("a probe in flight");
+                known = d.on_probe_acked(pn).expect("a probe in flight");
             } else {
-                d.on_probe_lost();
+                d.on_probe_lost(pn);
             }
         }
         (probed, known)
@@ -169,18 +171,28 @@ mod tests {
     }
 
     #[test]
-    fn persistent_congestion_above_the_base_falls_back_and_searches_again() {
+    fn a_restart_falls_back_and_ignores_the_probe_sent_before_it() {
         let mut d = Pmtud::new(1350, 1452).expect("room to search");
         assert_eq!(d.restart(), None, "at the base already");
-        d.on_probe_sent(1452);
-        assert_eq!(d.on_probe_acked(), Some(1452));
+        for pn in 0..3 {
+            d.on_probe_sent(pn, 1452);
+            d.on_probe_lost(pn);
+        }
+        assert_eq!(d.probe_size(), Some(1401), "the ceiling failed three times");
+        d.on_probe_sent(3, 1401);
+        assert_eq!(d.on_probe_acked(3), Some(1401));
+        d.on_probe_sent(4, 1426);
         assert_eq!(d.restart(), Some(1350));
         assert_eq!(
             d.probe_size(),
-            Some(1452),
-            "a new search starts at the ceiling"
+            Some(1451),
+            "a new search starts at the ceiling left"
         );
-        // An acknowledgment for a probe nobody sent changes nothing.
-        assert_eq!(d.on_probe_acked(), None);
+        d.on_probe_sent(5, 1451);
+        // Probe 4, sent before the restart, speaks for the old path, not for this search.
+        assert_eq!(d.on_probe_acked(4), None);
+        d.on_probe_lost(4);
+        assert_eq!(d.probe_size(), None, "probe 5 is still in flight");
+        assert_eq!(d.on_probe_acked(5), Some(1451));
     }
 }

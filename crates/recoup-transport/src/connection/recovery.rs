@@ -459,7 +459,7 @@ impl Connection {
                 // is congested.
                 self.stats.mtu_probes_lost += 1;
                 if let Some(d) = self.pmtud.as_mut() {
-                    d.on_probe_lost();
+                    d.on_probe_lost(p.pn);
                 }
             } else if signals && p.in_flight {
                 newest_signal = newest_signal.max(Some(p.time_sent));
@@ -485,8 +485,8 @@ impl Connection {
     }
 
     /// A path MTU probe was acknowledged: the path carries its size (RFC 9000 §14.3).
-    fn on_mtu_probe_acked(&mut self) {
-        if let Some(size) = self.pmtud.as_mut().and_then(|d| d.on_probe_acked()) {
+    fn on_mtu_probe_acked(&mut self, pn: u64) {
+        if let Some(size) = self.pmtud.as_mut().and_then(|d| d.on_probe_acked(pn)) {
             self.path.max_datagram_size = self.path.max_datagram_size.max(size);
             self.recovery
                 .cc
@@ -539,7 +539,7 @@ impl Connection {
         // data an older send delivered starts no new round and signals no congestion (ART §6.4).
         for p in &outcome.acked {
             if p.data.mtu_probe {
-                self.on_mtu_probe_acked();
+                self.on_mtu_probe_acked(p.pn);
             }
             if space == SpaceId::Data {
                 self.keys.update.on_acked(p.pn, now);

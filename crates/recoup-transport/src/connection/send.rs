@@ -991,7 +991,7 @@ impl Connection {
         }
         self.stats.mtu_probes_sent += 1;
         if let Some(d) = self.pmtud.as_mut() {
-            d.on_probe_sent(len);
+            d.on_probe_sent(pn, len);
         }
         self.on_datagram_sent(now, len);
         Some(TransmitInfo {

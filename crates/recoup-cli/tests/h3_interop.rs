@@ -15,7 +15,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
 
-use common::{fixture, interop_dir, python, recoup, run_peer, sha256, Proc, DOWNLOAD_TIMEOUT};
+use common::{
+    check_download, fixture, interop_dir, python, recoup, run_peer, Proc, DOWNLOAD_TIMEOUT,
+};
 
 const FILE_SIZE: usize = 10 * 1024 * 1024;
 
@@ -25,15 +27,6 @@ fn recoup_serve(root: &Path) -> (Proc, SocketAddr) {
         .arg(root)
         .env("RUST_LOG", "info");
     Proc::server("recoup serve", cmd)
-}
-
-fn check_download(got: &Path, want: &[u8], report: &str) {
-    let got = std::fs::read(got).unwrap_or_else(|e| panic!("no output file ({e}):\n{report}"));
-    assert_eq!(
-        (got.len(), sha256(&got)),
-        (want.len(), sha256(want)),
-        "downloaded file differs:\n{report}"
-    );
 }
 
 fn aioquic_h3(addr: SocketAddr, path: &str, out: &Path, extra: &[&str]) -> Command {

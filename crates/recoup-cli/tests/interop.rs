@@ -21,8 +21,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{
-    count_qlog, fixture, interop_dir, link_command, now, python, read_log, recoup, run_peer,
-    serve_files, sha256, Proc, DOWNLOAD_TIMEOUT, STARTUP_TIMEOUT,
+    check_download, count_qlog, fixture, interop_dir, link_command, now, python, read_log, recoup,
+    run_peer, serve_files, Proc, DOWNLOAD_TIMEOUT, STARTUP_TIMEOUT,
 };
 
 const FILE_SIZE: usize = 10 * 1024 * 1024;
@@ -70,15 +70,6 @@ fn check_copies(policy: &[&str], qlog: &Path, report: &str) {
     assert!(
         count.copies > 0,
         "{policy:?} sent no copies through a lossy link: {count:?}\n{report}"
-    );
-}
-
-fn check_download(got: &Path, want: &[u8], report: &str) {
-    let got = std::fs::read(got).unwrap_or_else(|e| panic!("no output file ({e}):\n{report}"));
-    assert_eq!(
-        (got.len(), sha256(&got)),
-        (want.len(), sha256(want)),
-        "downloaded file differs:\n{report}"
     );
 }
 

@@ -9,7 +9,8 @@
 //! netem `gemodel` and `state` with the kernel's semantics, time-slotted Gilbert-Elliott,
 //! replay, `mm-onoff`); [`Corrupt`] (netem `corrupt`) and [`Blackhole`] (outages), the QUIC
 //! interop runner's corruption and blackhole scenarios; [`Duplicate`] and [`Reorder`] (netem
-//! `duplicate` and `delay … reorder`). [`PathSpec`] parses element chains from scenario strings. Every random
+//! `duplicate` and `delay … reorder`); [`Mtu`] (a hop that drops datagrams above a size, for path
+//! MTU discovery). [`PathSpec`] parses element chains from scenario strings. Every random
 //! element draws from its own stream, [`element_rng`]`(seed, name)`.
 
 // DESIGN.md principle 1: time is injected; clippy.toml bans the clock reads, and this makes
@@ -26,6 +27,7 @@ mod error;
 mod link;
 mod log;
 mod loss;
+mod mtu;
 mod node;
 mod path;
 mod queue;
@@ -45,6 +47,7 @@ pub use log::{DropReason, EventLog, LogEvent};
 pub use loss::{
     load_replay, FourStateParams, GeParams, Loss, LossForecast, LossSpec, DEFAULT_CRN_SLOT,
 };
+pub use mtu::{Mtu, MtuSpec};
 pub use node::{ElementStats, Node, Output};
 pub use path::{ElementSpec, NamedNode, PathSpec, ServiceSpec};
 pub use queue::{Limits, QueueSpec, CODEL_INTERVAL, CODEL_TARGET};

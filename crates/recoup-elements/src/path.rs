@@ -18,6 +18,7 @@ use crate::duplicate::{Duplicate, DuplicateSpec};
 use crate::error::Error;
 use crate::link::{Link, Service};
 use crate::loss::{Loss, LossSpec};
+use crate::mtu::{Mtu, MtuSpec};
 use crate::node::Node;
 use crate::queue::QueueSpec;
 use crate::reorder::{Reorder, ReorderSpec};
@@ -57,6 +58,8 @@ pub enum ElementSpec {
     Corrupt(CorruptSpec),
     /// Outages (`blackhole on=5s off=2s`).
     Blackhole(BlackholeSpec),
+    /// A hop that drops datagrams above a size (`mtu 1400`, `mtu 1452 then=1350 after=2s`).
+    Mtu(MtuSpec),
     /// Copies (`duplicate 1%`).
     Duplicate(DuplicateSpec),
     /// A delay that sends some datagrams ahead (`delay 10ms reorder 25% 50% gap 5`).
@@ -87,6 +90,7 @@ impl ElementSpec {
             Self::Loss(_) => "loss",
             Self::Corrupt(_) => "corrupt",
             Self::Blackhole(_) => "blackhole",
+            Self::Mtu(_) => "mtu",
             Self::Duplicate(_) => "duplicate",
             Self::Reorder { .. } => "reorder",
         }
@@ -189,6 +193,7 @@ impl FromStr for PathSpec {
                 _ if LOSS_KINDS.contains(&kind) => ElementSpec::Loss(piece.parse().map_err(wrap)?),
                 "corrupt" => ElementSpec::Corrupt(piece.parse().map_err(wrap)?),
                 "blackhole" => ElementSpec::Blackhole(piece.parse().map_err(wrap)?),
+                "mtu" => ElementSpec::Mtu(piece.parse().map_err(wrap)?),
                 "duplicate" => ElementSpec::Duplicate(piece.parse().map_err(wrap)?),
                 "reorder" => return Err(Error::spec(input, piece, REORDER_NEEDS_DELAY)),
                 _ => return Err(Error::spec(
@@ -196,7 +201,7 @@ impl FromStr for PathSpec {
                     kind,
                     "unknown element (rate, trace, delay, infinite, droptail, drophead, codel, \
                          none, bernoulli, random, gemodel, state, slotted-gemodel, replay, onoff, \
-                         corrupt, blackhole, duplicate)",
+                         corrupt, blackhole, duplicate, mtu)",
                 )),
             };
             if let Some((_, q)) = pending_queue {
@@ -273,6 +278,7 @@ impl PathSpec {
                     Box::new(Corrupt::new(*spec, element_rng(seed, &name)))
                 }
                 ElementSpec::Blackhole(spec) => Box::new(Blackhole::new(*spec)),
+                ElementSpec::Mtu(spec) => Box::new(Mtu::new(*spec)),
                 ElementSpec::Duplicate(spec) => {
                     Box::new(Duplicate::new(*spec, element_rng(seed, &name)))
                 }

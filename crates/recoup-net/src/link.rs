@@ -280,7 +280,9 @@ impl Chain {
             .zip(built)
             .map(|(e, (_, node))| {
                 let kind = match e {
-                    ElementSpec::Loss(_) | ElementSpec::Blackhole(_) => DropKind::Loss,
+                    ElementSpec::Loss(_) | ElementSpec::Blackhole(_) | ElementSpec::Mtu(_) => {
+                        DropKind::Loss
+                    }
                     ElementSpec::Link { .. } => DropKind::Queue,
                     ElementSpec::Delay { .. }
                     | ElementSpec::Corrupt(_)

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use recoup_elements::{
-    BlackholeSpec, CorruptSpec, DuplicateSpec, ElementSpec, LossSpec, PathSpec, Prob, QueueSpec,
-    ReorderSpec, ServiceSpec, Trace,
+    BlackholeSpec, CorruptSpec, DuplicateSpec, ElementSpec, LossSpec, MtuSpec, PathSpec, Prob,
+    QueueSpec, ReorderSpec, ServiceSpec, Trace,
 };
 use recoup_net::rebind::RebindSpec;
 use recoup_net::{Error, LinkOptions, Relay};
@@ -133,6 +133,11 @@ pub struct Args {
     /// dropped for `off`, N times, counted from each client's first datagram).
     #[arg(long, value_name = "BLACKHOLE", value_parser = parse_blackhole)]
     pub blackhole: Option<BlackholeSpec>,
+    /// The path's MTU in both directions, as UDP payload bytes: larger datagrams are dropped
+    /// (a hop with a smaller MTU; QUIC never fragments). "1400", or "1452 then=1350 after=2s"
+    /// to shrink it 2 s after each client's first datagram (a path MTU black hole).
+    #[arg(long, value_name = "MTU", value_parser = parse_mtu)]
+    pub mtu: Option<MtuSpec>,
     /// NAT rebinding: each client's datagrams leave from a new source port this long after
     /// its first one (then every --rebind-every).
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
@@ -186,6 +191,12 @@ fn parse_duplicate(s: &str) -> Result<DuplicateSpec, String> {
 fn parse_reorder(s: &str) -> Result<ReorderSpec, String> {
     format!("reorder {s}")
         .parse::<ReorderSpec>()
+        .map_err(|e| e.to_string())
+}
+
+fn parse_mtu(s: &str) -> Result<MtuSpec, String> {
+    format!("mtu {s}")
+        .parse::<MtuSpec>()
         .map_err(|e| e.to_string())
 }
 
@@ -263,6 +274,7 @@ impl Args {
         }
         let front = [
             self.blackhole.map(ElementSpec::Blackhole),
+            self.mtu.map(ElementSpec::Mtu),
             self.duplicate.map(ElementSpec::Duplicate),
             self.corrupt.map(ElementSpec::Corrupt),
         ];
@@ -383,6 +395,10 @@ fn describe(path: &PathSpec) -> String {
                 ms(b.off),
                 b.repeat
             ),
+            ElementSpec::Mtu(m) => match m.shrink {
+                None => format!("mtu {} B", m.max),
+                Some((then, after)) => format!("mtu {} B, {} B after {}", m.max, then, ms(after)),
+            },
             ElementSpec::Link { service, queue } => {
                 let queue = match queue {
                     QueueSpec::Infinite => "infinite queue",

@@ -133,6 +133,16 @@ pub fn fixture(name: &str, size: usize) -> (tempfile::TempDir, Vec<u8>) {
 }
 
 /// Hex SHA-256, for comparing downloads in messages that stay short.
+/// Panics with `report` unless the file at `got` holds exactly `want`.
+pub fn check_download(got: &Path, want: &[u8], report: &str) {
+    let got = std::fs::read(got).unwrap_or_else(|e| panic!("no output file ({e}):\n{report}"));
+    assert_eq!(
+        (got.len(), sha256(&got)),
+        (want.len(), sha256(want)),
+        "downloaded file differs:\n{report}"
+    );
+}
+
 pub fn sha256(data: &[u8]) -> String {
     Sha256::digest(data)
         .iter()

@@ -15,9 +15,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
 
-use common::{
-    check_download, fixture, interop_dir, python, recoup, run_peer, Proc, DOWNLOAD_TIMEOUT,
-};
+use common::{check_download, fixture, interop_dir, python, recoup, run_client, run_peer, Proc};
 
 const FILE_SIZE: usize = 10 * 1024 * 1024;
 
@@ -93,21 +91,16 @@ fn h3_quinn_client_downloads_from_recoup_serve() {
     let (mut server, addr) = recoup_serve(root.path());
     let out = tempfile::tempdir().expect("tempdir");
     let got = out.path().join("got.bin");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let result = runtime.block_on(async {
-        tokio::time::timeout(
-            DOWNLOAD_TIMEOUT,
-            recoup_interop::h3_client::get(addr, "localhost", "/file.bin", &got),
-        )
-        .await
-    });
+    let result = run_client(recoup_interop::h3_client::get(
+        addr,
+        "localhost",
+        "/file.bin",
+        &got,
+    ));
     let download = match result {
-        Ok(Ok(d)) => d,
-        Ok(Err(e)) => panic!("h3-quinn client failed: {e}\n{}", server.output()),
-        Err(_) => panic!("h3-quinn client timed out\n{}", server.output()),
+        Some(Ok(d)) => d,
+        Some(Err(e)) => panic!("h3-quinn client failed: {e}\n{}", server.output()),
+        None => panic!("h3-quinn client timed out\n{}", server.output()),
     };
     eprintln!(
         "h3-quinn client <- recoup serve: {:.1} Mbit/s",

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use common::{
     check_download, count_qlog, fixture, interop_dir, link_command, now, python, read_log, recoup,
-    run_peer, serve_files, Proc, DOWNLOAD_TIMEOUT, STARTUP_TIMEOUT,
+    run_client, run_peer, serve_files, Proc, STARTUP_TIMEOUT,
 };
 
 const FILE_SIZE: usize = 10 * 1024 * 1024;
@@ -83,21 +83,16 @@ fn quinn_client_from_recoup(policy: &[&str]) {
         addr,
     } = recoup_serve_for(root.path(), policy, &qlog);
     let got = out.path().join("got.bin");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let result = runtime.block_on(async {
-        tokio::time::timeout(
-            DOWNLOAD_TIMEOUT,
-            recoup_interop::client::get(addr, "localhost", "/file.bin", &got),
-        )
-        .await
-    });
+    let result = run_client(recoup_interop::client::get(
+        addr,
+        "localhost",
+        "/file.bin",
+        &got,
+    ));
     let download = match result {
-        Ok(Ok(d)) => d,
-        Ok(Err(e)) => panic!("quinn client failed: {e}\n{}", server.output()),
-        Err(_) => panic!("quinn client timed out\n{}", server.output()),
+        Some(Ok(d)) => d,
+        Some(Err(e)) => panic!("quinn client failed: {e}\n{}", server.output()),
+        None => panic!("quinn client timed out\n{}", server.output()),
     };
     eprintln!(
         "quinn client <- recoup serve {policy:?}: {:.1} Mbit/s",

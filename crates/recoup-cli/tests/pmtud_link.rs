@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{check_download, fixture, link_command, recoup, Proc, DOWNLOAD_TIMEOUT};
+use common::{check_download, fixture, link_command, recoup, run_client, Proc};
 
 const FILE_SIZE: usize = 10 * 1024 * 1024;
 
@@ -49,25 +49,19 @@ fn download_through_mtu(mtu: &str) -> Vec<(u64, bool)> {
         link_command(server_addr, &["--rtt", "10ms", "--mtu", mtu]),
     );
     let got = out.path().join("got.bin");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let result = runtime.block_on(async {
-        tokio::time::timeout(
-            DOWNLOAD_TIMEOUT,
-            recoup_interop::client::get(addr, "localhost", "/file.bin", &got),
-        )
-        .await
-    });
-    match result {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => panic!(
+    match run_client(recoup_interop::client::get(
+        addr,
+        "localhost",
+        "/file.bin",
+        &got,
+    )) {
+        Some(Ok(_)) => {}
+        Some(Err(e)) => panic!(
             "quinn client failed: {e}\n{}\n{}",
             server.output(),
             link.output()
         ),
-        Err(_) => panic!(
+        None => panic!(
             "quinn client timed out\n{}\n{}",
             server.output(),
             link.output()

@@ -102,14 +102,9 @@ impl Node for Blackhole {
         let Some(d) = input else {
             return Output::None;
         };
-        self.stats.on_receive(&d);
         let start = *self.start.get_or_insert(now);
-        if self.blocked(now.saturating_duration_since(start)) {
-            self.stats.dropped += 1;
-            return Output::None;
-        }
-        self.stats.on_forward(&d);
-        Output::Datagram(d)
+        let blocked = self.blocked(now.saturating_duration_since(start));
+        self.stats.pass_or_drop(d, |_| blocked)
     }
 
     fn stats(&self) -> ElementStats {

@@ -104,14 +104,9 @@ impl Node for Mtu {
         let Some(d) = input else {
             return Output::None;
         };
-        self.stats.on_receive(&d);
         let start = *self.start.get_or_insert(now);
-        if d.payload.len() > self.limit(now.saturating_duration_since(start)) {
-            self.stats.dropped += 1;
-            return Output::None;
-        }
-        self.stats.on_forward(&d);
-        Output::Datagram(d)
+        let limit = self.limit(now.saturating_duration_since(start));
+        self.stats.pass_or_drop(d, |d| d.payload.len() > limit)
     }
 
     fn stats(&self) -> ElementStats {

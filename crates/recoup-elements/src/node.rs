@@ -84,4 +84,20 @@ impl ElementStats {
         self.forwarded += 1;
         self.forwarded_bytes += d.wire_len() as u64;
     }
+
+    /// An element that forwards or drops each datagram the moment it arrives: counts `d` in,
+    /// then drops it when `drop` says so, or lets it leave now.
+    pub(crate) fn pass_or_drop(
+        &mut self,
+        d: Datagram,
+        drop: impl FnOnce(&Datagram) -> bool,
+    ) -> Output {
+        self.on_receive(&d);
+        if drop(&d) {
+            self.dropped += 1;
+            return Output::None;
+        }
+        self.on_forward(&d);
+        Output::Datagram(d)
+    }
 }

@@ -133,6 +133,16 @@ pub fn fixture(name: &str, size: usize) -> (tempfile::TempDir, Vec<u8>) {
 }
 
 /// Hex SHA-256, for comparing downloads in messages that stay short.
+/// Runs an in-process client (`recoup_interop`'s quinn or h3-quinn) on a fresh current-thread
+/// runtime for at most [`DOWNLOAD_TIMEOUT`]; `None` if it timed out.
+pub fn run_client<F: std::future::Future>(client: F) -> Option<F::Output> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async { tokio::time::timeout(DOWNLOAD_TIMEOUT, client).await.ok() })
+}
+
 /// Panics with `report` unless the file at `got` holds exactly `want`.
 pub fn check_download(got: &Path, want: &[u8], report: &str) {
     let got = std::fs::read(got).unwrap_or_else(|e| panic!("no output file ({e}):\n{report}"));

@@ -15,7 +15,7 @@ OLD = ("127.0.0.1", 5000)
 NEW = ("127.0.0.1", 5001)
 
 
-def dgram(src, dst, frames, challenge=(), response=(), t=0.0):
+def dgram(src, dst, frames, challenge=(), response=(), t=0.0, pn=None, acked=None):
     return {
         "src": src,
         "dst": dst,
@@ -24,6 +24,8 @@ def dgram(src, dst, frames, challenge=(), response=(), t=0.0):
         "quic.path_challenge.data": list(challenge),
         "quic.path_response.data": list(response),
         "quic.dcid": [],
+        "quic.packet_number": [] if pn is None else [str(pn)],
+        "quic.ack.largest_acknowledged": [] if acked is None else [str(acked)],
     }
 
 
@@ -70,4 +72,32 @@ def test_unanswered_challenge_fails():
         [dgram(SERVER, OLD, [STREAM]), dgram(SERVER, NEW, [26], challenge=["aa"])],
         [],
     )
+    assert chk.failures == ["PATH_CHALLENGE without PATH_RESPONSE: ['aa']"]
+
+
+CLOSE = 29
+
+
+def test_challenge_arriving_after_the_clients_last_read_is_not_owed():
+    # Packet 11 carries the challenge; the client acknowledged up to 10 and closed.
+    server = [
+        dgram(SERVER, OLD, [STREAM], t=1.0, pn=9),
+        dgram(SERVER, OLD, [STREAM], t=2.0, pn=10),
+        dgram(SERVER, NEW, [26], challenge=["aa"], t=3.0, pn=11),
+    ]
+    client = [dgram(NEW, SERVER, [ACK], t=2.5, acked=10), dgram(NEW, SERVER, [CLOSE], t=3.1)]
+    chk = matrix.Check()
+    matrix.check_paths("rebind-port", server, client, client, server, chk)
+    assert chk.failures == []
+    assert any("never read by the open client" in n for n in chk.notes), chk.notes
+
+
+def test_challenge_the_client_acknowledged_but_did_not_answer_fails():
+    server = [
+        dgram(SERVER, OLD, [STREAM], t=1.0, pn=9),
+        dgram(SERVER, NEW, [26], challenge=["aa"], t=2.0, pn=10),
+    ]
+    client = [dgram(NEW, SERVER, [ACK], t=2.5, acked=10), dgram(NEW, SERVER, [CLOSE], t=3.1)]
+    chk = matrix.Check()
+    matrix.check_paths("rebind-port", server, client, client, server, chk)
     assert chk.failures == ["PATH_CHALLENGE without PATH_RESPONSE: ['aa']"]

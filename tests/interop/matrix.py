@@ -231,6 +231,7 @@ class Trace:
         "quic.token_length",
         "quic.token",
         "quic.packet_number",
+        "quic.ack.largest_acknowledged",
         "tls.quic.parameter.initial_max_streams_bidi",
         "tls.handshake.extensions_alpn_str",
     ]
@@ -378,12 +379,16 @@ def check_retry(from_server, to_server, chk):
 
 
 def answerable(challenges, from_client, to_client):
-    """The challenges the client could answer: those delivered to it (seen on the client's leg)
-    before it sent a CONNECTION_CLOSE. Our rebindings come every 600 ms (the runner's every 5 s),
-    so a server's challenge can go to a binding the link has already retired (lost, as a NAT
-    loses it) or reach the client after it closed, where RFC 9000 §10.2.1 allows only
-    CONNECTION_CLOSE in reply; neither says anything about the client. A challenge the client
-    received while open still needs its PATH_RESPONSE."""
+    """The challenges the client could answer: those it read while open. Our rebindings come
+    every 600 ms (the runner's every 5 s), so a server's challenge can go to a binding the link
+    has already retired (lost, as a NAT loses it) or reach the client after it closed, where RFC
+    9000 §10.2.1 allows only CONNECTION_CLOSE in reply; neither says anything about the client.
+    Nor does one that reached the client's socket after its last read: a client that read its
+    last data closes microseconds later, and a challenge arriving in between is never read (CI
+    saw this: challenge in packet 1944 delivered 190 us before the close, the client's qlog ends
+    its reads at 1943). Read means acknowledged: the packet that carried the challenge has a
+    number at most the largest the client acknowledged before closing. Where the capture shows
+    no packet numbers or ACKs (not decrypted), delivery before the close counts as read."""
     closed = min(
         (
             float(d["frame.time_epoch"][0])
@@ -392,12 +397,22 @@ def answerable(challenges, from_client, to_client):
         ),
         default=float("inf"),
     )
-    delivered = {
-        c
-        for d in to_client
-        if float(d["frame.time_epoch"][0]) < closed
-        for c in d["quic.path_challenge.data"]
-    }
+    largest_acked = max(
+        (
+            int(a)
+            for d in from_client
+            if float(d["frame.time_epoch"][0]) <= closed
+            for a in d.get("quic.ack.largest_acknowledged", [])
+        ),
+        default=None,
+    )
+    delivered = set()
+    for d in to_client:
+        if float(d["frame.time_epoch"][0]) >= closed:
+            continue
+        numbers = [int(n) for n in d.get("quic.packet_number", [])]
+        if largest_acked is None or not numbers or max(numbers) <= largest_acked:
+            delivered.update(d["quic.path_challenge.data"])
     return challenges & delivered
 
 
@@ -451,8 +466,8 @@ def check_paths(case, from_server, to_server, from_client, to_client, chk):
     due = answerable(challenges, from_client, to_client)
     if due != challenges:
         chk.notes.append(
-            f"{len(challenges - due)} PATH_CHALLENGE(s) never reached the open client "
-            "(sent to a retired binding or after its CONNECTION_CLOSE)"
+            f"{len(challenges - due)} PATH_CHALLENGE(s) never read by the open client "
+            "(sent to a retired binding, after its CONNECTION_CLOSE, or after its last read)"
         )
     missing = due - responses
     chk.expect(not missing, f"PATH_CHALLENGE without PATH_RESPONSE: {sorted(missing)}")

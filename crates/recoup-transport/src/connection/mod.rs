@@ -220,8 +220,8 @@ pub struct ConnectionStats {
     /// rate limit), and those of them sent while it was below the congestion controller's rate.
     pub rate_limited_packets: u64,
     pub rate_limit_binding_packets: u64,
-    /// Path MTU probes sent and lost (RFC 9000 §14.3), and returns to the base size after
-    /// persistent congestion, a possible black hole (RFC 8899 §4.3).
+    /// Path MTU probes sent and lost (RFC 9000 §14.3), and returns to the base size on a
+    /// suspected black hole: three PTOs in a row or persistent congestion (RFC 8899 §4.3).
     pub mtu_probes_sent: u64,
     pub mtu_probes_lost: u64,
     pub mtu_black_holes: u64,

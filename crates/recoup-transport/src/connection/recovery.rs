@@ -487,19 +487,21 @@ impl Connection {
     /// A path MTU probe was acknowledged: the path carries its size (RFC 9000 §14.3).
     fn on_mtu_probe_acked(&mut self, pn: u64) {
         if let Some(size) = self.pmtud.as_mut().and_then(|d| d.on_probe_acked(pn)) {
-            self.path.max_datagram_size = self.path.max_datagram_size.max(size);
-            self.recovery
-                .cc
-                .on_max_datagram_size(self.path.max_datagram_size as u64);
+            self.set_datagram_size(size);
         }
+    }
+
+    /// The path's datagram size changed: congestion control's floors follow it.
+    fn set_datagram_size(&mut self, size: usize) {
+        self.path.max_datagram_size = size;
+        self.recovery.cc.on_max_datagram_size(size as u64);
     }
 
     /// Back to the base datagram size and a new search (see [`super::pmtud::Pmtud::restart`]);
     /// `black_hole`: the cause is a suspected black hole, not a new path.
     pub(super) fn restart_pmtud(&mut self, black_hole: bool) {
         if let Some(size) = self.pmtud.as_mut().and_then(|d| d.restart()) {
-            self.path.max_datagram_size = size;
-            self.recovery.cc.on_max_datagram_size(size as u64);
+            self.set_datagram_size(size);
             if black_hole {
                 self.stats.mtu_black_holes += 1;
                 tracing::debug!(size, "no acknowledgment above the base size: PMTU reset");

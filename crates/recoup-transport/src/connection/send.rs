@@ -16,7 +16,7 @@ use crate::frame::{
 use crate::loss::{SentPacket, SpaceId};
 use crate::packet::{pn_len_for, Header, HeaderLayout, QUIC_VERSION_1};
 use crate::qlog::{Event, PacketEvent, PacketHeader, QlogFrame, RawInfo, SendKindInfo};
-use crate::streams::{ControlFrame, StreamId};
+use crate::streams::{Chunk, ControlFrame, StreamId};
 
 /// Room kept for the AEAD tag.
 const TAG_LEN: usize = 16;
@@ -1152,9 +1152,8 @@ impl Connection {
 /// Where to split a lineage whose `chunks` do not fit even a packet with nothing else in it
 /// (`empty` bytes of payload): at the first byte that does not fit the `free` bytes left in
 /// this one. `None` when the chunks fit an empty packet (they wait for one, as before).
-fn split_point(chunks: &[crate::streams::Chunk], empty: usize, free: usize) -> Option<u64> {
-    let frame =
-        |c: &crate::streams::Chunk| stream_header_len(c.id.0, c.offset, c.len, true) + c.len;
+fn split_point(chunks: &[Chunk], empty: usize, free: usize) -> Option<u64> {
+    let frame = |c: &Chunk| stream_header_len(c.id.0, c.offset, c.len, true) + c.len;
     if chunks.iter().map(frame).sum::<usize>() <= empty {
         return None;
     }

@@ -138,6 +138,10 @@ fn dash_js_plays_video_on_demand_over_http3_through_an_lte_link_with_arq_and_art
             &mut server,
             BROWSER_TIMEOUT,
         );
+        // A sender with data waiting always has a packet in flight or a timer armed; the
+        // server logs the state of one that does not (a run once went silent for 29 s).
+        let stalls = server.stderr_lines("sender stalled");
+        assert!(stalls.is_empty(), "{policy}: {stalls:?}\n{report}");
         assert!(ok, "{policy}: {report}\n{}", relay.output());
         assert_eq!(summary["ok"], true, "{policy}: {report}");
         assert_eq!(summary["page_protocol"], "h3", "{policy}: {report}");

@@ -560,6 +560,14 @@ fn flow_row(
     if let Some(e) = client_error.or_else(|| driver.error.clone()) {
         row.app_error.get_or_insert(e);
     }
+    if stats.send_stalls > 0 {
+        // A transport bug, not a result: the run's numbers include a silence nothing caused.
+        row.app_error.get_or_insert(format!(
+            "the server's sender stalled {} times: data waited with nothing in flight and no \
+             timer armed",
+            stats.send_stalls
+        ));
+    }
     row
 }
 

@@ -215,6 +215,16 @@ impl Proc {
         read_log(&self.log_dir.path().join("stdout"))
     }
 
+    /// Every line of its stderr (the whole log, not its end) that contains `needle`.
+    pub fn stderr_lines(&self, needle: &str) -> Vec<String> {
+        std::fs::read_to_string(self.log_dir.path().join("stderr"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_owned)
+            .collect()
+    }
+
     pub fn output(&mut self) -> String {
         if let Ok(Some(status)) = self.child.try_wait() {
             format!(

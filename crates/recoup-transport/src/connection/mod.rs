@@ -225,6 +225,10 @@ pub struct ConnectionStats {
     pub mtu_probes_sent: u64,
     pub mtu_probes_lost: u64,
     pub mtu_black_holes: u64,
+    /// Times `poll_transmit` found data waiting (new, a retransmission or a copy) with nothing
+    /// in flight and no timer armed, and sent nothing: only the peer could wake the sender.
+    /// Always 0 unless there is a bug (the first occurrence is logged with the sender's state).
+    pub send_stalls: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

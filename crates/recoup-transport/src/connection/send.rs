@@ -124,6 +124,7 @@ impl Connection {
             } else {
                 None
             };
+            self.note_send_stall();
             return None;
         };
         self.recovery.pacing_wakeup = None;
@@ -951,6 +952,38 @@ impl Connection {
             contents: buf,
             key: self.datagram_key.take(),
         })
+    }
+
+    /// Counts (and logs once) a sender that has stream data, a retransmission or a copy
+    /// waiting, nothing in flight and no timer armed: no acknowledgment and no PTO will come,
+    /// so only the peer can wake it. A bug wherever it happens; the state logged is what it
+    /// takes to find it (a dash.js run stalled once for 29 s without a trace of why).
+    fn note_send_stall(&mut self) {
+        if self.state != State::Established
+            || self.recovery.loss.bytes_in_flight() != 0
+            || self.recovery.timeout().is_some()
+        {
+            return;
+        }
+        let retransmit = self.recovery.lineage.has_retransmit();
+        let new_data = self.streams.has_new_data();
+        let copy = self.recovery.pending_copy;
+        if !(retransmit || new_data || copy.is_some()) {
+            return;
+        }
+        if self.stats.send_stalls == 0 {
+            tracing::warn!(
+                cwnd = self.recovery.cc.window(),
+                max_datagram_size = self.path.max_datagram_size,
+                new_data,
+                retransmit,
+                copy = ?copy,
+                send_state = ?self.recovery.send_state,
+                pmtud = ?self.pmtud,
+                "sender stalled: data waits, nothing in flight, no timer armed"
+            );
+        }
+        self.stats.send_stalls += 1;
     }
 
     /// A path MTU probe (RFC 9000 §14.3), appended to `buf`: a 1-RTT packet of PING and PADDING

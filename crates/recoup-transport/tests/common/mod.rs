@@ -257,6 +257,7 @@ impl Pair {
                 self.send(Dir::ToClient, t.contents);
             }
         }
+        self.assert_no_send_stall();
         let next = [
             self.queue.peek().map(|Reverse((t, ..))| *t),
             self.client.poll_timeout(),
@@ -309,6 +310,19 @@ impl Pair {
         self.client.handle_timeout(self.now);
         self.server.handle_timeout(self.now);
         true
+    }
+
+    /// Every test checks this invariant: a sender with data waiting keeps something in flight
+    /// or a timer armed (see `ConnectionStats::send_stalls`).
+    fn assert_no_send_stall(&mut self) {
+        let client = self.client_conn().stats().send_stalls;
+        let server = self.server_conn().map_or(0, |c| c.stats().send_stalls);
+        assert!(
+            client == 0 && server == 0,
+            "sender stalled at {:?} (client {client}, server {server} times): data waits, \
+             nothing in flight, no timer armed",
+            self.now
+        );
     }
 
     /// Steps until `done` or the virtual deadline; returns whether `done` held.

@@ -51,6 +51,8 @@ impl Drop for SeedGuard {
 pub struct NetConfig {
     pub one_way_delay: Duration,
     pub loss: f64,
+    /// Loss toward the server when it differs from `loss` (a path lossy only downstream).
+    pub loss_to_server: Option<f64>,
     /// Probability that a datagram is held back by up to `reorder_delay` extra.
     pub reorder: f64,
     pub reorder_delay: Duration,
@@ -65,6 +67,7 @@ impl Default for NetConfig {
         Self {
             one_way_delay: Duration::from_millis(20),
             loss: 0.0,
+            loss_to_server: None,
             reorder: 0.0,
             reorder_delay: Duration::from_millis(10),
             corrupt: 0.0,
@@ -214,7 +217,11 @@ impl Pair {
             self.trace.push((self.now, dir, bytes.len(), true));
             return;
         }
-        let lost = self.rng.gen_bool(self.net.loss);
+        let loss = match dir {
+            Dir::ToServer => self.net.loss_to_server.unwrap_or(self.net.loss),
+            Dir::ToClient => self.net.loss,
+        };
+        let lost = self.rng.gen_bool(loss);
         self.trace.push((self.now, dir, bytes.len(), lost));
         if let Some(c) = self.capture.as_mut() {
             c.push((dir, bytes.clone()));

@@ -184,13 +184,13 @@ fn quinn_client_downloads_from_recoup_serve_with_1452_byte_packets() {
     );
 }
 
-/// Path MTU discovery (RFC 9000 §14.3, `--pmtud-max`) toward unmodified clients: from the
+/// Path MTU discovery (RFC 9000 §14.3, on by default) toward unmodified clients: from the
 /// default 1350 bytes the server's probe of 1452 bytes is acknowledged and later packets use the
 /// larger size, and the download through the lossy link is byte-exact.
 fn path_mtu_discovery_toward(client: fn(&[&str])) {
     let qlog = tempfile::tempdir().expect("tempdir");
     let dir = qlog.path().to_str().expect("utf-8 temp path");
-    client(&["--pmtud-max", "1452", "--qlog-dir", dir]);
+    client(&["--qlog-dir", dir]);
     let count = count_qlog(qlog.path());
     // Data packets fall a few bytes short of the limit (worst-case STREAM headers); the probe is
     // padded to it exactly.

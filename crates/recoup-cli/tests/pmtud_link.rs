@@ -39,17 +39,10 @@ fn download_through_mtu(mtu: &str) -> Vec<(u64, bool)> {
     let out = tempfile::tempdir().expect("tempdir");
     let qlog = out.path().join("qlog");
     let mut cmd = Command::new(recoup());
-    cmd.args([
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--pmtud-max",
-        "1452",
-        "--root",
-    ])
-    .arg(root.path())
-    .env("QLOGDIR", &qlog)
-    .env("RUST_LOG", "info");
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(root.path())
+        .env("QLOGDIR", &qlog)
+        .env("RUST_LOG", "info");
     let (mut server, server_addr) = Proc::server("recoup serve", cmd);
     let (mut link, addr) = Proc::server(
         "recoup link",

@@ -46,11 +46,10 @@ pub struct TransportArgs {
     pub max_datagram_size: u16,
     /// Path MTU discovery (RFC 9000 §14.3): once the handshake is confirmed, probe payload sizes
     /// above --max-datagram-size up to this one (1452 fits a 1500-byte Ethernet MTU over IPv6),
-    /// and fall back if the path stops carrying them. Off unless given (BENCHMARKS.md, session
-    /// 11: a dash.js run over the LTE trace link stalled with it once in five).
-    #[arg(long, value_name = "BYTES",
+    /// and fall back if the path stops carrying them. At or below --max-datagram-size: off.
+    #[arg(long, value_name = "BYTES", default_value_t = 1452,
           value_parser = clap::value_parser!(u16).range(1200..=65527))]
-    pub pmtud_max: Option<u16>,
+    pub pmtud_max: u16,
 }
 
 impl TransportArgs {
@@ -65,10 +64,8 @@ impl TransportArgs {
             fec: self.fec,
             fec_receive: true,
             max_datagram_size: usize::from(self.max_datagram_size),
-            pmtud_max: self
-                .pmtud_max
-                .filter(|&m| m > self.max_datagram_size)
-                .map(usize::from),
+            pmtud_max: (self.pmtud_max > self.max_datagram_size)
+                .then_some(usize::from(self.pmtud_max)),
             seed: recoup_net::os_seed(),
             ..TransportConfig::default()
         }

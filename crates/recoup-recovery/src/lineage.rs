@@ -281,13 +281,17 @@ impl Lineages {
     }
 
     /// Splits open lineage `id` at stream offset `at`, strictly inside its range: `id` keeps the
-    /// bytes before `at`, a new lineage with the same history takes the rest and, if `id` waits
-    /// for its retransmission, is queued right behind it. For a host whose packets shrank (path
-    /// MTU discovery fell back to a smaller size) and can no longer carry the range in one
-    /// packet. Returns the new lineage's id.
+    /// bytes before `at`, a new lineage with the same history takes the rest and is queued for
+    /// retransmission right behind `id`. For a host whose packets shrank (path MTU discovery
+    /// fell back to a smaller size) and can no longer carry the range in one packet. Returns the
+    /// new lineage's id.
+    ///
+    /// Only a lineage that waits for its retransmission splits (`None` otherwise): the packets
+    /// of its older sends carry `id` alone, so their loss never reaches the tail, which must
+    /// therefore be owed a send of its own.
     pub fn split(&mut self, id: LossId, at: u64) -> Option<LossId> {
         let rec = self.records.get_mut(&id)?;
-        if at <= rec.range.start || at >= rec.range.end {
+        if !rec.retransmit_queued || at <= rec.range.start || at >= rec.range.end {
             return None;
         }
         let mut tail = rec.clone();
@@ -296,14 +300,12 @@ impl Lineages {
         let new = self.next_id;
         self.next_id += 1;
         self.by_start.insert((tail.range.stream, at), new);
-        if tail.retransmit_queued {
-            let behind = self
-                .retransmit
-                .iter()
-                .position(|&q| q == id)
-                .map_or(self.retransmit.len(), |i| i + 1);
-            self.retransmit.insert(behind, new);
-        }
+        let behind = self
+            .retransmit
+            .iter()
+            .position(|&q| q == id)
+            .map_or(self.retransmit.len(), |i| i + 1);
+        self.retransmit.insert(behind, new);
         self.records.insert(new, tail);
         Some(new)
     }
@@ -516,6 +518,8 @@ mod tests {
             l.on_sent(id, 10 + id, ms(20), SendKind::Retransmission);
         }
         assert_eq!(order, vec![a, tail, b]);
+        // Sent and waiting for nothing: its older sends would speak for it alone.
+        assert_eq!(l.split(b, 1500), None, "no retransmission owed");
         assert_eq!(l.overlapping(range(500, 700)), vec![a, tail]);
         let closed = l.on_range_acked(range(600, 1000), [tail], 10 + tail, ms(20), ms(30), |_| {
             true

@@ -11,10 +11,16 @@ it), and the recoup/quinn ratios. Not a test: numbers go to BENCHMARKS.md.
 
 With --before-bin DIR, that directory's `recoup serve` (an older build) joins the same
 interleaved rounds as "recoup-before", so a change is measured against both in one run.
+
+Each round downloads once from every server, the order rotating from round to round so no
+server always goes first. Besides the medians, each server's ratios to quinn are taken round by
+round (the two downloads of a round saw the same machine state) and summarised by their median
+with a 95 % bootstrap interval: an interval that excludes 1 is a difference beyond the noise.
 """
 
 import argparse
 import os
+import random
 import re
 import resource
 import shlex
@@ -109,17 +115,23 @@ def main():
             [os.path.join(args.bin, "quinn-server"), "--listen", "127.0.0.1:0", "--root", root]
         )
         results = {
-            name: {"goodput": [], "bytes": 0, "cpu": 0.0, "client_cpu": 0.0} for name in servers
+            name: {"goodput": [], "cpu_gb": [], "bytes": 0, "cpu": 0.0, "client_cpu": 0.0}
+            for name in servers
         }
+        order = list(servers)
         try:
             for _proc, addr in servers.values():
                 download(client, addr, out)  # warm-up, not counted
-            for _ in range(args.rounds):
-                for name, (proc, addr) in servers.items():
+            for round_no in range(args.rounds):
+                shift = round_no % len(order)
+                for name in order[shift:] + order[:shift]:
+                    proc, addr = servers[name]
                     before = cpu_seconds(proc.pid)
                     n, secs, client_cpu = download(client, addr, out)
                     time.sleep(0.2)  # let the server finish closing before reading its CPU
-                    results[name]["cpu"] += cpu_seconds(proc.pid) - before
+                    cpu = cpu_seconds(proc.pid) - before
+                    results[name]["cpu"] += cpu
+                    results[name]["cpu_gb"].append(cpu / (n / 1e9))
                     results[name]["client_cpu"] += client_cpu
                     results[name]["bytes"] += n
                     results[name]["goodput"].append(n * 8 / secs / 1e6)
@@ -152,6 +164,22 @@ def main():
         g = summary[name][0] / summary["quinn"][0]
         c = summary[name][1] / summary["quinn"][1]
         print(f"{name}/quinn goodput ratio: {g:.2f}x; CPU per GB ratio: {c:.2f}x")
+        for what, key in (("goodput", "goodput"), ("CPU per GB", "cpu_gb")):
+            ratios = [a / b for a, b in zip(results[name][key], results["quinn"][key]) if b > 0]
+            lo, hi = bootstrap_interval(ratios)
+            print(
+                f"  {what}, round by round: median {statistics.median(ratios):.3f}x, "
+                f"95 % interval {lo:.3f}-{hi:.3f}x ({len(ratios)} rounds)"
+            )
+
+
+def bootstrap_interval(values, resamples=2000):
+    """95 % percentile-bootstrap interval of the median; seeded, so a report is repeatable."""
+    rng = random.Random(1)
+    medians = sorted(
+        statistics.median(rng.choices(values, k=len(values))) for _ in range(resamples)
+    )
+    return medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 //! the clock is virtual.
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -27,10 +28,40 @@ pub struct QuicNode<A> {
     app_wakeup: Option<Instant>,
     /// (send time, FNV-1a hash of the payload) of every datagram sent, when recording.
     sent_log: Option<Vec<(Instant, u64)>>,
-    /// The buffer the next datagram is written into: made with room for a whole datagram, and
-    /// kept while there is nothing to send, so a datagram costs one allocation, not the
-    /// reallocations of a buffer growing frame by frame.
+    /// The buffer the next datagram is written into: made with room for a whole datagram (or
+    /// a received one's, recycled), and kept while there is nothing to send, so a datagram
+    /// costs at most one allocation, not the reallocations of a buffer growing frame by frame.
     spare: Vec<u8>,
+}
+
+thread_local! {
+    /// Buffers of datagrams their receivers have read, for the next datagrams sent. Per thread:
+    /// the nodes of one run share a thread, so the receiver's buffers serve the sender and most
+    /// datagrams cost no allocation. Contents are cleared, so reuse never shows in a result.
+    static RECYCLED: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Buffers kept for reuse per thread, at most: a window's worth of datagrams.
+const RECYCLED_MAX: usize = 256;
+
+/// A buffer for the next datagram: a recycled one, or a new one with room for a datagram.
+fn datagram_buffer() -> Vec<u8> {
+    RECYCLED
+        .with_borrow_mut(Vec::pop)
+        .unwrap_or_else(|| Vec::with_capacity(DATAGRAM_CAPACITY))
+}
+
+/// Keeps a read datagram's buffer for [`datagram_buffer`].
+fn recycle(mut buf: Vec<u8>) {
+    if buf.capacity() < DATAGRAM_CAPACITY {
+        return;
+    }
+    buf.clear();
+    RECYCLED.with_borrow_mut(|pool| {
+        if pool.len() < RECYCLED_MAX {
+            pool.push(buf);
+        }
+    });
 }
 
 /// Room for the transport's default largest datagram (1350 bytes) and more; a larger
@@ -48,7 +79,7 @@ impl<A: Application> QuicNode<A> {
             app,
             app_wakeup: None,
             sent_log: None,
-            spare: Vec::with_capacity(DATAGRAM_CAPACITY),
+            spare: datagram_buffer(),
         }
     }
 
@@ -99,6 +130,7 @@ impl<A: Application + 'static> Node for QuicNode<A> {
         match input {
             Some(d) => {
                 let _ = self.endpoint.handle_datagram(now, d.src, &d.payload);
+                recycle(d.payload);
             }
             None => {
                 if self.endpoint.poll_timeout().is_some_and(|t| t <= now) {
@@ -109,8 +141,7 @@ impl<A: Application + 'static> Node for QuicNode<A> {
         // The application reacts to what arrived (and to its own timers) before anything is sent.
         self.app_wakeup = self.app.poll(now, &mut self.endpoint);
         if let Some(t) = self.endpoint.poll_transmit_into(now, &mut self.spare) {
-            let contents =
-                std::mem::replace(&mut self.spare, Vec::with_capacity(DATAGRAM_CAPACITY));
+            let contents = std::mem::replace(&mut self.spare, datagram_buffer());
             return self.emit(now, t.with_contents(contents));
         }
         match [self.endpoint.poll_timeout(), self.app_wakeup]

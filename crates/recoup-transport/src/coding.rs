@@ -174,31 +174,43 @@ impl<'a> Reader<'a> {
 
     /// A variable-length integer (RFC 9000 §16). Non-minimal encodings are accepted, as §16
     /// requires for everything except frame types.
+    #[inline]
     pub fn varint(&mut self, what: &'static str) -> Result<u64, DecodeError> {
         Ok(self.varint_with_len(what)?.0)
     }
 
     /// A varint and how many bytes it took on the wire (frame types must be minimal, §12.4).
+    #[inline]
     pub fn varint_with_len(&mut self, what: &'static str) -> Result<(u64, usize), DecodeError> {
-        // One arm per length, each reading a fixed-size array: no loop and no copy of a
-        // variable length on this path, which every ACK range and frame header takes.
-        let first = self.u8(what)?;
+        self.try_varint().ok_or(DecodeError::UnexpectedEnd(what))
+    }
+
+    /// A varint and its length, or `None` (nothing consumed) where the input ends inside it.
+    /// Inlined and free of the error type: every ACK range and frame header takes this path,
+    /// and an ACK frame's ranges are read twice (validated at decode, then iterated).
+    #[inline]
+    pub(crate) fn try_varint(&mut self) -> Option<(u64, usize)> {
+        let rest = self.buf.get(self.pos..)?;
+        let first = *rest.first()?;
         let high = first & 0x3f;
-        Ok(match first >> 6 {
+        // One arm per length, each reading a fixed-size array: no loop over a variable length.
+        let (value, len) = match first >> 6 {
             0 => (u64::from(high), 1),
             1 => {
-                let [b] = self.array(what)?;
+                let [_, b] = *rest.first_chunk()?;
                 (u64::from(u16::from_be_bytes([high, b])), 2)
             }
             2 => {
-                let [b1, b2, b3] = self.array(what)?;
+                let [_, b1, b2, b3] = *rest.first_chunk()?;
                 (u64::from(u32::from_be_bytes([high, b1, b2, b3])), 4)
             }
             _ => {
-                let [b1, b2, b3, b4, b5, b6, b7] = self.array(what)?;
+                let [_, b1, b2, b3, b4, b5, b6, b7] = *rest.first_chunk()?;
                 (u64::from_be_bytes([high, b1, b2, b3, b4, b5, b6, b7]), 8)
             }
-        })
+        };
+        self.pos += len;
+        Some((value, len))
     }
 
     /// A varint used as a byte count for data that follows in this same input. Rejecting counts

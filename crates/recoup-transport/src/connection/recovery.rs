@@ -9,6 +9,7 @@
 //! is sent (policies pop copy requests, so asking twice would lose one); congestion control sees
 //! a loss only when it ends a round of copies (ART §6.4).
 
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use recoup_recovery::{
@@ -230,14 +231,15 @@ impl RecoveryHost {
     /// The explicit pacing rate, bytes per second: the congestion controller's, capped by the
     /// policy's rate limit and `max_pacing_rate`. `None` when none of them sets one.
     pub fn pacing_rate(&self) -> Option<u64> {
-        [
-            self.cc.pacing_rate(),
-            self.policy.rate_limit(),
+        // Asked several times per packet sent: no iterator over the three.
+        let lower = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        lower(
+            lower(self.cc.pacing_rate(), self.policy.rate_limit()),
             self.max_pacing_rate,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        )
     }
 
     /// Whether the policy's rate limit is in force and below the congestion controller's rate.
@@ -255,8 +257,14 @@ impl RecoveryHost {
             cwnd: self.cc.window(),
             bytes_in_flight: self.loss.bytes_in_flight(),
             bdp_packets: self.cc.bandwidth_estimate().map(|bw| {
-                let bdp = bw as u128 * self.loss.rtt().min().as_nanos() / 1_000_000_000;
-                (bdp / mds as u128) as u64
+                // bw · min_rtt / 1 s / mds in one division (⌊⌊x/a⌋/b⌋ = ⌊x/ab⌋), in 64 bits
+                // when the product fits: asked before every packet, and 128-bit division is slow.
+                let nanos = self.loss.rtt().min().as_nanos();
+                let per = 1_000_000_000 * mds.max(1) as u64;
+                match u64::try_from(nanos).ok().and_then(|n| n.checked_mul(bw)) {
+                    Some(x) => x / per,
+                    None => (u128::from(bw) * nanos / u128::from(per)) as u64,
+                }
             }),
         }
     }
@@ -522,7 +530,9 @@ impl Connection {
         space: SpaceId,
         ack: &AckFrame<'_>,
     ) -> Result<(), TransportError> {
-        let ranges: Vec<_> = ack.ranges().collect();
+        // An ACK-only receiver repeats up to 32 ranges in every ACK (RFC 9000 §13.2.4): kept on
+        // the stack.
+        let ranges: SmallVec<[RangeInclusive<u64>; 32]> = ack.ranges().collect();
         let ack_delay = if space == SpaceId::Data {
             Duration::from_micros(ack.ack_delay_micros(self.handshake.peer_ack_delay_exponent))
         } else {

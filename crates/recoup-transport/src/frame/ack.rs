@@ -150,8 +150,8 @@ impl Iterator for AckRanges<'_> {
         let current = self.next.take()?;
         if !self.reader.is_empty() {
             // Validated at decode; a failure here just ends the iteration.
-            let gap = self.reader.varint("ack gap").ok()?;
-            let len = self.reader.varint("ack range length").ok()?;
+            let (gap, _) = self.reader.try_varint()?;
+            let (len, _) = self.reader.try_varint()?;
             self.pairs_left = self.pairs_left.saturating_sub(1);
             let largest = current.start().checked_sub(gap)?.checked_sub(2)?;
             self.next = Some(largest.checked_sub(len)?..=largest);

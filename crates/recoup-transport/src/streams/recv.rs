@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use smallvec::SmallVec;
+
 use super::flow::RecvWindow;
 use crate::error::{transport_err, Error, TransportError};
 
@@ -221,7 +223,8 @@ impl RecvStream {
         if let Some((&s, seg)) = self.segments.range(..=cursor).next_back() {
             cursor = cursor.max(s + seg.len() as u64);
         }
-        let mut pieces = Vec::new();
+        // Usually one piece (the whole frame): kept off the heap.
+        let mut pieces: SmallVec<[(u64, u64); 4]> = SmallVec::new();
         while cursor < end {
             match self.segments.range(cursor..end).next() {
                 Some((&s, seg)) => {
@@ -241,6 +244,15 @@ impl RecvStream {
             let slice = &data[(a - offset) as usize..(b - offset) as usize];
             if a == self.read + self.ready.len() as u64 {
                 self.ready.extend(slice);
+            } else if let Some(seg) = self
+                .segments
+                .range_mut(..a)
+                .next_back()
+                .and_then(|(&s, seg)| (s + seg.len() as u64 == a).then_some(seg))
+            {
+                // Packets behind a hole mostly arrive in order: one growing segment rather
+                // than a new one per frame.
+                seg.extend_from_slice(slice);
             } else {
                 self.segments.insert(a, slice.to_vec());
             }

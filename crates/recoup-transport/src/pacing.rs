@@ -55,8 +55,13 @@ impl Pacer {
             .as_nanos()
             .saturating_mul(u128::from(self.rate))
             .saturating_add(self.carry_nanos);
-        let new = scaled / 1_000_000_000;
-        self.carry_nanos = scaled % 1_000_000_000;
+        // Refilled several times per packet: 64-bit division whenever the product fits, which
+        // it does unless the sender sat idle for many seconds at a high rate.
+        let (new, carry) = match u64::try_from(scaled) {
+            Ok(s) => (u128::from(s / 1_000_000_000), u128::from(s % 1_000_000_000)),
+            Err(_) => (scaled / 1_000_000_000, scaled % 1_000_000_000),
+        };
+        self.carry_nanos = carry;
         let new = u64::try_from(new).unwrap_or(u64::MAX);
         self.tokens = self.tokens.saturating_add(new).min(self.capacity);
         if self.tokens == self.capacity {

@@ -623,11 +623,10 @@ impl Connection {
     ) -> bool {
         let sid = StreamId(range.stream);
         let mut chunks = self.streams.unacked(sid, range.start, range.end);
-        // Only a retransmission splits: its tail is queued right behind it and gets sends of its
-        // own. A copy's tail would share the lineage's older sends but not the loss id those
-        // packets carry, so their loss would reach only the head and the tail would never be
-        // sent again; a copy that no longer fits an empty packet is skipped instead.
-        if pkt.frames.stream.is_empty() && kind == SendKind::Retransmission {
+        // `Lineages::split` cuts only a lineage owed a retransmission (its tail is queued right
+        // behind it); a copy, sent only once its retransmission has gone, that no longer fits
+        // an empty packet is skipped.
+        if pkt.frames.stream.is_empty() {
             let empty = end.saturating_sub(pkt.layout.payload_offset());
             if let Some(at) = split_point(&chunks, empty, end.saturating_sub(buf.len())) {
                 // The lineage came from a larger packet than any we send now (path MTU

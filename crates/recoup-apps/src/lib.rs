@@ -158,15 +158,7 @@ fn keep_first_error(
 
 /// `n` events of a clock at `per_second` starting at `start`, exactly (no accumulated rounding).
 fn clock_tick(start: Instant, per_second: u32, n: u64) -> Instant {
-    let per_second = u64::from(per_second.max(1));
-    // Asked on every poll: 64-bit division while n · 10^9 fits (n below 1.8 · 10^10 ticks).
-    let nanos = match n.checked_mul(1_000_000_000) {
-        Some(x) => x / per_second,
-        None => {
-            let nanos = u128::from(n) * 1_000_000_000 / u128::from(per_second);
-            u64::try_from(nanos).unwrap_or(u64::MAX)
-        }
-    };
+    let nanos = recoup_time::mul_div(n, 1_000_000_000, u64::from(per_second.max(1)));
     start + Duration::from_nanos(nanos)
 }
 

@@ -12,6 +12,20 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;
 
+/// `a · b / d` rounded down, saturating at `u64::MAX` (also for `d == 0`): a rate times a
+/// duration, or ticks of a clock, asked per packet or per poll. The product is formed in 64 bits
+/// when it fits (128-bit division costs several times as much), in 128 otherwise.
+#[must_use]
+pub fn mul_div(a: u64, b: u64, d: u64) -> u64 {
+    if d == 0 {
+        return u64::MAX;
+    }
+    match a.checked_mul(b) {
+        Some(x) => x / d,
+        None => u64::try_from(u128::from(a) * u128::from(b) / u128::from(d)).unwrap_or(u64::MAX),
+    }
+}
+
 /// A point in time, in nanoseconds since the driver's epoch.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Instant(u64);
@@ -160,6 +174,15 @@ mod tests {
         assert_eq!(Instant::MAX + Duration::from_secs(1), Instant::MAX);
         assert_eq!(t - Instant::from_nanos(30), Duration::ZERO);
         assert_eq!(t.checked_duration_since(Instant::from_nanos(30)), None);
+    }
+
+    #[test]
+    fn mul_div_takes_either_width_and_saturates() {
+        assert_eq!(mul_div(7, 1_000_000_000, 30), 233_333_333);
+        // The product overflows 64 bits; the quotient does not.
+        assert_eq!(mul_div(u64::MAX, 6, 8), u64::MAX / 8 * 6 + 5);
+        assert_eq!(mul_div(u64::MAX, 2, 1), u64::MAX);
+        assert_eq!(mul_div(1, 1, 0), u64::MAX);
     }
 
     #[test]

@@ -257,14 +257,10 @@ impl RecoveryHost {
             cwnd: self.cc.window(),
             bytes_in_flight: self.loss.bytes_in_flight(),
             bdp_packets: self.cc.bandwidth_estimate().map(|bw| {
-                // bw · min_rtt / 1 s / mds in one division (⌊⌊x/a⌋/b⌋ = ⌊x/ab⌋), in 64 bits
-                // when the product fits: asked before every packet, and 128-bit division is slow.
-                let nanos = self.loss.rtt().min().as_nanos();
-                let per = 1_000_000_000 * mds.max(1) as u64;
-                match u64::try_from(nanos).ok().and_then(|n| n.checked_mul(bw)) {
-                    Some(x) => x / per,
-                    None => (u128::from(bw) * nanos / u128::from(per)) as u64,
-                }
+                // bw · min_rtt / 1 s / mds in one division (⌊⌊x/a⌋/b⌋ = ⌊x/ab⌋): asked before
+                // every packet.
+                let nanos = u64::try_from(self.loss.rtt().min().as_nanos()).unwrap_or(u64::MAX);
+                recoup_time::mul_div(bw, nanos, 1_000_000_000 * mds as u64)
             }),
         }
     }

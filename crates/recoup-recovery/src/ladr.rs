@@ -26,7 +26,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
-use recoup_time::Instant;
+use recoup_time::{mul_div, Instant};
 
 use crate::api::{
     CopyRequest, LossId, LossTrigger, LostData, PacketInfo, RecoveryPolicy, RttSample, SendContext,
@@ -47,24 +47,57 @@ pub struct LadrRrl {
     enabled: bool,
     governed_unsent: bool,
     to_recover: BTreeSet<LossId>,
-    /// (acknowledged at, bytes counted, busy time before it) per acknowledged packet.
-    acks: VecDeque<(Instant, u64, Duration)>,
+    /// (acknowledged at, bytes counted, busy nanoseconds before it) per acknowledged packet.
+    acks: VecDeque<(Instant, u64, u64)>,
     acked_bytes: u64,
-    busy: Duration,
+    /// Busy time within the window, in nanoseconds.
+    busy: u64,
     last_ack: Option<Instant>,
     /// Off-mode was seen since the last packet went out: the next one starts a burst.
     idle: bool,
-    /// Packets in flight that started a burst.
-    burst_starts: BTreeSet<u64>,
-    srtt: Option<Duration>,
+    /// Packets in flight that started a burst, in ascending order (a set: packet numbers only
+    /// grow, so a sorted deque keeps it without a tree).
+    burst_starts: VecDeque<u64>,
+    /// The ACK-rate window: SRTT (at least 1 ms), or [`INITIAL_RTT`] before an estimate exists.
+    window: Duration,
     largest_packet: u64,
-    ack_rate: u64,
+    /// The ACK rate at the last refresh.
+    rate: AckRate,
     /// The ACK rate when the limit came on, held for the episode.
     limit: u64,
     /// The highest ACK rate seen outside an episode within [`PEAK_MEMORY`], and when: right after
     /// an outage nothing has been acknowledged for a while, and the path's rate is what it was
     /// before, not zero.
     recent_peak: (u64, Instant),
+}
+
+/// An ACK rate as measured, bytes over a span of nanoseconds, kept as the pair: the rate is
+/// refreshed before every decision but its value is needed only when it sets a new peak or the
+/// limit comes on, and comparing it with a peak needs no division.
+#[derive(Debug, Clone, Copy)]
+struct AckRate {
+    bytes: u64,
+    span_nanos: u64,
+}
+
+impl AckRate {
+    /// Bytes per second, rounded down (saturating).
+    fn per_second(self) -> u64 {
+        mul_div(self.bytes, NANOS_PER_SECOND, self.span_nanos)
+    }
+
+    /// Whether [`Self::per_second`] is at least `per_second`: `floor(b·10⁹/s) >= p` exactly when
+    /// `b·10⁹ >= p·s`.
+    fn at_least(self, per_second: u64) -> bool {
+        u128::from(self.bytes) * u128::from(NANOS_PER_SECOND)
+            >= u128::from(per_second) * u128::from(self.span_nanos)
+    }
+}
+
+const NANOS_PER_SECOND: u64 = 1_000_000_000;
+
+fn duration_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// How long a measured ACK rate stands for the path's rate after acknowledgements stop.
@@ -81,13 +114,16 @@ impl LadrRrl {
             to_recover: BTreeSet::new(),
             acks: VecDeque::new(),
             acked_bytes: 0,
-            busy: Duration::ZERO,
+            busy: 0,
             last_ack: None,
             idle: true,
-            burst_starts: BTreeSet::new(),
-            srtt: None,
+            burst_starts: VecDeque::new(),
+            window: INITIAL_RTT,
             largest_packet: 1200,
-            ack_rate: 0,
+            rate: AckRate {
+                bytes: 0,
+                span_nanos: duration_nanos(INITIAL_RTT),
+            },
             limit: 0,
             recent_peak: (0, Instant::ZERO),
         }
@@ -105,14 +141,8 @@ impl LadrRrl {
         self.to_recover.len()
     }
 
-    fn window(&self) -> Duration {
-        self.srtt
-            .unwrap_or(INITIAL_RTT)
-            .max(Duration::from_millis(1))
-    }
-
     fn refresh_rate(&mut self, now: Instant) {
-        let horizon = now.checked_sub(self.window()).unwrap_or(Instant::ZERO);
+        let horizon = now.checked_sub(self.window).unwrap_or(Instant::ZERO);
         while let Some(&(at, bytes, busy)) = self.acks.front() {
             if at > horizon {
                 break;
@@ -123,22 +153,36 @@ impl LadrRrl {
         }
         // Busy time within the window; an empty one (a single burst acknowledged at once) falls
         // back to the whole window.
-        let span = if self.busy.is_zero() {
-            self.window()
-        } else {
-            self.busy.min(self.window())
-        };
-        let per_second = self.acked_bytes as f64 / span.as_secs_f64();
-        self.ack_rate = if per_second >= u64::MAX as f64 {
-            u64::MAX
-        } else {
-            per_second as u64
+        let window = duration_nanos(self.window);
+        self.rate = AckRate {
+            bytes: self.acked_bytes,
+            span_nanos: if self.busy == 0 {
+                window
+            } else {
+                self.busy.min(window)
+            },
         };
         let (peak, at) = self.recent_peak;
         if !self.enabled
-            && (self.ack_rate >= peak || now.saturating_duration_since(at) > PEAK_MEMORY)
+            && (self.rate.at_least(peak) || now.saturating_duration_since(at) > PEAK_MEMORY)
         {
-            self.recent_peak = (self.ack_rate, now);
+            self.recent_peak = (self.rate.per_second(), now);
+        }
+    }
+
+    /// Removes `pn` from the burst starts; whether it was one.
+    fn forget_burst_start(&mut self, pn: u64) -> bool {
+        // Packets are mostly acknowledged in order: the oldest start is the likely one.
+        if self.burst_starts.front() == Some(&pn) {
+            self.burst_starts.pop_front();
+            return true;
+        }
+        match self.burst_starts.binary_search(&pn) {
+            Ok(at) => {
+                self.burst_starts.remove(at);
+                true
+            }
+            Err(_) => false,
         }
     }
 
@@ -147,7 +191,7 @@ impl LadrRrl {
         if !self.enabled && self.applicable && n >= self.cfg.n_high as usize {
             self.enabled = true;
             self.governed_unsent = true;
-            self.limit = self.ack_rate.max(self.recent_peak.0);
+            self.limit = self.rate.per_second().max(self.recent_peak.0);
         } else if self.enabled && n < self.cfg.n_low as usize && !self.governed_unsent {
             self.enabled = false;
         }
@@ -162,7 +206,14 @@ impl RecoveryPolicy for LadrRrl {
     fn on_packet_sent(&mut self, _: Instant, packet: &PacketInfo<'_>) {
         self.largest_packet = self.largest_packet.max(packet.bytes as u64);
         if self.idle && self.burst_starts.len() < MAX_ACK_SAMPLES {
-            self.burst_starts.insert(packet.pn);
+            match self.burst_starts.back() {
+                Some(&last) if last >= packet.pn => {
+                    if let Err(at) = self.burst_starts.binary_search(&packet.pn) {
+                        self.burst_starts.insert(at, packet.pn);
+                    }
+                }
+                _ => self.burst_starts.push_back(packet.pn),
+            }
         }
         self.idle = false;
     }
@@ -174,13 +225,14 @@ impl RecoveryPolicy for LadrRrl {
                 self.busy = self.busy.saturating_sub(busy);
             }
         }
-        let starts_burst = self.burst_starts.remove(&packet.pn);
+        let starts_burst = self.forget_burst_start(packet.pn);
         // The first acknowledgement of a burst only marks its start: the gap before it is idle.
         let (bytes, busy) = match self.last_ack {
-            Some(last) if !starts_burst => {
-                (packet.bytes as u64, now.saturating_duration_since(last))
-            }
-            _ => (0, Duration::ZERO),
+            Some(last) if !starts_burst => (
+                packet.bytes as u64,
+                now.as_nanos().saturating_sub(last.as_nanos()),
+            ),
+            _ => (0, 0),
         };
         self.last_ack = Some(now);
         self.acks.push_back((now, bytes, busy));
@@ -190,7 +242,7 @@ impl RecoveryPolicy for LadrRrl {
     }
 
     fn on_packet_lost(&mut self, now: Instant, packet: &PacketInfo<'_>, _: LossTrigger) {
-        self.burst_starts.remove(&packet.pn);
+        self.forget_burst_start(packet.pn);
         if packet.kind != SendKind::New {
             self.applicable = true;
         }
@@ -209,7 +261,7 @@ impl RecoveryPolicy for LadrRrl {
     }
 
     fn on_rtt_update(&mut self, now: Instant, rtt: &RttSample) {
-        self.srtt = Some(rtt.smoothed);
+        self.window = rtt.smoothed.max(Duration::from_millis(1));
         self.refresh_rate(now);
     }
 
@@ -237,7 +289,7 @@ impl RecoveryPolicy for LadrRrl {
         if !self.enabled {
             return None;
         }
-        let floor = (2 * self.largest_packet) as f64 / self.window().as_secs_f64();
+        let floor = (2 * self.largest_packet) as f64 / self.window.as_secs_f64();
         Some(self.limit.max(floor as u64))
     }
 }
@@ -324,7 +376,7 @@ mod tests {
         // not lower it further.
         p.poll_copy(ms(5000), &ctx(0));
         assert_eq!(p.rate_limit(), Some(600_000));
-        assert_eq!(p.ack_rate, 0);
+        assert_eq!(p.rate.per_second(), 0);
     }
 
     #[test]
@@ -349,6 +401,34 @@ mod tests {
             let at = 1000 + (i / 5) * 40 + i % 5;
             p.on_packet_acked(ms(at), &packet(i, ms(0), SendKind::New, &new));
         }
-        assert_eq!(p.ack_rate, 1_200_000);
+        assert_eq!(p.rate.per_second(), 1_200_000);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 2000,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x1adf_0001),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// The comparison made before every decision agrees with the division it stands for,
+        /// also at the rounding boundary (`p` one above or below the rate).
+        #[test]
+        fn at_least_agrees_with_per_second(
+            bytes in 0u64..1 << 40,
+            span_nanos in 1u64..10_000_000_000,
+            p in 0u64..1 << 45,
+            near in -1i64..=1,
+        ) {
+            // A rate that divides exactly, whose per-second value is the boundary itself.
+            let exact = AckRate { bytes: (bytes >> 20) * span_nanos, span_nanos };
+            for rate in [AckRate { bytes, span_nanos }, exact] {
+                for p in [p, rate.per_second().saturating_add_signed(near)] {
+                    proptest::prop_assert_eq!(
+                        rate.at_least(p), rate.per_second() >= p, "{:?}, p = {}", rate, p
+                    );
+                }
+            }
+        }
     }
 }

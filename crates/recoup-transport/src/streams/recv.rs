@@ -254,14 +254,21 @@ impl RecvStream {
                 // than a new one per frame.
                 seg.extend_from_slice(slice);
             } else {
-                self.segments.insert(a, slice.to_vec());
+                // Room for the packets that usually follow behind the hole, so that the segment
+                // does not reallocate (and copy) itself every time it doubles; never beyond the
+                // credit granted, which bounds what can arrive here.
+                let room = usize::try_from(self.window.max - a).unwrap_or(usize::MAX);
+                let mut segment =
+                    Vec::with_capacity(room.min(SEGMENT_RESERVE * slice.len()).max(slice.len()));
+                segment.extend_from_slice(slice);
+                self.segments.insert(a, segment);
             }
         }
         while let Some(entry) = self.segments.first_entry() {
             if *entry.key() != self.read + self.ready.len() as u64 {
                 break;
             }
-            self.ready.extend(entry.remove());
+            append_ready(&mut self.ready, entry.remove());
         }
     }
 
@@ -269,6 +276,27 @@ impl RecvStream {
         self.read += self.ready.len() as u64;
         self.ready = VecDeque::new();
     }
+}
+
+/// A new out-of-order segment reserves room for this many frames of the size of its first.
+const SEGMENT_RESERVE: usize = 16;
+
+/// Appends a segment that has become contiguous. The segment behind a hole is usually far
+/// larger than the bytes ready before it (at most the retransmission that filled the hole,
+/// since the application reads as data arrives), so its buffer becomes `ready` and those
+/// bytes move in front of it, rather than the segment being copied.
+fn append_ready(ready: &mut VecDeque<u8>, segment: Vec<u8>) {
+    let before = ready.len();
+    if before >= segment.len() || segment.capacity() - segment.len() < before {
+        ready.extend(segment);
+        return;
+    }
+    let mut joined = VecDeque::from(segment);
+    let (front, back) = ready.as_slices();
+    joined.extend(front);
+    joined.extend(back);
+    joined.rotate_right(before);
+    *ready = joined;
 }
 
 #[cfg(test)]
@@ -293,6 +321,22 @@ mod tests {
                 Err(_) => return (out, false),
             }
         }
+    }
+
+    #[test]
+    fn a_filled_hole_joins_the_bytes_ready_before_it_in_order() {
+        let data: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
+        let mut r = RecvStream::new(data.len() as u64);
+        // Unread in-order bytes, a hole, and a segment behind it that grows frame by frame.
+        r.on_data(0, &data[..300], false, u64::MAX).unwrap();
+        for at in (1000..5000).step_by(500) {
+            r.on_data(at as u64, &data[at..at + 500], at + 500 == 5000, u64::MAX)
+                .unwrap();
+        }
+        // The hole fills: the segment, larger than what is ready, takes the ready bytes in front.
+        r.on_data(300, &data[300..1000], false, u64::MAX).unwrap();
+        assert_eq!(r.buffered(), data.len());
+        assert_eq!(read_all(&mut r), (data, true));
     }
 
     #[test]

@@ -60,12 +60,14 @@ pub struct LadrRrl {
     burst_starts: VecDeque<u64>,
     /// The ACK-rate window: SRTT (at least 1 ms), or [`INITIAL_RTT`] before an estimate exists.
     window: Duration,
+    /// [`Self::window`] in nanoseconds, as the refresh before every decision uses it.
+    window_nanos: u64,
     largest_packet: u64,
     /// The ACK rate at the last refresh.
     rate: AckRate,
     /// The ACK rate when the limit came on, held for the episode.
     limit: u64,
-    /// The highest ACK rate seen outside an episode within [`PEAK_MEMORY`], and when: right after
+    /// The highest ACK rate seen outside an episode within [`PEAK_MEMORY_NANOS`], and when: right after
     /// an outage nothing has been acknowledged for a while, and the path's rate is what it was
     /// before, not zero.
     recent_peak: (u64, Instant),
@@ -100,8 +102,9 @@ fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// How long a measured ACK rate stands for the path's rate after acknowledgements stop.
-const PEAK_MEMORY: Duration = Duration::from_secs(4);
+/// How long a measured ACK rate stands for the path's rate after acknowledgements stop (4 s), in
+/// nanoseconds.
+const PEAK_MEMORY_NANOS: u64 = 4 * NANOS_PER_SECOND;
 
 impl LadrRrl {
     #[must_use]
@@ -119,6 +122,7 @@ impl LadrRrl {
             idle: true,
             burst_starts: VecDeque::new(),
             window: INITIAL_RTT,
+            window_nanos: duration_nanos(INITIAL_RTT),
             largest_packet: 1200,
             rate: AckRate {
                 bytes: 0,
@@ -142,9 +146,9 @@ impl LadrRrl {
     }
 
     fn refresh_rate(&mut self, now: Instant) {
-        let horizon = now.checked_sub(self.window).unwrap_or(Instant::ZERO);
+        let horizon = now.as_nanos().saturating_sub(self.window_nanos);
         while let Some(&(at, bytes, busy)) = self.acks.front() {
-            if at > horizon {
+            if at.as_nanos() > horizon {
                 break;
             }
             self.acked_bytes -= bytes;
@@ -153,7 +157,7 @@ impl LadrRrl {
         }
         // Busy time within the window; an empty one (a single burst acknowledged at once) falls
         // back to the whole window.
-        let window = duration_nanos(self.window);
+        let window = self.window_nanos;
         self.rate = AckRate {
             bytes: self.acked_bytes,
             span_nanos: if self.busy == 0 {
@@ -164,7 +168,8 @@ impl LadrRrl {
         };
         let (peak, at) = self.recent_peak;
         if !self.enabled
-            && (self.rate.at_least(peak) || now.saturating_duration_since(at) > PEAK_MEMORY)
+            && (self.rate.at_least(peak)
+                || now.as_nanos().saturating_sub(at.as_nanos()) > PEAK_MEMORY_NANOS)
         {
             self.recent_peak = (self.rate.per_second(), now);
         }
@@ -172,10 +177,16 @@ impl LadrRrl {
 
     /// Removes `pn` from the burst starts; whether it was one.
     fn forget_burst_start(&mut self, pn: u64) -> bool {
-        // Packets are mostly acknowledged in order: the oldest start is the likely one.
-        if self.burst_starts.front() == Some(&pn) {
-            self.burst_starts.pop_front();
-            return true;
+        // Packets are mostly acknowledged in order: most are below the oldest start, and the
+        // rest usually are that start.
+        match self.burst_starts.front() {
+            None => return false,
+            Some(&first) if pn < first => return false,
+            Some(&first) if pn == first => {
+                self.burst_starts.pop_front();
+                return true;
+            }
+            Some(_) => {}
         }
         match self.burst_starts.binary_search(&pn) {
             Ok(at) => {
@@ -262,6 +273,7 @@ impl RecoveryPolicy for LadrRrl {
 
     fn on_rtt_update(&mut self, now: Instant, rtt: &RttSample) {
         self.window = rtt.smoothed.max(Duration::from_millis(1));
+        self.window_nanos = duration_nanos(self.window);
         self.refresh_rate(now);
     }
 

@@ -9,7 +9,6 @@
 //! is sent (policies pop copy requests, so asking twice would lose one); congestion control sees
 //! a loss only when it ends a round of copies (ART §6.4).
 
-use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use recoup_recovery::{
@@ -25,8 +24,8 @@ use crate::cc::{AckEvent, AckedPacket, CcConfig, CongestionController, Controlle
 use crate::config::{CopiesBeyondCwnd, TransportConfig};
 use crate::crypto::Side;
 use crate::error::TransportError;
-use crate::frame::AckFrame;
-use crate::loss::{LossConfig, LossDetection, SpaceId};
+use crate::frame::{AckFrame, AckRepeats};
+use crate::loss::{LossConfig, LossDetection, PerSpace, SpaceId};
 use crate::pacing::Pacer;
 use crate::qlog::{CcDetail, Event, MetricsUpdated, PacketHeader, PacketLost};
 use crate::streams::{ControlFrame, StreamId};
@@ -90,6 +89,8 @@ pub(super) struct RecoveryHost {
     copies_beyond_cwnd: CopiesBeyondCwnd,
     /// `TransportConfig::max_pacing_rate`.
     max_pacing_rate: Option<u64>,
+    /// What each space's ACK frames repeat of the previous one, not read again.
+    ack_repeats: PerSpace<AckRepeats>,
 }
 
 impl RecoveryHost {
@@ -120,6 +121,7 @@ impl RecoveryHost {
             pending_copy: None,
             copy_held_since: None,
             copies_beyond_cwnd: config.copies_beyond_cwnd,
+            ack_repeats: PerSpace::default(),
         }
     }
 
@@ -526,9 +528,9 @@ impl Connection {
         space: SpaceId,
         ack: &AckFrame<'_>,
     ) -> Result<(), TransportError> {
-        // An ACK-only receiver repeats up to 32 ranges in every ACK (RFC 9000 §13.2.4): kept on
-        // the stack.
-        let ranges: SmallVec<[RangeInclusive<u64>; 32]> = ack.ranges().collect();
+        // An ACK-only receiver repeats up to 32 ranges in every ACK (RFC 9000 §13.2.4): only
+        // those that changed since the previous frame are looked at, on the stack.
+        let ranges = self.recovery.ack_repeats[space].new_ranges(ack);
         let ack_delay = if space == SpaceId::Data {
             Duration::from_micros(ack.ack_delay_micros(self.handshake.peer_ack_delay_exponent))
         } else {

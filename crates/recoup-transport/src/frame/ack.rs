@@ -3,6 +3,8 @@
 
 use std::ops::RangeInclusive;
 
+use smallvec::SmallVec;
+
 use super::FrameType;
 use crate::coding::{varint_size, BufMutExt, Reader};
 use crate::error::DecodeError;
@@ -168,6 +170,85 @@ impl Iterator for AckRanges<'_> {
     }
 }
 
+/// The ranges an ACK frame adds to the one before it. A receiver that only sends ACKs never has
+/// them acknowledged and repeats up to 32 ranges in each (RFC 9000 §13.2.4); below the ranges
+/// that changed, a frame's ranges are the previous frame's, whose packets were taken out when
+/// that frame was processed (packet numbers are never reused, §12.3), so reading them again
+/// changes nothing. Keep one per packet number space and pass it every ACK frame that is
+/// processed, in the order processed.
+#[derive(Debug, Default)]
+pub(crate) struct AckRepeats {
+    /// The last frame's encoded Gap / ACK Range Length pairs.
+    raw: Vec<u8>,
+    /// For each pair boundary of `raw` (and its end), the smallest number acknowledged above
+    /// it and its offset; the smallest strictly falls.
+    boundaries: Vec<(u64, usize)>,
+    /// The boundaries of the frame being read; swapped with `boundaries` at the end, so neither
+    /// allocates again.
+    next: Vec<(u64, usize)>,
+}
+
+impl AckRepeats {
+    /// The ranges of `ack`, highest first, up to where the rest of the frame repeats ranges of
+    /// the previous frame passed here: from a point with the same smallest number acknowledged,
+    /// the same encoded pairs. Remembers `ack` for the next call.
+    pub(crate) fn new_ranges(&mut self, ack: &AckFrame<'_>) -> SmallVec<[RangeInclusive<u64>; 32]> {
+        let mut ranges = SmallVec::new();
+        let mut boundaries = std::mem::take(&mut self.next);
+        boundaries.clear();
+        // Validated at decode: the first range does not reach below zero.
+        let Some(mut smallest) = ack.largest.checked_sub(ack.first_range) else {
+            return ranges;
+        };
+        ranges.push(smallest..=ack.largest);
+        let raw = ack.raw_ranges;
+        let mut reader = Reader::new(raw);
+        let mut previous = 0;
+        loop {
+            let at = reader.position();
+            boundaries.push((smallest, at));
+            if at == raw.len() {
+                break;
+            }
+            while self
+                .boundaries
+                .get(previous)
+                .is_some_and(|&(s, _)| s > smallest)
+            {
+                previous += 1;
+            }
+            if let Some(&(s, from)) = self.boundaries.get(previous) {
+                if s == smallest && self.raw[from..].starts_with(&raw[at..]) {
+                    // The rest is the previous frame's from `from`: so are its boundaries.
+                    boundaries.pop();
+                    boundaries.extend(
+                        self.boundaries[previous..]
+                            .iter()
+                            .map(|&(s, o)| (s, o - from + at))
+                            .take_while(|&(_, o)| o <= raw.len()),
+                    );
+                    break;
+                }
+            }
+            let Some(((gap, _), (len, _))) = reader.try_varint().zip(reader.try_varint()) else {
+                break;
+            };
+            let Some(largest) = smallest.checked_sub(gap).and_then(|s| s.checked_sub(2)) else {
+                break;
+            };
+            let Some(start) = largest.checked_sub(len) else {
+                break;
+            };
+            ranges.push(start..=largest);
+            smallest = start;
+        }
+        self.raw.clear();
+        self.raw.extend_from_slice(raw);
+        self.next = std::mem::replace(&mut self.boundaries, boundaries);
+        ranges
+    }
+}
+
 /// Append an ACK (or ACK_ECN if `ecn` is given) frame acknowledging the highest `max_ranges`
 /// ranges of `ranges` (at least one). `ack_delay` is already scaled down by our
 /// ack_delay_exponent. Writes nothing and returns false if `ranges` is empty.
@@ -267,5 +348,89 @@ mod tests {
         .unwrap();
         let Frame::Ack(ack) = frames[0] else { panic!() };
         assert_eq!(ack.ack_delay_micros(20), u64::MAX);
+    }
+
+    /// One step of a receiver: packets arriving (`skip` numbers lost before each), a late
+    /// packet filling an old gap, the oldest ranges forgotten (an ACK of its ACK), then an ACK
+    /// frame written with at most `max_ranges` ranges and put on the return path.
+    #[derive(Clone, Debug)]
+    struct Step {
+        arrivals: Vec<u64>,
+        late: Option<u64>,
+        forget_below: Option<u64>,
+        max_ranges: usize,
+        /// Which frame on the return path is delivered next (reordering), if any (loss).
+        deliver: Option<usize>,
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        (
+            proptest::collection::vec(0u64..4, 1..6),
+            proptest::option::weighted(0.2, 0u64..200),
+            proptest::option::weighted(0.05, 0u64..200),
+            prop_oneof![Just(32usize), Just(8), Just(2), Just(1)],
+            proptest::option::weighted(0.9, 0usize..3),
+        )
+            .prop_map(|(arrivals, late, forget_below, max_ranges, deliver)| Step {
+                arrivals,
+                late,
+                forget_below,
+                max_ranges,
+                deliver,
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 300,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0xacc5_0001),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Whatever the receiver does and however its ACKs are lost and reordered, the ranges
+        /// not returned are exactly the tail of the frame, and each is a range of the frame
+        /// processed before it.
+        #[test]
+        fn only_ranges_of_the_previous_frame_are_skipped(
+            steps in proptest::collection::vec(step(), 1..120)
+        ) {
+            let mut received = RangeSet::new(64);
+            let mut next = 0u64;
+            let mut path: Vec<Vec<u8>> = Vec::new();
+            let mut repeats = AckRepeats::default();
+            let mut previous: Vec<RangeInclusive<u64>> = Vec::new();
+            for st in steps {
+                for skip in st.arrivals {
+                    next += skip;
+                    received.insert_one(next);
+                    next += 1;
+                }
+                if let Some(late) = st.late.filter(|&l| l < next) {
+                    received.insert_one(next - 1 - late);
+                }
+                if let Some(below) = st.forget_below.filter(|&b| b < next) {
+                    received.remove_below(next - 1 - below);
+                }
+                let mut buf = Vec::new();
+                if encode_ack(&mut buf, &received, 0, None, st.max_ranges) {
+                    path.push(buf);
+                }
+                let Some(i) = st.deliver.filter(|&i| i < path.len()) else {
+                    continue;
+                };
+                let buf = path.remove(i);
+                let frames = decode_all(&buf).unwrap();
+                let Frame::Ack(ack) = frames[0] else { panic!() };
+                let full: Vec<_> = ack.ranges().collect();
+                let new = repeats.new_ranges(&ack);
+                proptest::prop_assert!(!new.is_empty());
+                proptest::prop_assert_eq!(&new[..], &full[..new.len()]);
+                for r in &full[new.len()..] {
+                    proptest::prop_assert!(previous.contains(r), "{:?} skipped, not in {:?}", r, previous);
+                }
+                previous = full;
+            }
+        }
     }
 }

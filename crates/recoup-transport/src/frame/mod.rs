@@ -36,6 +36,7 @@ mod path;
 mod repair;
 mod types;
 
+pub(crate) use ack::AckRepeats;
 pub use ack::{encode_ack, AckFrame, AckRanges, EcnCounts};
 pub use close::ConnectionClose;
 pub use data::{

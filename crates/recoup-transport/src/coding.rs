@@ -186,8 +186,8 @@ impl<'a> Reader<'a> {
     }
 
     /// A varint and its length, or `None` (nothing consumed) where the input ends inside it.
-    /// Inlined and free of the error type: every ACK range and frame header takes this path,
-    /// and an ACK frame's ranges are read twice (validated at decode, then iterated).
+    /// Inlined and free of the error type: every ACK range and frame header takes this path
+    /// (an ACK frame's ranges are validated at decode, then those that changed read again).
     #[inline]
     pub(crate) fn try_varint(&mut self) -> Option<(u64, usize)> {
         let rest = self.buf.get(self.pos..)?;

@@ -390,7 +390,7 @@ impl Loss {
                 let mut seed = [0u8; 32];
                 rng.fill_bytes(&mut seed);
                 Model::Slotted {
-                    slot_ns: u64::try_from(slot.as_nanos()).unwrap_or(u64::MAX).max(1),
+                    slot_ns: recoup_time::saturating_nanos(*slot).max(1),
                     params: *params,
                     bad: false,
                     slot: 0,

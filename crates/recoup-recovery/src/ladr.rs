@@ -26,7 +26,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
-use recoup_time::{mul_div, Instant};
+use recoup_time::{mul_div, saturating_nanos, Instant};
 
 use crate::api::{
     CopyRequest, LossId, LossTrigger, LostData, PacketInfo, RecoveryPolicy, RttSample, SendContext,
@@ -58,18 +58,17 @@ pub struct LadrRrl {
     /// Packets in flight that started a burst, in ascending order (a set: packet numbers only
     /// grow, so a sorted deque keeps it without a tree).
     burst_starts: VecDeque<u64>,
-    /// The ACK-rate window: SRTT (at least 1 ms), or [`INITIAL_RTT`] before an estimate exists.
-    window: Duration,
-    /// [`Self::window`] in nanoseconds, as the refresh before every decision uses it.
+    /// The ACK-rate window in nanoseconds: SRTT (at least 1 ms), or [`INITIAL_RTT`] before an
+    /// estimate exists.
     window_nanos: u64,
     largest_packet: u64,
     /// The ACK rate at the last refresh.
     rate: AckRate,
     /// The ACK rate when the limit came on, held for the episode.
     limit: u64,
-    /// The highest ACK rate seen outside an episode within [`PEAK_MEMORY_NANOS`], and when: right after
-    /// an outage nothing has been acknowledged for a while, and the path's rate is what it was
-    /// before, not zero.
+    /// The highest ACK rate seen outside an episode within [`PEAK_MEMORY_NANOS`], and when: right
+    /// after an outage nothing has been acknowledged for a while, and the path's rate is what it
+    /// was before, not zero.
     recent_peak: (u64, Instant),
 }
 
@@ -98,10 +97,6 @@ impl AckRate {
 
 const NANOS_PER_SECOND: u64 = 1_000_000_000;
 
-fn duration_nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// How long a measured ACK rate stands for the path's rate after acknowledgements stop (4 s), in
 /// nanoseconds.
 const PEAK_MEMORY_NANOS: u64 = 4 * NANOS_PER_SECOND;
@@ -109,6 +104,7 @@ const PEAK_MEMORY_NANOS: u64 = 4 * NANOS_PER_SECOND;
 impl LadrRrl {
     #[must_use]
     pub fn new(cfg: LadrConfig) -> Self {
+        let window_nanos = saturating_nanos(INITIAL_RTT);
         Self {
             cfg,
             applicable: false,
@@ -121,12 +117,11 @@ impl LadrRrl {
             last_ack: None,
             idle: true,
             burst_starts: VecDeque::new(),
-            window: INITIAL_RTT,
-            window_nanos: duration_nanos(INITIAL_RTT),
+            window_nanos,
             largest_packet: 1200,
             rate: AckRate {
                 bytes: 0,
-                span_nanos: duration_nanos(INITIAL_RTT),
+                span_nanos: window_nanos,
             },
             limit: 0,
             recent_peak: (0, Instant::ZERO),
@@ -272,8 +267,7 @@ impl RecoveryPolicy for LadrRrl {
     }
 
     fn on_rtt_update(&mut self, now: Instant, rtt: &RttSample) {
-        self.window = rtt.smoothed.max(Duration::from_millis(1));
-        self.window_nanos = duration_nanos(self.window);
+        self.window_nanos = saturating_nanos(rtt.smoothed.max(Duration::from_millis(1)));
         self.refresh_rate(now);
     }
 
@@ -301,7 +295,8 @@ impl RecoveryPolicy for LadrRrl {
         if !self.enabled {
             return None;
         }
-        let floor = (2 * self.largest_packet) as f64 / self.window.as_secs_f64();
+        let window = Duration::from_nanos(self.window_nanos);
+        let floor = (2 * self.largest_packet) as f64 / window.as_secs_f64();
         Some(self.limit.max(floor as u64))
     }
 }

@@ -26,6 +26,12 @@ pub fn mul_div(a: u64, b: u64, d: u64) -> u64 {
     }
 }
 
+/// `d` in whole nanoseconds, saturating at `u64::MAX` (about 584 years).
+#[must_use]
+pub fn saturating_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// A point in time, in nanoseconds since the driver's epoch.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Instant(u64);
@@ -45,7 +51,7 @@ impl Instant {
     /// An instant `d` after the epoch, saturating at [`Instant::MAX`].
     #[must_use]
     pub fn from_duration_since_epoch(d: Duration) -> Self {
-        Self(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        Self(saturating_nanos(d))
     }
 
     /// Nanoseconds since the epoch.

@@ -77,7 +77,7 @@ impl LossForecast {
         };
         Ok(Self {
             key_seed,
-            slot_ns: u64::try_from(slot.as_nanos()).unwrap_or(u64::MAX).max(1),
+            slot_ns: recoup_time::saturating_nanos(slot).max(1),
             model,
         })
     }

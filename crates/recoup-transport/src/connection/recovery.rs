@@ -261,7 +261,7 @@ impl RecoveryHost {
             bdp_packets: self.cc.bandwidth_estimate().map(|bw| {
                 // bw · min_rtt / 1 s / mds in one division (⌊⌊x/a⌋/b⌋ = ⌊x/ab⌋): asked before
                 // every packet.
-                let nanos = u64::try_from(self.loss.rtt().min().as_nanos()).unwrap_or(u64::MAX);
+                let nanos = recoup_time::saturating_nanos(self.loss.rtt().min());
                 recoup_time::mul_div(bw, nanos, 1_000_000_000 * mds as u64)
             }),
         }

@@ -98,10 +98,10 @@ fn a_black_hole_falls_back_to_the_base_size_rfc8899_4_3() {
 /// Segment downloads as a DASH player makes them (a request, a response on its own stream, an
 /// idle gap), with BBR, 10 % loss toward the client and an outage of up to 2.5 s in every
 /// segment, so black holes are suspected and the search restarts again and again, and data
-/// first sent in larger packets is re-sent in smaller ones. Every segment arrives, and the harness's
-/// invariant holds throughout: a sender with data waiting always has a packet in flight or a
-/// timer armed (`ConnectionStats::send_stalls`; a dash.js run once went silent for 29 s with
-/// discovery on).
+/// first sent in larger packets is re-sent in smaller ones. Every segment arrives, and the
+/// harness's invariant holds throughout: a sender with data waiting always has a packet in
+/// flight or a timer armed (`ConnectionStats::send_stalls`; a dash.js run once went silent for
+/// 29 s with discovery on).
 #[test]
 fn outages_and_loss_never_leave_the_sender_stalled() {
     let first = seed(64);

@@ -222,11 +222,10 @@ impl AckRepeats {
             {
                 previous += 1;
             }
-            if let Some(&(s, from)) = self.boundaries.get(previous).filter(|_| tries > 0) {
-                if s == smallest {
-                    tries -= 1;
-                }
-                if s == smallest && self.raw[from..].starts_with(&raw[at..]) {
+            let anchor = self.boundaries.get(previous);
+            if let Some(&(_, from)) = anchor.filter(|&&(s, _)| s == smallest && tries > 0) {
+                tries -= 1;
+                if self.raw[from..].starts_with(&raw[at..]) {
                     // The rest is the previous frame's from `from`: so are its boundaries.
                     boundaries.pop();
                     boundaries.extend(
@@ -478,7 +477,12 @@ mod tests {
                 let new = repeats.new_ranges(&ack);
                 proptest::prop_assert_eq!(&new[..], &full[..new.len()]);
                 for r in &full[new.len()..] {
-                    proptest::prop_assert!(previous.contains(r), "{:?} skipped, not in {:?}", r, previous);
+                    proptest::prop_assert!(
+                        previous.contains(r),
+                        "{:?} skipped, not in {:?}",
+                        r,
+                        previous
+                    );
                 }
                 previous = full;
             }

@@ -59,9 +59,7 @@ pub async fn get_all(
         if response.status() != http::StatusCode::OK {
             return Err(Error::Status(response.status().as_u16()));
         }
-        let mut file = tokio::fs::File::create(out)
-            .await
-            .map_err(Error::io("output file"))?;
+        let mut file = crate::client::create_output(out).await?;
         while let Some(mut chunk) = stream.recv_data().await.map_err(h3_err)? {
             let data = chunk.copy_to_bytes(chunk.remaining());
             bytes += data.len() as u64;

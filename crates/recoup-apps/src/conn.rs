@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use recoup_time::Instant;
 use recoup_transport::streams::{Dir, StreamId};
 use recoup_transport::{Connection, Error as TransportError, PacketRecord, Side};
@@ -37,7 +38,7 @@ pub struct AppConn {
     /// `Local(i)` streams opened so far, by index.
     local: HashMap<u64, StreamId>,
     /// A write the transport has not taken whole yet.
-    pending: Option<(StreamKey, Vec<u8>, bool)>,
+    pending: Option<(StreamKey, Bytes, bool)>,
     buf: Vec<u8>,
 }
 
@@ -130,7 +131,7 @@ impl AppConn {
         app: &mut dyn App,
     ) -> Result<Written, String> {
         loop {
-            if let Some((key, data, fin)) = self.pending.take() {
+            if let Some((key, mut data, fin)) = self.pending.take() {
                 let id = match key {
                     StreamKey::Local(i) => match self.local.get(&i) {
                         Some(&id) => Some(id),
@@ -153,14 +154,12 @@ impl AppConn {
                         i,
                     )),
                 };
-                let n = match id.map(|id| conn.stream_write(id, &data)) {
-                    Some(Ok(n)) => n,
-                    None | Some(Err(TransportError::Blocked)) => 0,
+                // The stream keeps the bytes it takes as they are; the rest stays in `data`.
+                match id.map(|id| conn.stream_write_chunk(id, &mut data)) {
+                    Some(Ok(_)) | None | Some(Err(TransportError::Blocked)) => {}
                     Some(Err(e)) => return Err(e.to_string()),
-                };
-                if id.is_none() || n < data.len() {
-                    let mut data = data;
-                    data.drain(..n);
+                }
+                if id.is_none() || !data.is_empty() {
                     self.pending = Some((key, data, fin));
                     return Ok(Written::Blocked);
                 }
@@ -173,7 +172,7 @@ impl AppConn {
             let Some(w) = app.poll_write(now, WRITE_CHUNK) else {
                 return Ok(Written::Idle);
             };
-            self.pending = Some((w.stream, w.data, w.fin));
+            self.pending = Some((w.stream, Bytes::from(w.data), w.fin));
         }
     }
 }

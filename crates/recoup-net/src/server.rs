@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use recoup_time::Instant;
 use recoup_transport::qlog::VantagePoint;
 use recoup_transport::streams::{StreamEvent, StreamId};
@@ -172,9 +173,9 @@ enum Response {
 #[derive(Debug)]
 struct FileResponse {
     file: File,
-    buf: Vec<u8>,
-    /// Bytes of `buf` already taken by the stream.
-    sent: usize,
+    /// Bytes read and not yet taken by the stream; the stream keeps what it takes as it is,
+    /// so file bytes are copied once, into packets.
+    buf: Bytes,
     eof: bool,
 }
 
@@ -326,8 +327,7 @@ impl ServerConn {
                 tracing::info!(%remote, stream = id.0, %path, "GET");
                 Ok(Response::File(FileResponse {
                     file,
-                    buf: Vec::with_capacity(CHUNK),
-                    sent: 0,
+                    buf: Bytes::new(),
                     eof: false,
                 }))
             }
@@ -455,26 +455,25 @@ impl FileResponse {
     /// Moves file bytes into the stream until it pushes back; `true` once the FIN is queued.
     fn pump(&mut self, conn: &mut Connection, id: StreamId) -> Result<bool, Error> {
         loop {
-            if self.sent == self.buf.len() {
+            if self.buf.is_empty() {
                 if self.eof {
                     conn.stream_finish(id)?;
                     return Ok(true);
                 }
-                self.buf.resize(CHUNK, 0);
-                let n = self
-                    .file
-                    .read(&mut self.buf)
+                // A fresh buffer each time (the last one may still be held by the stream),
+                // filled without being zeroed first.
+                let mut chunk = Vec::with_capacity(CHUNK);
+                let n = (&mut self.file)
+                    .take(CHUNK as u64)
+                    .read_to_end(&mut chunk)
                     .map_err(|e| Error::io("reading the served file", e))?;
-                self.buf.truncate(n);
-                self.sent = 0;
                 self.eof = n == 0;
+                self.buf = Bytes::from(chunk);
                 continue;
             }
-            let n = stream_io::write(conn, id, &self.buf[self.sent..])?;
-            if n == 0 {
+            if stream_io::write_chunk(conn, id, &mut self.buf)? == 0 {
                 return Ok(false);
             }
-            self.sent += n;
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Stream reads and writes where "nothing now" is a normal answer, not an error.
 
+use bytes::Bytes;
 use recoup_transport::streams::StreamId;
 use recoup_transport::Connection;
 
@@ -10,6 +11,18 @@ pub(crate) fn write(
     data: &[u8],
 ) -> Result<usize, recoup_transport::Error> {
     match conn.stream_write(id, data) {
+        Err(recoup_transport::Error::Blocked) => Ok(0),
+        other => other,
+    }
+}
+
+/// As [`write`], taking the accepted front of `data` without copying it.
+pub(crate) fn write_chunk(
+    conn: &mut Connection,
+    id: StreamId,
+    data: &mut Bytes,
+) -> Result<usize, recoup_transport::Error> {
+    match conn.stream_write_chunk(id, data) {
         Err(recoup_transport::Error::Blocked) => Ok(0),
         other => other,
     }

@@ -45,6 +45,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use bytes::Bytes;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use recoup_recovery::{Policy, RecoveryPolicy};
@@ -610,6 +611,13 @@ impl Connection {
     pub fn stream_write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, Error> {
         self.check_open()?;
         self.streams.write(id, data)
+    }
+
+    /// As [`Connection::stream_write`], but takes the accepted front of `data` without
+    /// copying it; what the stream did not take stays in `data`.
+    pub fn stream_write_chunk(&mut self, id: StreamId, data: &mut Bytes) -> Result<usize, Error> {
+        self.check_open()?;
+        self.streams.write_chunk(id, data)
     }
 
     /// Ends the stream after the bytes written so far.

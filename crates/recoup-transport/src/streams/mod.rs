@@ -9,6 +9,7 @@
 mod flow;
 pub(crate) mod recv;
 mod send;
+mod send_buf;
 
 pub use flow::ControlFrame;
 
@@ -17,9 +18,10 @@ use std::fmt;
 use std::ops::Bound::{Excluded, Unbounded};
 
 use crate::error::{transport_err, Error, TransportError};
+use bytes::Bytes;
 use flow::{Pending, RecvWindow, SendCredit};
 use recv::{RecvState, RecvStream};
-use send::SendStream;
+use send::{SendStream, Written};
 
 /// RFC 9000 §4.6: a stream count above 2^60 could not be expressed as a stream id.
 const MAX_STREAM_COUNT: u64 = 1 << 60;
@@ -304,8 +306,21 @@ impl Streams {
     /// queued once per limit value when credit is what stops the write.
     pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, Error> {
         let available = self.conn_send.available();
-        let send = self.send_mut(id)?;
-        let w = send.write(data, available)?;
+        let w = self.send_mut(id)?.write(data, available)?;
+        self.account_write(id, w, data.len())
+    }
+
+    /// As [`Self::write`], but takes the accepted front of `data` without copying it (the rest
+    /// stays in `data`): for a writer that has its bytes in a buffer of its own to give away.
+    pub fn write_chunk(&mut self, id: StreamId, data: &mut Bytes) -> Result<usize, Error> {
+        let available = self.conn_send.available();
+        let offered = data.len();
+        let w = self.send_mut(id)?.write_chunk(data, available)?;
+        self.account_write(id, w, offered)
+    }
+
+    /// Credit, blocked frames and the sendable set after a write of `offered` bytes.
+    fn account_write(&mut self, id: StreamId, w: Written, offered: usize) -> Result<usize, Error> {
         self.conn_send.used += w.accepted as u64;
         if let Some(limit) = w.stream_blocked {
             self.pending.stream_data_blocked.insert(id, limit);
@@ -317,7 +332,7 @@ impl Streams {
         }
         if w.accepted > 0 {
             self.sendable.insert(id);
-        } else if !data.is_empty() {
+        } else if offered > 0 {
             return Err(Error::Blocked);
         }
         Ok(w.accepted)

@@ -1,0 +1,200 @@
+//! The bytes a send stream holds: from its lowest unacknowledged offset to what was written.
+//!
+//! A chunk handed over whole ([`SendBuf::push`]) is kept as it came, not copied: a simulated
+//! video frame or a server's file read reaches the packet with one copy instead of two. Small
+//! pieces and slice writes gather in a growable tail, so a writer of many small messages does
+//! not make a chunk of each.
+
+use std::collections::VecDeque;
+
+use bytes::{Buf, Bytes, BytesMut};
+
+/// Pieces shorter than this are copied into the tail rather than kept as a chunk of their own:
+/// each chunk costs an entry to search, and a copy of a few hundred bytes costs less.
+const MIN_CHUNK: usize = 1024;
+
+#[derive(Debug, Default)]
+pub(crate) struct SendBuf {
+    /// Stream offset of the first byte held.
+    base: u64,
+    /// Kept chunks, each with the stream offset of its first byte, in stream order from `base`.
+    chunks: VecDeque<(u64, Bytes)>,
+    /// Copied bytes after the last chunk.
+    tail: BytesMut,
+    /// Bytes held: those of `chunks` and `tail`.
+    len: usize,
+}
+
+impl SendBuf {
+    /// An empty buffer whose next byte is at stream offset `base`.
+    pub(crate) fn starting_at(base: u64) -> Self {
+        Self {
+            base,
+            ..Self::default()
+        }
+    }
+
+    /// Stream offset of the first byte held.
+    #[must_use]
+    pub(crate) fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// Bytes held.
+    #[must_use]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Stream offset just past the last byte held.
+    #[must_use]
+    pub(crate) fn end(&self) -> u64 {
+        self.base + self.len as u64
+    }
+
+    /// Appends `data` without copying it unless it is small.
+    pub(crate) fn push(&mut self, data: Bytes) {
+        if data.len() < MIN_CHUNK {
+            self.extend_from_slice(&data);
+            return;
+        }
+        if !self.tail.is_empty() {
+            let start = self.end() - self.tail.len() as u64;
+            self.chunks.push_back((start, self.tail.split().freeze()));
+        }
+        let start = self.end();
+        self.len += data.len();
+        self.chunks.push_back((start, data));
+    }
+
+    /// Appends a copy of `data`.
+    pub(crate) fn extend_from_slice(&mut self, data: &[u8]) {
+        self.tail.extend_from_slice(data);
+        self.len += data.len();
+    }
+
+    /// Appends bytes `[offset, offset + len)` to `out`; they must lie within the buffer.
+    pub(crate) fn copy_range(&self, offset: u64, len: usize, out: &mut Vec<u8>) {
+        debug_assert!(offset >= self.base && offset + len as u64 <= self.end());
+        let end = offset + len as u64;
+        let mut at = offset;
+        // The chunk holding `offset`: the last one starting at or before it.
+        let first = self.chunks.partition_point(|&(start, _)| start <= offset);
+        for (start, chunk) in self.chunks.range(first.saturating_sub(1)..) {
+            if at == end {
+                return;
+            }
+            let chunk_end = start + chunk.len() as u64;
+            if chunk_end <= at {
+                continue;
+            }
+            // Offsets within one chunk fit in usize: the chunk is in memory.
+            let from = (at - start) as usize;
+            let to = (end.min(chunk_end) - start) as usize;
+            out.extend_from_slice(&chunk[from..to]);
+            at = start + to as u64;
+        }
+        if at < end {
+            let tail_start = self.end() - self.tail.len() as u64;
+            out.extend_from_slice(
+                &self.tail[(at - tail_start) as usize..(end - tail_start) as usize],
+            );
+        }
+    }
+
+    /// Frees every byte below stream offset `offset` (at most the end of the buffer).
+    pub(crate) fn free_to(&mut self, offset: u64) {
+        let offset = offset.min(self.end());
+        if offset <= self.base {
+            return;
+        }
+        let mut drop = (offset - self.base) as usize;
+        self.len -= drop;
+        self.base = offset;
+        while drop > 0 {
+            let Some((start, chunk)) = self.chunks.front_mut() else {
+                self.tail.advance(drop);
+                break;
+            };
+            if chunk.len() <= drop {
+                drop -= chunk.len();
+                self.chunks.pop_front();
+            } else {
+                chunk.advance(drop);
+                *start += drop as u64;
+                drop = 0;
+            }
+        }
+        // An emptied tail that grew large is given back, as the stream buffers are (see
+        // `KEPT_BUFFER`); a small one is kept for the next writes.
+        if self.len == 0 && self.tail.capacity() > super::KEPT_BUFFER {
+            self.tail = BytesMut::new();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A buffer fed a mix of kept chunks, small pieces and slice writes, freed and read at
+    /// every step, always reads back the stream's bytes at the offsets asked.
+    #[test]
+    fn ranges_read_back_whatever_mix_of_chunks_and_copies_holds_them() {
+        let data: Vec<u8> = (0..=250u8).cycle().take(200_000).collect();
+        let mut buf = SendBuf::starting_at(0);
+        let (mut written, mut kept) = (0usize, 0usize);
+        let mut out = Vec::new();
+        for step in 0..120 {
+            let n = [3, 700, 1500, 5000, 64][step % 5] + step;
+            let piece = &data[written..written + n];
+            if step % 3 == 0 {
+                buf.extend_from_slice(piece);
+            } else {
+                let chunks = buf.chunks.len();
+                buf.push(Bytes::copy_from_slice(piece));
+                kept += usize::from(buf.chunks.len() > chunks);
+            }
+            written += n;
+            assert_eq!(buf.end(), written as u64, "step {step}");
+            let base = buf.base();
+            for (from, len) in [
+                (base, buf.len()),
+                (base + 1, buf.len().saturating_sub(2)),
+                (buf.end() - buf.len().min(9) as u64, buf.len().min(9)),
+                (base + buf.len() as u64 / 2, buf.len() / 3),
+            ] {
+                out.clear();
+                buf.copy_range(from, len, &mut out);
+                assert_eq!(out, data[from as usize..from as usize + len], "step {step}");
+            }
+            buf.free_to(base + buf.len() as u64 * 3 / 5);
+        }
+        assert!(
+            kept > 20,
+            "too few kept chunks ({kept}): the chunk path went untested"
+        );
+        buf.free_to(written as u64);
+        assert_eq!((buf.len(), buf.chunks.len()), (0, 0));
+    }
+
+    #[test]
+    fn a_large_chunk_is_kept_and_a_small_one_copied() {
+        let chunk = Bytes::from(vec![5u8; 4 * MIN_CHUNK]);
+        let at = chunk.as_ptr();
+        let mut buf = SendBuf::starting_at(10);
+        buf.extend_from_slice(b"head");
+        buf.push(chunk);
+        assert_eq!(
+            buf.chunks.len(),
+            2,
+            "the head's copy, then the chunk itself"
+        );
+        assert_eq!(buf.chunks[1].1.as_ptr(), at);
+        assert_eq!((buf.base(), buf.end()), (10, 14 + 4 * MIN_CHUNK as u64));
+        // A small piece joins the tail instead of becoming a chunk to search.
+        buf.push(Bytes::from_static(b"small"));
+        assert_eq!(buf.chunks.len(), 2);
+        assert_eq!(buf.tail.as_ref(), b"small");
+    }
+}

@@ -201,6 +201,12 @@ impl RecvBatch {
         }
     }
 
+    /// Whether the last receive emptied the socket: it filled fewer messages than it had room
+    /// for, so the kernel had no more at that moment.
+    pub(crate) fn drained(&self) -> bool {
+        self.filled < self.bufs.len()
+    }
+
     /// The datagrams of the last receive as (sender, payload), split where GRO coalesced them.
     pub(crate) fn datagrams(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> {
         self.meta
@@ -245,7 +251,7 @@ pub struct Driver {
     spare: Vec<Vec<u8>>,
     recv: RecvBatch,
     /// The socket may hold datagrams: set by a readable event, cleared when a receive finds it
-    /// empty. The poll is edge-triggered (a new arrival is a new event), so a wake-up for a timer
+    /// empty or empties it. The poll is edge-triggered (a new arrival is a new event), so a wake-up for a timer
     /// alone tries no receive: each try that finds nothing is a system call, and a paced sender
     /// wakes for its timers far more often than ACKs arrive.
     readable: bool,
@@ -402,6 +408,13 @@ impl Driver {
                 self.endpoint.handle_datagram(now, from, datagram);
                 handled += 1;
             }
+            // A datagram arriving from now on is a new event of the edge-triggered poll (an
+            // error held back by a short batch is one too), so a drained socket need not be
+            // asked again: that empty receive was every other `recvmmsg` of a download.
+            if self.recv.drained() {
+                self.readable = false;
+                return Ok(false);
+            }
         }
         Ok(true)
     }
@@ -515,5 +528,49 @@ impl Driver {
             .iter()
             .any(|e| e.token() == SOCKET && (e.is_readable() || e.is_error()));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A receive that fills every message it has room for may have left more behind; one that
+    /// fills fewer emptied the socket, and the driver then stops asking until the next event.
+    #[test]
+    fn a_short_batch_says_the_socket_is_drained() {
+        let (socket, state) = bind_udp("127.0.0.1:0".parse().expect("addr")).expect("bind");
+        let to = socket.local_addr().expect("local address");
+        let mut batch = RecvBatch::new();
+        let room = batch.bufs.len();
+        // One sender per datagram: GRO never joins datagrams of different flows, so each is a
+        // message of its own.
+        let senders: Vec<std::net::UdpSocket> = (0..room + 3)
+            .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").expect("sender"))
+            .collect();
+        for s in &senders {
+            s.send_to(b"datagram", to).expect("send");
+        }
+        // Loopback delivers within the send; the pause covers a deferred delivery.
+        std::thread::sleep(Duration::from_millis(20));
+        let (mut fills, mut received) = (Vec::new(), 0);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while received < senders.len() && std::time::Instant::now() < deadline {
+            if batch.recv(&state, &socket).expect("receive") {
+                fills.push((batch.filled, batch.drained()));
+                received += batch.filled;
+            } else {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        assert_eq!(
+            received,
+            senders.len(),
+            "datagrams lost on loopback: {fills:?}"
+        );
+        assert_eq!(fills.first(), Some(&(room, false)), "{fills:?}");
+        for &(filled, drained) in &fills {
+            assert_eq!(drained, filled < room, "{fills:?}");
+        }
     }
 }

@@ -7,7 +7,10 @@ from /proc) per GB served, the client's CPU per GB (a client-bound download's go
 it), and the recoup/quinn ratios. Not a test: numbers go to BENCHMARKS.md.
 
     cargo build --release -p recoup-cli -p recoup-interop
-    python3 tests/interop/bench.py --bin target/release --size-mb 200 --rounds 5
+    python3 tests/interop/bench.py --bin target/release --size-mb 200 --rounds 40
+
+A 200 MiB download takes about half a second on loopback, so 40 rounds take a few minutes; the
+round-by-round intervals of fewer rounds are too wide to tell the servers apart.
 
 With --before-bin DIR, that directory's `recoup serve` (an older build) joins the same
 interleaved rounds as "recoup-before", so a change is measured against both in one run.

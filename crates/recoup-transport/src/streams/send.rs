@@ -77,7 +77,8 @@ impl SendStream {
         self.buf.end()
     }
 
-    /// Bytes held in memory.
+    /// Bytes held: written and not yet acknowledged. A kept chunk's allocation may be larger
+    /// (its acknowledged front, a file read's spare capacity) until it is freed whole.
     #[must_use]
     pub(crate) fn buffered(&self) -> usize {
         self.buf.len()

@@ -2,12 +2,12 @@
 //!
 //! A chunk handed over whole ([`SendBuf::push`]) is kept as it came, not copied: a simulated
 //! video frame or a server's file read reaches the packet with one copy instead of two. Small
-//! pieces and slice writes gather in a growable tail, so a writer of many small messages does
+//! pieces and slice writes gather in a ring-buffer tail, so a writer of many small messages does
 //! not make a chunk of each.
 
 use std::collections::VecDeque;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 
 /// Pieces shorter than this are copied into the tail rather than kept as a chunk of their own:
 /// each chunk costs an entry to search, and a copy of a few hundred bytes costs less.
@@ -20,7 +20,7 @@ pub(crate) struct SendBuf {
     /// Kept chunks, each with the stream offset of its first byte, in stream order from `base`.
     chunks: VecDeque<(u64, Bytes)>,
     /// Copied bytes after the last chunk.
-    tail: BytesMut,
+    tail: VecDeque<u8>,
     /// Bytes held: those of `chunks` and `tail`.
     len: usize,
 }
@@ -59,8 +59,10 @@ impl SendBuf {
             return;
         }
         if !self.tail.is_empty() {
+            // The tail's storage becomes the chunk (made contiguous in place, not copied out).
             let start = self.end() - self.tail.len() as u64;
-            self.chunks.push_back((start, self.tail.split().freeze()));
+            let tail = Vec::from(std::mem::take(&mut self.tail));
+            self.chunks.push_back((start, Bytes::from(tail)));
         }
         let start = self.end();
         self.len += data.len();
@@ -69,7 +71,7 @@ impl SendBuf {
 
     /// Appends a copy of `data`.
     pub(crate) fn extend_from_slice(&mut self, data: &[u8]) {
-        self.tail.extend_from_slice(data);
+        self.tail.extend(data);
         self.len += data.len();
     }
 
@@ -96,9 +98,15 @@ impl SendBuf {
         }
         if at < end {
             let tail_start = self.end() - self.tail.len() as u64;
-            out.extend_from_slice(
-                &self.tail[(at - tail_start) as usize..(end - tail_start) as usize],
-            );
+            let (from, to) = ((at - tail_start) as usize, (end - tail_start) as usize);
+            // From the deque's two slices: at most two copies, not a byte at a time.
+            let (front, back) = self.tail.as_slices();
+            if from < front.len() {
+                out.extend_from_slice(&front[from..to.min(front.len())]);
+            }
+            if to > front.len() {
+                out.extend_from_slice(&back[from.saturating_sub(front.len())..to - front.len()]);
+            }
         }
     }
 
@@ -113,7 +121,7 @@ impl SendBuf {
         self.base = offset;
         while drop > 0 {
             let Some((start, chunk)) = self.chunks.front_mut() else {
-                self.tail.advance(drop);
+                self.tail.drain(..drop);
                 break;
             };
             if chunk.len() <= drop {
@@ -125,11 +133,8 @@ impl SendBuf {
                 drop = 0;
             }
         }
-        // An emptied tail that grew large is given back, as the stream buffers are (see
-        // `KEPT_BUFFER`); a small one is kept for the next writes.
-        if self.len == 0 && self.tail.capacity() > super::KEPT_BUFFER {
-            self.tail = BytesMut::new();
-        }
+        // A long-lived idle stream keeps at most a small buffer.
+        super::release_idle(&mut self.tail);
     }
 }
 
@@ -178,6 +183,20 @@ mod tests {
         assert_eq!((buf.len(), buf.chunks.len()), (0, 0));
     }
 
+    /// Megabytes written a message at a time and then acknowledged leave no megabyte buffer
+    /// behind on an idle stream.
+    #[test]
+    fn an_emptied_tail_gives_back_a_large_buffer() {
+        let mut buf = SendBuf::starting_at(0);
+        for _ in 0..2_000 {
+            buf.extend_from_slice(&[7; 1200]);
+        }
+        buf.free_to(1_000 * 1200);
+        assert!(buf.tail.capacity() >= 2_000 * 1200, "still in use: kept");
+        buf.free_to(2_000 * 1200);
+        assert_eq!((buf.len(), buf.tail.capacity()), (0, 0));
+    }
+
     #[test]
     fn a_large_chunk_is_kept_and_a_small_one_copied() {
         let chunk = Bytes::from(vec![5u8; 4 * MIN_CHUNK]);
@@ -195,6 +214,6 @@ mod tests {
         // A small piece joins the tail instead of becoming a chunk to search.
         buf.push(Bytes::from_static(b"small"));
         assert_eq!(buf.chunks.len(), 2);
-        assert_eq!(buf.tail.as_ref(), b"small");
+        assert_eq!(buf.tail, b"small");
     }
 }

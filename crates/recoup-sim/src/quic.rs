@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use recoup_elements::{Datagram, Node, Output};
-use recoup_time::Instant;
+use recoup_time::{earliest, Instant};
 use recoup_transport::Endpoint;
 
 /// What runs on top of an endpoint: opens streams, writes and reads, closes.
@@ -144,11 +144,7 @@ impl<A: Application + 'static> Node for QuicNode<A> {
             let contents = std::mem::replace(&mut self.spare, datagram_buffer());
             return self.emit(now, t.with_contents(contents));
         }
-        match [self.endpoint.poll_timeout(), self.app_wakeup]
-            .into_iter()
-            .flatten()
-            .min()
-        {
+        match earliest(self.endpoint.poll_timeout(), self.app_wakeup) {
             Some(t) => Output::Callback(t.max(now + MIN_STEP)),
             None => Output::None,
         }

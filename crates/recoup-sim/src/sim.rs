@@ -1,6 +1,8 @@
 //! The event loop over virtual time.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use foldhash::{HashMap, HashMapExt};
 use std::net::SocketAddr;
 
 use recoup_elements::{Datagram, ElementStats, NamedNode, Node, Output};
@@ -150,6 +152,9 @@ pub struct Simulator {
     slots: Vec<Slot>,
     heap: WakeHeap,
     pending: VecDeque<(usize, Datagram)>,
+    /// The node [`Simulator::step`] woke, whose served entry is still in the heap until its
+    /// answer replaces or removes it.
+    woken: Option<usize>,
     now: Instant,
     seq: u64,
     calls: u64,
@@ -184,6 +189,7 @@ impl Simulator {
             slots: Vec::new(),
             heap: WakeHeap::default(),
             pending: VecDeque::new(),
+            woken: None,
             now: Instant::ZERO,
             seq: 0,
             calls: 0,
@@ -328,8 +334,10 @@ impl Simulator {
         let Some(((time, _), node)) = self.heap.peek() else {
             return false;
         };
-        self.heap.remove(node);
         self.now = time;
+        // The node's entry stays on top while it runs, and its answer moves it once (`call`):
+        // one sift where a removal now and an insertion then took two.
+        self.woken = Some(node);
         self.call(node, None);
         self.drain();
         true
@@ -344,6 +352,13 @@ impl Simulator {
     }
 
     fn schedule(&mut self, node: usize, time: Instant) {
+        if self.woken == Some(node) {
+            // Its entry is the wake-up just served: a new one, queued after equal times.
+            self.woken = None;
+            self.seq += 1;
+            self.heap.set(node, (time, self.seq));
+            return;
+        }
         let same = self
             .heap
             .position
@@ -401,6 +416,9 @@ impl Simulator {
                     return;
                 }
                 Output::None => {
+                    if self.woken == Some(node) {
+                        self.woken = None;
+                    }
                     self.heap.remove(node);
                     return;
                 }

@@ -7,7 +7,9 @@
 //! by the next connection, so a handle is valid from its creation until `remove_closed` returns
 //! it, and not after.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use foldhash::{HashMap, HashMapExt};
 use std::net::SocketAddr;
 
 use recoup_time::Instant;
@@ -56,10 +58,12 @@ pub struct Endpoint {
     free: Vec<usize>,
     /// Connections accepted by a server beyond this many are refused (RFC 9000 §5.2.2).
     limit: Option<usize>,
+    /// Our own connection IDs, looked up for every datagram: a fast hasher, since we chose the
+    /// keys (random, RFC 9000 §5.1) and a peer cannot make them collide.
     routes: HashMap<ConnectionId, ConnectionHandle>,
     /// Client-chosen destination IDs of accepted connections, so retransmitted first Initials
-    /// find their connection (RFC 9000 §7.2).
-    initial_routes: HashMap<(SocketAddr, ConnectionId), ConnectionHandle>,
+    /// find their connection (RFC 9000 §7.2). A peer chooses these keys: std's keyed SipHash.
+    initial_routes: std::collections::HashMap<(SocketAddr, ConnectionId), ConnectionHandle>,
     accept_queue: VecDeque<ConnectionHandle>,
     stateless: VecDeque<Transmit>,
     /// Where the round-robin over connections resumes.
@@ -96,7 +100,7 @@ impl Endpoint {
             free: Vec::new(),
             limit: None,
             routes: HashMap::new(),
-            initial_routes: HashMap::new(),
+            initial_routes: std::collections::HashMap::new(),
             accept_queue: VecDeque::new(),
             stateless: VecDeque::new(),
             next_poll: 0,

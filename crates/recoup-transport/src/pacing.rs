@@ -104,12 +104,20 @@ impl Pacer {
         if latest.is_some_and(|l| now >= l) {
             return None;
         }
-        let missing = u128::from(needed - self.tokens);
-        let wait_nanos = (missing * 1_000_000_000)
-            .saturating_sub(self.carry_nanos)
-            .div_ceil(u128::from(self.rate))
-            .max(1);
-        let wait = Duration::from_nanos(u64::try_from(wait_nanos).unwrap_or(u64::MAX));
+        let missing = u128::from(needed - self.tokens) * 1_000_000_000;
+        // Asked whenever pacing holds a packet back: 64-bit division when the operands fit,
+        // which they do unless a packet misses billions of bytes.
+        let wait_nanos = match (u64::try_from(missing), u64::try_from(self.carry_nanos)) {
+            (Ok(m), Ok(c)) => m.saturating_sub(c).div_ceil(self.rate),
+            _ => u64::try_from(
+                missing
+                    .saturating_sub(self.carry_nanos)
+                    .div_ceil(u128::from(self.rate)),
+            )
+            .unwrap_or(u64::MAX),
+        }
+        .max(1);
+        let wait = Duration::from_nanos(wait_nanos);
         let at = now.saturating_add(wait);
         Some(latest.map_or(at, |l| at.min(l)))
     }

@@ -46,10 +46,11 @@ impl IdleTimer {
         self.eliciting_since_receive = false;
     }
 
-    /// An ack-eliciting packet was sent.
-    pub fn on_eliciting_sent(&mut self, now: Instant, three_pto: Duration) {
+    /// An ack-eliciting packet was sent. `three_pto` is asked only for the first since a
+    /// receipt, the one that restarts the timer.
+    pub fn on_eliciting_sent(&mut self, now: Instant, three_pto: impl FnOnce() -> Duration) {
         if !self.eliciting_since_receive {
-            self.restart(now, three_pto);
+            self.restart(now, three_pto());
         }
         self.eliciting_since_receive = true;
     }

@@ -83,9 +83,15 @@ impl KeyUpdate {
         (due || self.announce) && self.first_pn_in_phase.is_none()
     }
 
-    /// When a `due` update may start, once it only waits for time (RFC 9001 §6.5).
-    pub fn timeout(&self, due: bool, three_pto: std::time::Duration) -> Option<Instant> {
-        self.phase_acked_at.filter(|_| due).map(|t| t + three_pto)
+    /// When a `due` update may start, once it only waits for time (RFC 9001 §6.5). `three_pto`
+    /// is asked only then: this runs with every timer poll, and an update is rarely due.
+    pub fn timeout(
+        &self,
+        due: impl FnOnce() -> bool,
+        three_pto: impl FnOnce() -> std::time::Duration,
+    ) -> Option<Instant> {
+        let acked_at = self.phase_acked_at?;
+        due().then(|| acked_at + three_pto())
     }
 
     /// Whether a new update may start at `now`: a packet of the current phase was acknowledged

@@ -49,7 +49,7 @@ use bytes::Bytes;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use recoup_recovery::{Policy, RecoveryPolicy};
-use recoup_time::Instant;
+use recoup_time::{earliest, Instant};
 
 use crate::cc::CongestionController;
 use crate::cid::ConnectionId;
@@ -769,7 +769,7 @@ impl Connection {
     }
 
     fn three_pto(&self) -> Duration {
-        self.recovery.loss.pto_period() * 3
+        self.recovery.three_pto()
     }
 
     fn flush_qlog(&mut self) {
@@ -788,24 +788,21 @@ impl Connection {
             State::Closing { until, .. } | State::Draining { until } => return Some(until),
             _ => {}
         }
-        let mut t = [
-            self.recovery.timeout(),
-            self.idle.deadline(),
-            self.keys.update.drop_previous_at,
-            self.migration.timeout(),
+        // Written out rather than as an iterator chain over an array: this runs several times
+        // per packet, in the simulator and on the server.
+        let mut t = earliest(self.recovery.timeout(), self.idle.deadline());
+        t = earliest(t, self.keys.update.drop_previous_at);
+        t = earliest(t, self.migration.timeout());
+        t = earliest(
+            t,
             self.keys.update.timeout(
-                self.handshake.confirmed && self.key_update_due().0,
-                self.three_pto(),
+                || self.handshake.confirmed && self.key_update_due().0,
+                || self.three_pto(),
             ),
-            self.fec_timeout(),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        );
+        t = earliest(t, self.fec_timeout());
         for space in SpaceId::ALL {
-            if let Some(a) = self.spaces[space].timeout() {
-                t = Some(t.map_or(a, |t| t.min(a)));
-            }
+            t = earliest(t, self.spaces[space].timeout());
         }
         t
     }

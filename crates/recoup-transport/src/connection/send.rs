@@ -421,9 +421,10 @@ impl Connection {
             };
             Frame::Crypto { offset, data }.encode(buf);
             let range_end = offset + data.len() as u64;
-            match pkt.frames.crypto.last_mut() {
+            let crypto = &mut pkt.frames.rare_mut().crypto;
+            match crypto.last_mut() {
                 Some(last) if last.end == offset => last.end = range_end,
-                _ => pkt.frames.crypto.push(offset..range_end),
+                _ => crypto.push(offset..range_end),
             }
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
@@ -458,7 +459,7 @@ impl Connection {
                 reset_token: c.reset_token,
             };
             frame.encode(buf);
-            pkt.frames.new_cids.push(c.seq);
+            pkt.frames.rare_mut().new_cids.push(c.seq);
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
             if qlog {
@@ -475,7 +476,7 @@ impl Connection {
                     sequence_number: seq,
                 });
             }
-            pkt.frames.retire_cids.push(seq);
+            pkt.frames.rare_mut().retire_cids.push(seq);
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
         }
@@ -485,7 +486,7 @@ impl Connection {
             if qlog {
                 pkt.qlog_frames.push(QlogFrame::of(&frame, None));
             }
-            pkt.frames.control.push(c);
+            pkt.frames.rare_mut().control.push(c);
             pkt.ack_eliciting = true;
             pkt.in_flight = true;
         }
@@ -754,8 +755,8 @@ impl Connection {
         self.spaces[space].next_pn += 1;
         self.stats.packets_sent += 1;
         if pkt.ack_eliciting {
-            let three_pto = self.three_pto();
-            self.idle.on_eliciting_sent(now, three_pto);
+            let recovery = &self.recovery;
+            self.idle.on_eliciting_sent(now, || recovery.three_pto());
         }
         if space == SpaceId::Data {
             self.recovery.data_packets_sent += 1;
@@ -1060,18 +1061,20 @@ impl Connection {
         let (confidentiality_limit, _) = self.keys.aead_limits(&self.config);
         let (due, near_limit) = self.key_update_due();
         let update = &self.keys.update;
-        let three_pto = self.three_pto();
+        // Asked before every packet and rarely due: the PTO only when it is.
+        let three_pto = (due && self.handshake.confirmed).then(|| self.three_pto());
         // §6.5 asks for three PTOs between updates (SHOULD); near the limit §6.6's MUST wins and
         // only §6.1's acknowledgment of the current phase is awaited.
-        let allowed = update.may_initiate(now, three_pto) || (near_limit && update.phase_acked);
-        if !due || !self.handshake.confirmed || !allowed {
+        let allowed = three_pto.is_some_and(|t| update.may_initiate(now, t))
+            || (near_limit && update.phase_acked);
+        let Some(three_pto) = three_pto.filter(|_| allowed) else {
             if update.sent_in_phase >= confidentiality_limit {
                 // §6.6: the key may protect no more packets and no update is possible yet: stop
                 // using the connection (no CONNECTION_CLOSE either, it would need the key).
                 self.stop_at_aead_limit("confidentiality limit reached before a key update");
             }
             return;
-        }
+        };
         let Some(keys) = self.keys.one_rtt_mut() else {
             return;
         };

@@ -67,6 +67,11 @@ impl AppConn {
     /// Hands the packet records since the last call (empty unless the transport records them,
     /// `TransportConfig::record_packets`) and the path's rates to the application.
     pub fn feedback(&self, now: Instant, conn: &mut Connection, app: &mut dyn App) {
+        if !app.wants_feedback() {
+            // Records the transport keeps would pile up unread.
+            conn.drain_packet_records().for_each(drop);
+            return;
+        }
         let feedback: Vec<PacketFeedback> = conn
             .drain_packet_records()
             .map(|r| match r {

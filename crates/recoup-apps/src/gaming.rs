@@ -405,6 +405,10 @@ impl App for GamingSender {
         write_front(&mut self.pending, max)
     }
 
+    fn wants_feedback(&self) -> bool {
+        true
+    }
+
     fn on_feedback(&mut self, now: Instant, packets: &[PacketFeedback], path: PathFeedback) {
         for p in packets {
             self.ledger.apply(p);

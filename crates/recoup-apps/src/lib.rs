@@ -111,6 +111,12 @@ pub trait App {
     /// default ignored.
     fn on_feedback(&mut self, _now: Instant, _packets: &[PacketFeedback], _path: PathFeedback) {}
 
+    /// Whether [`App::on_feedback`] does anything: drivers ask before every write, and an
+    /// application that ignores it spares them working out the path's rates. By default not.
+    fn wants_feedback(&self) -> bool {
+        false
+    }
+
     /// The next bytes to write, at most `max` of them; `None` when there is nothing to write
     /// now. `max == 0` always gives `None`. By default nothing: a receiver only reads.
     fn poll_write(&mut self, _now: Instant, _max: usize) -> Option<Write> {

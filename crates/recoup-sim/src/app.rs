@@ -181,6 +181,10 @@ impl App for AppEndpoint {
         self.app().on_feedback(now, packets, path);
     }
 
+    fn wants_feedback(&self) -> bool {
+        self.app_ref().wants_feedback()
+    }
+
     fn stream_deadline(&self, stream: StreamKey) -> Option<Instant> {
         self.app_ref().stream_deadline(stream)
     }

@@ -9,6 +9,8 @@
 #      with the flows) and against the simulated duration, plotted to bench-scaling.png.
 # Prints the tables and writes everything to OUT (default: bench-results/).
 #   bash scripts/bench.sh [OUT]
+# RECOUP_PGO=1 measures the profile-guided build of scripts/build-release.sh instead of the plain
+# release build.
 # Honours CARGO_TARGET_DIR. Name the machine and its load (printed below) with the numbers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,14 +18,23 @@ OUT=${1:-bench-results}
 mkdir -p "$OUT"
 TARGET=${CARGO_TARGET_DIR:-target}
 
-cargo build --release --locked -p recoup-sim --example speed --example policy_cpu
-cargo build --release --locked -p recoup-recovery --example policy_bench
+if [ "${RECOUP_PGO:-0}" = 1 ]; then
+  # The profile-guided build of scripts/build-release.sh (about 10 more minutes the first time).
+  BUILD="release, profile-guided (scripts/build-release.sh)"
+  bash scripts/build-release.sh -p recoup-sim --example speed --example policy_cpu \
+    -p recoup-recovery --example policy_bench
+else
+  BUILD="release"
+  cargo build --release --locked -p recoup-sim --example speed --example policy_cpu
+  cargo build --release --locked -p recoup-recovery --example policy_bench
+fi
 SPEED="$TARGET/release/examples/speed"
 
 {
   echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
   echo "rustc: $(rustc --version)"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "build: $BUILD"
   echo "date: $(date -u +%FT%TZ)"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT/machine.txt"

@@ -1,10 +1,9 @@
 //! The event loop over virtual time.
 
 use std::collections::VecDeque;
-
-use foldhash::{HashMap, HashMapExt};
 use std::net::SocketAddr;
 
+use foldhash::{HashMap, HashMapExt};
 use recoup_elements::{Datagram, ElementStats, NamedNode, Node, Output};
 use recoup_time::Instant;
 

@@ -8,10 +8,9 @@
 //! it, and not after.
 
 use std::collections::VecDeque;
-
-use foldhash::{HashMap, HashMapExt};
 use std::net::SocketAddr;
 
+use foldhash::{HashMap, HashMapExt};
 use recoup_time::Instant;
 
 use crate::cid::ConnectionId;

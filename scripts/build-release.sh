@@ -32,7 +32,7 @@ PGO=$TARGET/pgo
 # A profile for the same targets, newer than every source, scenario, manifest and this script:
 # reused.
 if [ -f "$PGO/recoup.profdata" ] && [ "$(cat "$PGO/targets" 2>/dev/null)" = "$*" ] &&
-  [ -z "$(find crates scenarios Cargo.toml Cargo.lock "$0" -newer "$PGO/recoup.profdata" -print -quit)" ]; then
+  [ -z "$(find crates scenarios Cargo.toml Cargo.lock scripts/build-release.sh -newer "$PGO/recoup.profdata" -print -quit)" ]; then
   echo "build-release: reusing $PGO/recoup.profdata (no source changed since)" >&2
   RUSTFLAGS="-Cprofile-use=$(cd "$PGO" && pwd)/recoup.profdata" exec "${BUILD[@]}"
 fi

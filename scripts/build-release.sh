@@ -43,21 +43,11 @@ echo "build-release: instrumented build for the training runs" >&2
 RUSTFLAGS="-Cprofile-generate=$RAW" CARGO_TARGET_DIR=$PGO "${BUILD[@]}"
 echo "build-release: training runs (every scenario of scenarios/ and every policy for 10 simulated" \
   "seconds; a loopback download over HTTP/3 and hq-interop)" >&2
-# The policies no file of scenarios/ names run too: code a training run never reaches is laid
-# out as cold (ladr-rrl's decisions took 36 ns instead of 31 before it was here). art-dqn
-# needs trained weights and stays out.
-cat >"$PGO/train/policies.toml" <<'TOML'
-name = "policies"
-[path]
-rtt = "60ms"
-rate = "12Mbps"
-queue = "droptail packets=100"
-loss = "bernoulli 5%"
-[app]
-kind = "live"
-bitrate = "4Mbps"
-[transport]
-cc = "bbr"
+# The policies no file of scenarios/ names run too, on the default scenario's path and
+# application: code a training run never reaches is laid out as cold (ladr-rrl's decisions took
+# 36 ns instead of 31 before it was here). art-dqn needs trained weights and stays out.
+sed '/^\[\[policy\]\]/,$d' scenarios/default.toml >"$PGO/train/policies.toml"
+cat >>"$PGO/train/policies.toml" <<'TOML'
 [[policy]]
 name = "fixed"
 params = "r=2"

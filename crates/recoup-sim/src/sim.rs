@@ -351,20 +351,17 @@ impl Simulator {
     }
 
     fn schedule(&mut self, node: usize, time: Instant) {
-        if self.woken == Some(node) {
-            // Its entry is the wake-up just served: a new one, queued after equal times.
-            self.woken = None;
-            self.seq += 1;
-            self.heap.set(node, (time, self.seq));
-            return;
-        }
-        let same = self
-            .heap
-            .position
-            .get(node)
-            .copied()
-            .flatten()
-            .is_some_and(|i| self.heap.entries[i].0 .0 == time);
+        // The woken node's entry is the wake-up just served: whatever it asks is a new one,
+        // queued after equal times.
+        let woken = self.woken.take_if(|&mut w| w == node).is_some();
+        let same = !woken
+            && self
+                .heap
+                .position
+                .get(node)
+                .copied()
+                .flatten()
+                .is_some_and(|i| self.heap.entries[i].0 .0 == time);
         if same {
             // Asking again for the time already asked keeps its place among equal times.
             return;
@@ -415,9 +412,7 @@ impl Simulator {
                     return;
                 }
                 Output::None => {
-                    if self.woken == Some(node) {
-                        self.woken = None;
-                    }
+                    self.woken.take_if(|&mut w| w == node);
                     self.heap.remove(node);
                     return;
                 }

@@ -163,8 +163,22 @@ fn dash_js_plays_video_on_demand_over_http3_through_an_lte_link_with_arq_and_art
             (LADDER.0 - 0.1..=LADDER.1 + 0.1).contains(&kbps),
             "{policy}: mean bitrate {kbps} kbit/s outside the ladder: {report}"
         );
+        // One duration per stall, summing to the total; a stall may last under a millisecond,
+        // so only time stalled without a stall is inconsistent.
         let (stalls, stall_ms) = (number(&summary, "stalls"), number(&summary, "stall_ms"));
-        assert_eq!(stalls == 0.0, stall_ms == 0.0, "{policy}: {report}");
+        let each: Vec<f64> = summary["stall_each_ms"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no stall_each_ms in {summary}"))
+            .iter()
+            .map(|d| d.as_f64().expect("a stall's duration is a number"))
+            .collect();
+        assert_eq!(each.len() as f64, stalls, "{policy}: {report}");
+        assert!(
+            each.iter().all(|&d| d >= 0.0)
+                && (each.iter().sum::<f64>() - stall_ms).abs() <= 0.5 + 0.05 * stalls,
+            "{policy}: stall durations {each:?} do not sum to {stall_ms} ms: {report}"
+        );
+        assert!(stall_ms == 0.0 || stalls > 0.0, "{policy}: {report}");
         assert!(
             screenshot.is_file(),
             "no screenshot at {}",

@@ -1,7 +1,8 @@
 //! CPU cost of each policy per packet event and per copy decision, on a synthetic event stream
 //! (5 % random loss, 60 ms RTT, one packet per 2.7 ms: a 4 Mbit/s stream of 1350-byte packets).
 //!
-//! Run: `cargo run -p recoup-recovery --release --example policy_bench`
+//! Run: `cargo run -p recoup-recovery --release --example policy_bench [POLICY...]` (default:
+//! every policy below; naming some lets a profiler see one alone).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -137,14 +138,27 @@ fn drive(policy: &mut dyn RecoveryPolicy, seed: u64) -> Counts {
     reason = "a benchmark measures wall-clock time"
 )]
 fn main() {
-    let specs = [
-        "arq", "fixed:1", "or3", "art", "art-mab", "autorec", "too", "ladr-rrl",
-    ];
+    let named: Vec<String> = std::env::args().skip(1).collect();
+    let specs = if named.is_empty() {
+        [
+            "arq", "fixed:1", "or3", "art", "art-mab", "autorec", "too", "ladr-rrl",
+        ]
+        .map(String::from)
+        .to_vec()
+    } else {
+        named
+    };
     println!("{PACKETS} packets, 5 % loss, 60 ms RTT, 4 Mbit/s; release build");
     println!("| policy | events | ns / event | ns / copy decision | copies asked |");
     println!("|---|---|---|---|---|");
     for spec in specs {
-        let spec: PolicySpec = spec.parse().expect("policy");
+        let spec: PolicySpec = match spec.parse() {
+            Ok(spec) => spec,
+            Err(e) => {
+                eprintln!("policy_bench: bad policy {spec:?}: {e}");
+                std::process::exit(2);
+            }
+        };
         let mut best = Duration::MAX;
         let mut counts = Counts::default();
         for _ in 0..3 {

@@ -23,7 +23,7 @@
 //! - The limit never goes below two of the largest packets per SRTT, so a limit on an idle path
 //!   still lets recovery proceed.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use recoup_time::{mul_div, saturating_nanos, Instant};
@@ -46,7 +46,7 @@ pub struct LadrRrl {
     applicable: bool,
     enabled: bool,
     governed_unsent: bool,
-    to_recover: BTreeSet<LossId>,
+    to_recover: AscendingSet,
     /// (acknowledged at, bytes counted, busy nanoseconds before it) per acknowledged packet.
     acks: VecDeque<(Instant, u64, u64)>,
     acked_bytes: u64,
@@ -55,15 +55,23 @@ pub struct LadrRrl {
     last_ack: Option<Instant>,
     /// Off-mode was seen since the last packet went out: the next one starts a burst.
     idle: bool,
-    /// Packets in flight that started a burst, in ascending order (a set: packet numbers only
-    /// grow, so a sorted deque keeps it without a tree).
-    burst_starts: VecDeque<u64>,
+    /// Packets in flight that started a burst.
+    burst_starts: AscendingSet,
     /// The ACK-rate window in nanoseconds: SRTT (at least 1 ms), or [`INITIAL_RTT`] before an
     /// estimate exists.
     window_nanos: u64,
     largest_packet: u64,
     /// The ACK rate at the last refresh.
     rate: AckRate,
+    /// `rate` is that of the samples held and the window, and the peak was weighed against it
+    /// with `enabled` as it is: until a sample comes, leaves or the window changes, a refresh
+    /// finds the same rate.
+    rate_current: bool,
+    /// At the last refresh outside an episode, the rate was the peak (to the byte per second).
+    rate_is_peak: bool,
+    /// What [`RecoveryPolicy::rate_limit`] answers, kept up to date when its inputs change: the
+    /// pacer asks several times per packet.
+    limit_in_force: Option<u64>,
     /// The ACK rate when the limit came on, held for the episode.
     limit: u64,
     /// The highest ACK rate seen outside an episode within [`PEAK_MEMORY_NANOS`], and when: right
@@ -101,6 +109,49 @@ const NANOS_PER_SECOND: u64 = 1_000_000_000;
 /// nanoseconds.
 const PEAK_MEMORY_NANOS: u64 = 4 * NANOS_PER_SECOND;
 
+/// A set of numbers that mostly join in ascending order and leave oldest first (packet numbers
+/// only grow; lost ranges are numbered as they are found and mostly recovered in that order): a
+/// sorted deque, where those cases cost a compare and a push or pop rather than a tree walk.
+#[derive(Debug, Clone, Default)]
+struct AscendingSet(VecDeque<u64>);
+
+impl AscendingSet {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn insert(&mut self, value: u64) {
+        match self.0.back() {
+            Some(&last) if last >= value => {
+                if let Err(at) = self.0.binary_search(&value) {
+                    self.0.insert(at, value);
+                }
+            }
+            _ => self.0.push_back(value),
+        }
+    }
+
+    /// Whether `value` was in the set.
+    fn remove(&mut self, value: u64) -> bool {
+        match self.0.front() {
+            None => return false,
+            Some(&first) if value < first => return false,
+            Some(&first) if value == first => {
+                self.0.pop_front();
+                return true;
+            }
+            Some(_) => {}
+        }
+        match self.0.binary_search(&value) {
+            Ok(at) => {
+                self.0.remove(at);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
 impl LadrRrl {
     #[must_use]
     pub fn new(cfg: LadrConfig) -> Self {
@@ -110,19 +161,22 @@ impl LadrRrl {
             applicable: false,
             enabled: false,
             governed_unsent: false,
-            to_recover: BTreeSet::new(),
+            to_recover: AscendingSet::default(),
             acks: VecDeque::new(),
             acked_bytes: 0,
             busy: 0,
             last_ack: None,
             idle: true,
-            burst_starts: VecDeque::new(),
+            burst_starts: AscendingSet::default(),
             window_nanos,
             largest_packet: 1200,
             rate: AckRate {
                 bytes: 0,
                 span_nanos: window_nanos,
             },
+            rate_current: false,
+            rate_is_peak: false,
+            limit_in_force: None,
             limit: 0,
             recent_peak: (0, Instant::ZERO),
         }
@@ -149,7 +203,20 @@ impl LadrRrl {
             self.acked_bytes -= bytes;
             self.busy = self.busy.saturating_sub(busy);
             self.acks.pop_front();
+            self.rate_current = false;
         }
+        if self.rate_current {
+            // The same rate against the same peak: the same outcome as last time, at `now`.
+            if !self.enabled {
+                if self.rate_is_peak {
+                    self.recent_peak.1 = now;
+                } else {
+                    self.weigh_peak(now);
+                }
+            }
+            return;
+        }
+        self.rate_current = true;
         // Busy time within the window; an empty one (a single burst acknowledged at once) falls
         // back to the whole window.
         let window = self.window_nanos;
@@ -161,35 +228,29 @@ impl LadrRrl {
                 self.busy.min(window)
             },
         };
+        if !self.enabled {
+            self.weigh_peak(now);
+        }
+    }
+
+    /// Outside an episode: the rate becomes the peak when it reaches it or the peak is too old.
+    fn weigh_peak(&mut self, now: Instant) {
         let (peak, at) = self.recent_peak;
-        if !self.enabled
-            && (self.rate.at_least(peak)
-                || now.as_nanos().saturating_sub(at.as_nanos()) > PEAK_MEMORY_NANOS)
-        {
+        self.rate_is_peak = self.rate.at_least(peak)
+            || now.as_nanos().saturating_sub(at.as_nanos()) > PEAK_MEMORY_NANOS;
+        if self.rate_is_peak {
             self.recent_peak = (self.rate.per_second(), now);
         }
     }
 
-    /// Removes `pn` from the burst starts; whether it was one.
-    fn forget_burst_start(&mut self, pn: u64) -> bool {
-        // Packets are mostly acknowledged in order: most are below the oldest start, and the
-        // rest usually are that start.
-        match self.burst_starts.front() {
-            None => return false,
-            Some(&first) if pn < first => return false,
-            Some(&first) if pn == first => {
-                self.burst_starts.pop_front();
-                return true;
-            }
-            Some(_) => {}
-        }
-        match self.burst_starts.binary_search(&pn) {
-            Ok(at) => {
-                self.burst_starts.remove(at);
-                true
-            }
-            Err(_) => false,
-        }
+    /// The limit in force: the rate held for the episode, never below two of the largest
+    /// packets per window.
+    fn set_limit_in_force(&mut self) {
+        self.limit_in_force = self.enabled.then(|| {
+            let window = Duration::from_nanos(self.window_nanos);
+            let floor = (2 * self.largest_packet) as f64 / window.as_secs_f64();
+            self.limit.max(floor as u64)
+        });
     }
 
     fn update(&mut self) {
@@ -200,7 +261,12 @@ impl LadrRrl {
             self.limit = self.rate.per_second().max(self.recent_peak.0);
         } else if self.enabled && n < self.cfg.n_low as usize && !self.governed_unsent {
             self.enabled = false;
+        } else {
+            return;
         }
+        // The peak is weighed only outside an episode.
+        self.rate_current = false;
+        self.set_limit_in_force();
     }
 }
 
@@ -210,16 +276,12 @@ impl RecoveryPolicy for LadrRrl {
     }
 
     fn on_packet_sent(&mut self, _: Instant, packet: &PacketInfo<'_>) {
-        self.largest_packet = self.largest_packet.max(packet.bytes as u64);
+        if packet.bytes as u64 > self.largest_packet {
+            self.largest_packet = packet.bytes as u64;
+            self.set_limit_in_force();
+        }
         if self.idle && self.burst_starts.len() < MAX_ACK_SAMPLES {
-            match self.burst_starts.back() {
-                Some(&last) if last >= packet.pn => {
-                    if let Err(at) = self.burst_starts.binary_search(&packet.pn) {
-                        self.burst_starts.insert(at, packet.pn);
-                    }
-                }
-                _ => self.burst_starts.push_back(packet.pn),
-            }
+            self.burst_starts.insert(packet.pn);
         }
         self.idle = false;
     }
@@ -231,7 +293,7 @@ impl RecoveryPolicy for LadrRrl {
                 self.busy = self.busy.saturating_sub(busy);
             }
         }
-        let starts_burst = self.forget_burst_start(packet.pn);
+        let starts_burst = self.burst_starts.remove(packet.pn);
         // The first acknowledgement of a burst only marks its start: the gap before it is idle.
         let (bytes, busy) = match self.last_ack {
             Some(last) if !starts_burst => (
@@ -242,13 +304,14 @@ impl RecoveryPolicy for LadrRrl {
         };
         self.last_ack = Some(now);
         self.acks.push_back((now, bytes, busy));
+        self.rate_current = false;
         self.acked_bytes = self.acked_bytes.saturating_add(bytes);
         self.busy = self.busy.saturating_add(busy);
         self.refresh_rate(now);
     }
 
     fn on_packet_lost(&mut self, now: Instant, packet: &PacketInfo<'_>, _: LossTrigger) {
-        self.forget_burst_start(packet.pn);
+        self.burst_starts.remove(packet.pn);
         if packet.kind != SendKind::New {
             self.applicable = true;
         }
@@ -262,12 +325,17 @@ impl RecoveryPolicy for LadrRrl {
     }
 
     fn on_data_acked(&mut self, _: Instant, id: LossId) {
-        self.to_recover.remove(&id);
+        self.to_recover.remove(id);
         self.update();
     }
 
     fn on_rtt_update(&mut self, now: Instant, rtt: &RttSample) {
-        self.window_nanos = saturating_nanos(rtt.smoothed.max(Duration::from_millis(1)));
+        let window_nanos = saturating_nanos(rtt.smoothed.max(Duration::from_millis(1)));
+        if window_nanos != self.window_nanos {
+            self.window_nanos = window_nanos;
+            self.rate_current = false;
+            self.set_limit_in_force();
+        }
         self.refresh_rate(now);
     }
 
@@ -292,12 +360,7 @@ impl RecoveryPolicy for LadrRrl {
     }
 
     fn rate_limit(&self) -> Option<u64> {
-        if !self.enabled {
-            return None;
-        }
-        let window = Duration::from_nanos(self.window_nanos);
-        let floor = (2 * self.largest_packet) as f64 / window.as_secs_f64();
-        Some(self.limit.max(floor as u64))
+        self.limit_in_force
     }
 }
 

@@ -24,11 +24,18 @@ pub(crate) enum RecvState {
 
 #[derive(Debug)]
 pub(crate) struct RecvStream {
-    /// Offset of `ready[0]`: everything below was read (or discarded).
+    /// Offset of the first byte not read: everything below was read (or discarded).
     read: u64,
-    /// In-order bytes not yet read.
-    ready: VecDeque<u8>,
-    /// Out-of-order bytes: disjoint, each starting above `read + ready.len()`.
+    /// In-order bytes not yet read, in the buffers they were stored in: a segment that becomes
+    /// contiguous joins whole rather than being copied. The first is read from `front_read` on;
+    /// each holds unread bytes, but for one kept empty for reuse when nothing is ready.
+    ready: VecDeque<Vec<u8>>,
+    /// Bytes of `ready[0]` already read.
+    front_read: usize,
+    /// Unread bytes in `ready`.
+    ready_len: usize,
+    /// Out-of-order bytes: disjoint (a segment that filled its buffer is continued by another
+    /// starting where it ends), each starting above `read + ready_len`.
     segments: BTreeMap<u64, Vec<u8>>,
     /// Highest offset received (§4.5: what counts against connection credit).
     highest: u64,
@@ -42,6 +49,8 @@ impl RecvStream {
         Self {
             read: 0,
             ready: VecDeque::new(),
+            front_read: 0,
+            ready_len: 0,
             segments: BTreeMap::new(),
             highest: 0,
             final_size: None,
@@ -67,14 +76,14 @@ impl RecvStream {
     /// Bytes held in memory (in order and out of order).
     #[must_use]
     pub(crate) fn buffered(&self) -> usize {
-        self.ready.len() + self.segments.values().map(Vec::len).sum::<usize>()
+        self.ready_len + self.segments.values().map(Vec::len).sum::<usize>()
     }
 
     /// Whether `read` would return something now: bytes, the FIN, or the reset.
     #[must_use]
     pub(crate) fn is_readable(&self) -> bool {
         match self.state {
-            RecvState::Open => !self.ready.is_empty() || self.final_size == Some(self.read),
+            RecvState::Open => self.ready_len > 0 || self.final_size == Some(self.read),
             RecvState::Stopped { .. } => false,
             RecvState::Reset { .. } => true,
         }
@@ -83,7 +92,7 @@ impl RecvStream {
     /// Every byte up to the final size has arrived (§3.2 "Data Recvd").
     #[must_use]
     pub(crate) fn all_received(&self) -> bool {
-        self.final_size == Some(self.read + self.ready.len() as u64)
+        self.final_size == Some(self.contiguous())
     }
 
     /// Stopped and everything arrived: nothing more will come and nobody will read.
@@ -143,7 +152,7 @@ impl RecvStream {
         self.final_size = Some(final_size);
         if applies {
             self.state = RecvState::Reset { code };
-            self.ready = VecDeque::new();
+            self.clear_ready();
             self.segments.clear();
         }
         Ok((growth, applies))
@@ -164,17 +173,33 @@ impl RecvStream {
             RecvState::Stopped { .. } => return Err(Error::InvalidState("stream was stopped")),
             RecvState::Reset { .. } => return Err(Error::InvalidState("stream reset by peer")),
         }
-        let n = buf.len().min(self.ready.len());
+        let n = buf.len().min(self.ready_len);
         if n == 0 && !buf.is_empty() && self.final_size != Some(self.read) {
             return Err(Error::Blocked);
         }
-        let (front, back) = self.ready.as_slices();
-        let split = n.min(front.len());
-        buf[..split].copy_from_slice(&front[..split]);
-        buf[split..n].copy_from_slice(&back[..n - split]);
-        self.ready.drain(..n);
+        let mut filled = 0;
+        while filled < n {
+            let buffers = self.ready.len();
+            let Some(front) = self.ready.front_mut() else {
+                break;
+            };
+            let unread = &front[self.front_read..];
+            let take = unread.len().min(n - filled);
+            buf[filled..filled + take].copy_from_slice(&unread[..take]);
+            filled += take;
+            self.front_read += take;
+            if self.front_read == front.len() {
+                self.front_read = 0;
+                if buffers > 1 || front.capacity() > super::KEPT_BUFFER {
+                    self.ready.pop_front();
+                } else {
+                    // The one buffer, emptied: kept for the bytes that come next.
+                    front.clear();
+                }
+            }
+        }
+        self.ready_len -= n;
         self.read += n as u64;
-        super::release_idle(&mut self.ready);
         Ok((n, self.final_size == Some(self.read)))
     }
 
@@ -214,7 +239,7 @@ impl RecvStream {
 
     /// Stores the parts of `[offset, offset + data.len())` not held yet.
     fn insert(&mut self, offset: u64, data: &[u8]) {
-        let contiguous = self.read + self.ready.len() as u64;
+        let contiguous = self.contiguous();
         let end = offset + data.len() as u64;
         if end <= contiguous {
             return;
@@ -242,62 +267,90 @@ impl RecvStream {
         for (a, b) in pieces {
             // In range: `offset <= a < b <= end`.
             let slice = &data[(a - offset) as usize..(b - offset) as usize];
-            if a == self.read + self.ready.len() as u64 {
-                self.ready.extend(slice);
-            } else if let Some(seg) = self
+            // Room never beyond the credit granted, which bounds what can arrive.
+            let room = usize::try_from(self.window.max - a).unwrap_or(usize::MAX);
+            if a == self.contiguous() {
+                match self.ready.back_mut() {
+                    Some(last) if last.capacity() - last.len() >= slice.len() => {
+                        last.extend_from_slice(slice);
+                    }
+                    _ => {
+                        let mut buffer =
+                            Vec::with_capacity(room.min(READY_BUFFER).max(slice.len()));
+                        buffer.extend_from_slice(slice);
+                        self.push_ready(buffer);
+                    }
+                }
+                self.ready_len += slice.len();
+                continue;
+            }
+            // Packets behind a hole mostly arrive in order: they extend the segment that ends
+            // where they start, and one that filled its buffer is continued by a new segment
+            // twice its size (no reallocation copies what arrived so far).
+            let before = self
                 .segments
                 .range_mut(..a)
                 .next_back()
-                .and_then(|(&s, seg)| (s + seg.len() as u64 == a).then_some(seg))
-            {
-                // Packets behind a hole mostly arrive in order: one growing segment rather
-                // than a new one per frame.
-                seg.extend_from_slice(slice);
-            } else {
-                // Room for the packets that usually follow behind the hole, so that the segment
-                // does not reallocate (and copy) itself every time it doubles; never beyond the
-                // credit granted, which bounds what can arrive here.
-                let room = usize::try_from(self.window.max - a).unwrap_or(usize::MAX);
-                let mut segment =
-                    Vec::with_capacity(room.min(SEGMENT_RESERVE * slice.len()).max(slice.len()));
-                segment.extend_from_slice(slice);
-                self.segments.insert(a, segment);
-            }
+                .filter(|(&s, seg)| s + seg.len() as u64 == a)
+                .map(|(_, seg)| seg);
+            let capacity = match before {
+                Some(seg) if seg.capacity() - seg.len() >= slice.len() => {
+                    seg.extend_from_slice(slice);
+                    continue;
+                }
+                Some(seg) => 2 * seg.capacity(),
+                None => SEGMENT_RESERVE * slice.len(),
+            };
+            let mut segment = Vec::with_capacity(room.min(capacity).max(slice.len()));
+            segment.extend_from_slice(slice);
+            self.segments.insert(a, segment);
         }
-        while let Some(entry) = self.segments.first_entry() {
-            if *entry.key() != self.read + self.ready.len() as u64 {
+        loop {
+            let contiguous = self.contiguous();
+            let Some(entry) = self.segments.first_entry() else {
+                break;
+            };
+            if *entry.key() != contiguous {
                 break;
             }
-            append_ready(&mut self.ready, entry.remove());
+            let segment = entry.remove();
+            self.ready_len += segment.len();
+            self.push_ready(segment);
         }
     }
 
+    /// The offset after the last in-order byte held.
+    fn contiguous(&self) -> u64 {
+        self.read + self.ready_len as u64
+    }
+
+    /// Appends a buffer of in-order bytes (counted by the caller); an emptied buffer kept for
+    /// reuse gives way to it.
+    fn push_ready(&mut self, buffer: Vec<u8>) {
+        if self.ready_len == 0 {
+            self.clear_ready();
+        }
+        self.ready.push_back(buffer);
+    }
+
+    fn clear_ready(&mut self) {
+        self.ready.clear();
+        self.front_read = 0;
+        self.ready_len = 0;
+    }
+
     fn discard_ready(&mut self) {
-        self.read += self.ready.len() as u64;
-        self.ready = VecDeque::new();
+        self.read += self.ready_len as u64;
+        self.clear_ready();
     }
 }
 
 /// A new out-of-order segment reserves room for this many frames of the size of its first.
 const SEGMENT_RESERVE: usize = 16;
 
-/// Appends a segment that has become contiguous. The segment behind a hole is usually far
-/// larger than the bytes ready before it (at most the retransmission that filled the hole,
-/// since the application reads as data arrives), so its buffer becomes `ready` and those
-/// bytes move in front of it, rather than the segment being copied.
-fn append_ready(ready: &mut VecDeque<u8>, segment: Vec<u8>) {
-    let before = ready.len();
-    if before >= segment.len() || segment.capacity() - segment.len() < before {
-        ready.extend(segment);
-        return;
-    }
-    let mut joined = VecDeque::from(segment);
-    let (front, back) = ready.as_slices();
-    joined.extend(front);
-    joined.extend(back);
-    joined.rotate_right(before);
-    *ready = joined;
-}
+/// Capacity of a new buffer for in-order bytes: a dozen full-size packets, so that a stream
+/// read as it arrives reuses one buffer and a burst allocates once per dozen packets.
+const READY_BUFFER: usize = 16 * 1024;
 
 #[cfg(test)]
 mod tests {
@@ -333,10 +386,46 @@ mod tests {
             r.on_data(at as u64, &data[at..at + 500], at + 500 == 5000, u64::MAX)
                 .unwrap();
         }
-        // The hole fills: the segment, larger than what is ready, takes the ready bytes in front.
         r.on_data(300, &data[300..1000], false, u64::MAX).unwrap();
         assert_eq!(r.buffered(), data.len());
         assert_eq!(read_all(&mut r), (data, true));
+    }
+
+    #[test]
+    fn frames_behind_a_hole_beyond_the_reserve_continue_in_doubling_segments() {
+        let frame = 100;
+        let frames = 200;
+        let data: Vec<u8> = (0..=255u8).cycle().take(frame * frames).collect();
+        // Credit well beyond the data: room is never reserved past the credit.
+        let mut r = RecvStream::new(1 << 20);
+        for i in 1..frames {
+            let at = i * frame;
+            r.on_data(at as u64, &data[at..at + frame], i + 1 == frames, u64::MAX)
+                .unwrap();
+        }
+        // 199 frames: segments of 16, 32, 64 and 128 frames' room, no buffer regrown.
+        let rooms: Vec<usize> = r.segments.values().map(|s| s.capacity() / frame).collect();
+        assert_eq!(rooms, [16, 32, 64, 128]);
+        assert_eq!(r.buffered(), data.len() - frame);
+        r.on_data(0, &data[..frame], false, u64::MAX).unwrap();
+        assert!(r.segments.is_empty());
+        assert_eq!(r.buffered(), data.len());
+        assert_eq!(read_all(&mut r), (data, true));
+        assert_eq!(r.buffered(), 0);
+    }
+
+    #[test]
+    fn a_stream_read_as_it_arrives_keeps_one_buffer() {
+        let mut r = RecvStream::new(1 << 20);
+        let mut buf = [0u8; 1500];
+        for i in 0..100u64 {
+            r.on_data(i * 1200, &[i as u8; 1200], false, u64::MAX)
+                .unwrap();
+            assert_eq!(r.read(&mut buf).ok(), Some((1200, false)));
+            assert_eq!(buf[..1200], [i as u8; 1200]);
+            assert_eq!(r.ready.len(), 1, "packet {i}");
+        }
+        assert_eq!(r.ready_len, 0);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 #   1. x real time per CPU second per policy, built-in default scenario (60 s, seeds 1-3);
 #   2. packets per CPU second on the bulk case (scenarios/bulk.toml: 100 Mbit/s, 1 % loss);
 #   3. each policy's CPU against arq on the same run, and the cost of one decision in ns
-#      (policy_bench), with the policy's estimated share of a run's CPU;
+#      (policy_bench), with the policy's estimated share of a run's CPU; where `perf` is
+#      installed, that share also measured in the run (scripts/policy-share.sh);
 #   4. CPU time against the number of flows sharing one path (1, 10, 100; the link rate grows
 #      with the flows) and against the simulated duration, plotted to bench-scaling.png.
 # Prints the tables and writes everything to OUT (default: bench-results/).
@@ -22,11 +23,12 @@ if [ "${RECOUP_PGO:-0}" = 1 ]; then
   # The profile-guided build of scripts/build-release.sh (about 10 more minutes the first time).
   BUILD="release, profile-guided (scripts/build-release.sh)"
   bash scripts/build-release.sh -p recoup-sim --example speed --example policy_cpu \
-    -p recoup-recovery --example policy_bench
+    -p recoup-recovery --example policy_bench -p recoup-cli --bin recoup
 else
   BUILD="release"
   cargo build --release --locked -p recoup-sim --example speed --example policy_cpu
   cargo build --release --locked -p recoup-recovery --example policy_bench
+  cargo build --release --locked -p recoup-cli --bin recoup
 fi
 SPEED="$TARGET/release/examples/speed"
 
@@ -66,6 +68,12 @@ awk -F'|' '
     printf "| %s | %.1f | %d | %d | %.3f %% | %+.3f %% |\n", $2, ns[$2], $4, $7,
       ns[$2] * $4 / cpu * 100, (ns[$2] - ns["arq"]) * $4 / cpu * 100
   }' "$OUT/policy_bench.md" "$OUT/default.md" | tee "$OUT/policy_share.md"
+echo
+if command -v perf >/dev/null; then
+  bash scripts/policy-share.sh "$TARGET/release/recoup" 8 | tee "$OUT/policy_share_perf.md"
+else
+  echo "(perf not installed: the policies' share measured in the run is skipped)"
+fi
 
 echo
 echo "## 4. Scaling: flows on one path (10 s simulated, arq) and simulated duration (1 flow, arq)"

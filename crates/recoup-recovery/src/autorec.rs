@@ -63,6 +63,10 @@ pub struct AutoRec {
     k_theta: u32,
     loss_rate: f64,
     t_unit: Option<Duration>,
+    /// T_thres of `t_unit` and `k_theta`, kept as they change: the transport asks for the
+    /// policy's deadline several times per packet, and a division of durations costs more than
+    /// the rest of the answer.
+    t_thres: Option<Duration>,
     state: SendState,
     /// While in off-mode: entries last sent before the period began have `seq` below this.
     off_mode_before: Option<u64>,
@@ -87,6 +91,7 @@ impl AutoRec {
             k_theta: cfg.fixed_k.unwrap_or(0),
             loss_rate: 0.0,
             t_unit: None,
+            t_thres: None,
             state: SendState::OnMode,
             off_mode_before: None,
             awaiting_retransmission: BTreeMap::new(),
@@ -114,7 +119,7 @@ impl AutoRec {
     /// Silence after which an entry is reinjected even in on-mode, Eq. (5).
     #[must_use]
     pub fn t_thres(&self) -> Option<Duration> {
-        self.t_unit.map(|t| redundancy::t_thres(t, self.k_theta))
+        self.t_thres
     }
 
     /// Entries in the reinjection queue.
@@ -149,6 +154,7 @@ impl AutoRec {
                 self.cfg.k_max,
             ),
         };
+        self.t_thres = self.t_unit.map(|t| redundancy::t_thres(t, self.k_theta));
         self.queue.drop_reinjected_at_limit(self.k_theta);
         self.stats.reset();
         self.next_decision = Some(now + decision_interval(srtt, self.cfg.d_rtts));

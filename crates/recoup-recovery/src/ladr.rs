@@ -63,12 +63,6 @@ pub struct LadrRrl {
     largest_packet: u64,
     /// The ACK rate at the last refresh.
     rate: AckRate,
-    /// `rate` is that of the samples held and the window, and the peak was weighed against it
-    /// with `enabled` as it is: until a sample comes, leaves or the window changes, a refresh
-    /// finds the same rate.
-    rate_current: bool,
-    /// At the last refresh outside an episode, the rate was the peak (to the byte per second).
-    rate_is_peak: bool,
     /// What [`RecoveryPolicy::rate_limit`] answers, kept up to date when its inputs change: the
     /// pacer asks several times per packet.
     limit_in_force: Option<u64>,
@@ -174,8 +168,6 @@ impl LadrRrl {
                 bytes: 0,
                 span_nanos: window_nanos,
             },
-            rate_current: false,
-            rate_is_peak: false,
             limit_in_force: None,
             limit: 0,
             recent_peak: (0, Instant::ZERO),
@@ -203,20 +195,7 @@ impl LadrRrl {
             self.acked_bytes -= bytes;
             self.busy = self.busy.saturating_sub(busy);
             self.acks.pop_front();
-            self.rate_current = false;
         }
-        if self.rate_current {
-            // The same rate against the same peak: the same outcome as last time, at `now`.
-            if !self.enabled {
-                if self.rate_is_peak {
-                    self.recent_peak.1 = now;
-                } else {
-                    self.weigh_peak(now);
-                }
-            }
-            return;
-        }
-        self.rate_current = true;
         // Busy time within the window; an empty one (a single burst acknowledged at once) falls
         // back to the whole window.
         let window = self.window_nanos;
@@ -228,17 +207,11 @@ impl LadrRrl {
                 self.busy.min(window)
             },
         };
-        if !self.enabled {
-            self.weigh_peak(now);
-        }
-    }
-
-    /// Outside an episode: the rate becomes the peak when it reaches it or the peak is too old.
-    fn weigh_peak(&mut self, now: Instant) {
         let (peak, at) = self.recent_peak;
-        self.rate_is_peak = self.rate.at_least(peak)
-            || now.as_nanos().saturating_sub(at.as_nanos()) > PEAK_MEMORY_NANOS;
-        if self.rate_is_peak {
+        if !self.enabled
+            && (self.rate.at_least(peak)
+                || now.as_nanos().saturating_sub(at.as_nanos()) > PEAK_MEMORY_NANOS)
+        {
             self.recent_peak = (self.rate.per_second(), now);
         }
     }
@@ -264,8 +237,6 @@ impl LadrRrl {
         } else {
             return;
         }
-        // The peak is weighed only outside an episode.
-        self.rate_current = false;
         self.set_limit_in_force();
     }
 }
@@ -304,7 +275,6 @@ impl RecoveryPolicy for LadrRrl {
         };
         self.last_ack = Some(now);
         self.acks.push_back((now, bytes, busy));
-        self.rate_current = false;
         self.acked_bytes = self.acked_bytes.saturating_add(bytes);
         self.busy = self.busy.saturating_add(busy);
         self.refresh_rate(now);
@@ -333,7 +303,6 @@ impl RecoveryPolicy for LadrRrl {
         let window_nanos = saturating_nanos(rtt.smoothed.max(Duration::from_millis(1)));
         if window_nanos != self.window_nanos {
             self.window_nanos = window_nanos;
-            self.rate_current = false;
             self.set_limit_in_force();
         }
         self.refresh_rate(now);

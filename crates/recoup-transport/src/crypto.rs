@@ -233,6 +233,10 @@ pub struct OneRttKeys {
     previous_remote: Option<PreviousRemote>,
     secrets: Secrets,
     key_phase: bool,
+    /// [`Self::aead_limits`], taken from the keys once: they belong to the cipher suite, which
+    /// key updates keep, and the sender asks before every packet (a call through the key's
+    /// vtable into rustls each time was 5 % of a busy server's CPU).
+    limits: (u64, u64),
 }
 
 impl std::fmt::Debug for OneRttKeys {
@@ -249,6 +253,10 @@ impl OneRttKeys {
     /// phase 0 keys and the secrets already advanced to phase 1.
     pub(crate) fn new(keys: rustls::quic::Keys, mut next_secrets: Secrets) -> Self {
         let next = next_secrets.next_packet_keys();
+        let limits = (
+            keys.local.packet.confidentiality_limit(),
+            keys.remote.packet.integrity_limit(),
+        );
         Self {
             local_header: keys.local.header,
             remote_header: keys.remote.header,
@@ -258,6 +266,7 @@ impl OneRttKeys {
             previous_remote: None,
             secrets: next_secrets,
             key_phase: false,
+            limits,
         }
     }
 
@@ -278,10 +287,7 @@ impl OneRttKeys {
     /// for AES-GCM, none (`u64::MAX`) and 2^36 for ChaCha20-Poly1305.
     #[must_use]
     pub fn aead_limits(&self) -> (u64, u64) {
-        (
-            self.local.confidentiality_limit(),
-            self.remote.integrity_limit(),
-        )
+        self.limits
     }
 
     /// Whether the previous receive key is still kept.

@@ -558,7 +558,7 @@ impl Application for Negotiated<'_> {
         }
     }
 
-    fn next_wakeup(&self) -> Option<Instant> {
+    fn next_wakeup(&self, handle: ConnectionHandle) -> Option<Instant> {
         if self.finished() {
             return None;
         }
@@ -568,7 +568,7 @@ impl Application for Negotiated<'_> {
             self.deadline
         };
         let app = match &self.chosen {
-            Some(Chosen::H3(get)) => get.next_wakeup(),
+            Some(Chosen::H3(get)) => get.next_wakeup(handle),
             _ => None,
         };
         let own = self.migrate_at.map_or(own, |t| t.min(own));

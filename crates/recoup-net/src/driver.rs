@@ -43,15 +43,19 @@ const MAX_POLL_GAP: Duration = Duration::from_micros(250);
 pub trait Application {
     /// A connection a peer opened (servers only), before its first [`Application::drive`].
     fn accepted(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection);
-    /// Reacts to events and moves stream data; called for every live connection every turn.
+    /// Reacts to events and moves stream data. Called for a connection when it is created, in
+    /// each turn in which it handled a datagram or a timer or sent a datagram, when its
+    /// [`Application::next_wakeup`] is due, and for every connection after a [`Wakeup`] or a
+    /// stop; not for idle connections.
     fn drive(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection);
     /// The endpoint dropped a closed connection.
     fn removed(&mut self, handle: ConnectionHandle);
     /// Whether the driver should return now.
     fn finished(&self) -> bool;
-    /// When the application next has something to do on its own (a live stream's next frame),
-    /// besides the transport's timers; the driver wakes then and drives every connection.
-    fn next_wakeup(&self) -> Option<Instant> {
+    /// When the application next has something to do on its own on this connection (a live
+    /// stream's next frame), besides the transport's timers; asked after each
+    /// [`Application::drive`] of it. The driver wakes then and drives that connection.
+    fn next_wakeup(&self, _handle: ConnectionHandle) -> Option<Instant> {
         None
     }
     /// Whether the application migrated its connections (`Connection::migrate`) and the driver
@@ -259,6 +263,12 @@ pub struct Driver {
     readable: bool,
     /// When the poll was last asked for events.
     last_poll: Instant,
+    /// A [`Wakeup`] (or a stop) was seen: drive every connection in the next turn.
+    woken_by_wakeup: bool,
+    /// Each connection's [`Application::next_wakeup`] since it was last driven, by slot index.
+    app_wakeups: Vec<Option<Instant>>,
+    /// The connections to drive this turn (kept for its allocation).
+    to_drive: Vec<ConnectionHandle>,
 }
 
 impl Driver {
@@ -297,6 +307,9 @@ impl Driver {
             recv: RecvBatch::new(),
             readable: true,
             last_poll: Instant::ZERO,
+            woken_by_wakeup: false,
+            app_wakeups: Vec::new(),
+            to_drive: Vec::new(),
         })
     }
 
@@ -365,20 +378,15 @@ impl Driver {
                 }
             }
             let stopping = self.stopper.is_stopped();
-            let handles: Vec<ConnectionHandle> = self.endpoint.handles().collect();
-            for handle in handles {
-                if let Some(conn) = self.endpoint.connection_mut(handle) {
-                    app.drive(now, handle, conn);
-                    if stopping {
-                        conn.close(now, stop_code, "stopped");
-                    }
-                }
-            }
+            self.drive(now, app, stopping.then_some(stop_code));
             if app.take_rebind() {
                 self.rebind()?;
             }
             self.send(now)?;
             for handle in self.endpoint.remove_closed() {
+                if let Some(w) = self.app_wakeups.get_mut(handle.0) {
+                    *w = None;
+                }
                 app.removed(handle);
             }
             if stopping {
@@ -388,9 +396,44 @@ impl Driver {
                 return Ok(false);
             }
             if !more_input {
-                self.wait(&mut events, app.next_wakeup())?;
+                let app_wakeup = self.app_wakeups.iter().flatten().min().copied();
+                self.wait(&mut events, app_wakeup)?;
             }
         }
+    }
+
+    /// Drives the connections that have something for the application (see
+    /// [`Application::drive`]); on a stop, every connection, closing each with `stop_code`.
+    fn drive(&mut self, now: Instant, app: &mut impl Application, stop_code: Option<u64>) {
+        let mut handles = std::mem::take(&mut self.to_drive);
+        handles.clear();
+        self.endpoint.drain_woken(&mut handles);
+        if stop_code.is_some() || std::mem::take(&mut self.woken_by_wakeup) {
+            handles.clear();
+            handles.extend(self.endpoint.handles());
+        } else {
+            let due = self.app_wakeups.iter().enumerate();
+            handles.extend(
+                due.filter(|(_, w)| w.is_some_and(|w| w <= now))
+                    .map(|(i, _)| ConnectionHandle(i)),
+            );
+            handles.sort_unstable();
+            handles.dedup();
+        }
+        for &handle in &handles {
+            let Some(conn) = self.endpoint.connection_mut(handle) else {
+                continue;
+            };
+            app.drive(now, handle, conn);
+            if let Some(code) = stop_code {
+                conn.close(now, code, "stopped");
+            }
+            if self.app_wakeups.len() <= handle.0 {
+                self.app_wakeups.resize(handle.0 + 1, None);
+            }
+            self.app_wakeups[handle.0] = app.next_wakeup(handle);
+        }
+        self.to_drive = handles;
     }
 
     /// Receives until the socket is empty or the turn's budget is used; returns whether input
@@ -529,6 +572,7 @@ impl Driver {
         self.readable |= events
             .iter()
             .any(|e| e.token() == SOCKET && (e.is_readable() || e.is_error()));
+        self.woken_by_wakeup |= events.iter().any(|e| e.token() == WAKER);
         Ok(())
     }
 }

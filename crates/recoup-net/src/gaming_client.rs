@@ -305,7 +305,8 @@ impl Application for Session {
         self.closed
     }
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        (!self.closed && self.control.is_none()).then_some(self.start + self.timeout)
+    fn next_wakeup(&self, handle: ConnectionHandle) -> Option<Instant> {
+        (handle == self.handle && !self.closed && self.control.is_none())
+            .then_some(self.start + self.timeout)
     }
 }

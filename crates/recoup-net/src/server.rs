@@ -246,23 +246,20 @@ impl Application for FileServer {
         false
     }
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        self.conns
-            .values()
-            .filter_map(|session| match session {
-                Session::Hq(c) => c
-                    .responses
-                    .values()
-                    .filter_map(|r| match r {
-                        Response::Live(live) => live.next_wakeup(),
-                        _ => None,
-                    })
-                    .min(),
-                Session::H3(h3) => h3.next_wakeup(),
-                Session::Gaming(g) => g.next_wakeup(),
-                Session::Handshaking => None,
-            })
-            .min()
+    fn next_wakeup(&self, handle: ConnectionHandle) -> Option<Instant> {
+        match self.conns.get(&handle)? {
+            Session::Hq(c) => c
+                .responses
+                .values()
+                .filter_map(|r| match r {
+                    Response::Live(live) => live.next_wakeup(),
+                    _ => None,
+                })
+                .min(),
+            Session::H3(h3) => h3.next_wakeup(),
+            Session::Gaming(g) => g.next_wakeup(),
+            Session::Handshaking => None,
+        }
     }
 }
 

@@ -306,11 +306,9 @@ impl Application for Watch {
         self.ended == self.viewers.len()
     }
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        // The handshake deadline of viewers still connecting.
-        self.viewers
-            .values()
-            .any(|v| v.stream.is_none() && v.outcome.is_none())
-            .then_some(self.start + self.timeout)
+    fn next_wakeup(&self, handle: ConnectionHandle) -> Option<Instant> {
+        // The handshake deadline of a viewer still connecting.
+        let v = self.viewers.get(&handle)?;
+        (v.stream.is_none() && v.outcome.is_none()).then_some(self.start + self.timeout)
     }
 }

@@ -6,6 +6,14 @@
 //! connection removes exactly its routes; a slot freed by [`Endpoint::remove_closed`] is reused
 //! by the next connection, so a handle is valid from its creation until `remove_closed` returns
 //! it, and not after.
+//!
+//! The endpoint does not ask every connection at every call: a server with a thousand viewers
+//! would spend most of its time asking idle ones. A connection is *touched* when anything may
+//! have changed it (a datagram, a timer, a packet sent, the application holding it through
+//! [`Endpoint::connection_mut`]); only touched connections have their timer recomputed and their
+//! routes synced, and a connection is asked for datagrams from when it is touched until it has
+//! none. Its state changes only through those calls, so nothing else can make it want to send or
+//! move its timer.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -45,7 +53,16 @@ struct Slot {
     cids: Vec<ConnectionId>,
     /// The client's first destination ID, routed here with its address (servers only).
     initial: Option<(SocketAddr, ConnectionId)>,
+    /// `conn.poll_timeout()` when the connection was last touched.
+    timeout: Option<Instant>,
 }
+
+/// Which of the endpoint's work lists a slot index is in (bits of [`Endpoint::listed`]). They
+/// belong to the index, not the connection: an index freed while listed stays listed, and the
+/// entry serves whichever connection reuses it.
+const STALE: u8 = 1;
+const SENDING: u8 = 2;
+const WOKEN: u8 = 4;
 
 /// A set of connections sharing one local address.
 #[derive(Debug)]
@@ -65,8 +82,15 @@ pub struct Endpoint {
     initial_routes: std::collections::HashMap<(SocketAddr, ConnectionId), ConnectionHandle>,
     accept_queue: VecDeque<ConnectionHandle>,
     stateless: VecDeque<Transmit>,
-    /// Where the round-robin over connections resumes.
-    next_poll: usize,
+    /// Touched connections whose timer and routes are not yet brought up to date.
+    stale: Vec<usize>,
+    /// Connections that may have a datagram to send, in round-robin order.
+    sending: VecDeque<usize>,
+    /// Connections that handled a datagram or a timer, or sent, since
+    /// [`Endpoint::drain_woken`] last took them.
+    woken: Vec<usize>,
+    /// Per slot index, the lists it is in (`STALE`, `SENDING`, `WOKEN`).
+    listed: Vec<u8>,
     /// Connections created so far; each gets its own seed from it.
     created: u64,
     /// Set by [`Endpoint::require_retry`]: every new connection first proves its address.
@@ -102,7 +126,10 @@ impl Endpoint {
             initial_routes: std::collections::HashMap::new(),
             accept_queue: VecDeque::new(),
             stateless: VecDeque::new(),
-            next_poll: 0,
+            stale: Vec::new(),
+            sending: VecDeque::new(),
+            woken: Vec::new(),
+            listed: Vec::new(),
             created: 0,
             retry: None,
             reset_key: None,
@@ -181,12 +208,59 @@ impl Endpoint {
             conn: Box::new(conn),
             cids,
             initial,
+            timeout: None,
         });
         match self.connections.get_mut(index) {
             Some(free) => *free = slot,
-            None => self.connections.push(slot),
+            None => {
+                self.connections.push(slot);
+                self.listed.push(0);
+            }
         }
+        self.touch(index, WOKEN);
         handle
+    }
+
+    /// Lists slot `idx` as stale and sending, and in the lists of `also`: the connection may
+    /// have changed.
+    fn touch(&mut self, idx: usize, also: u8) {
+        let Some(listed) = self.listed.get_mut(idx) else {
+            return;
+        };
+        let new = (STALE | SENDING | also) & !*listed;
+        *listed |= new;
+        if new & STALE != 0 {
+            self.stale.push(idx);
+        }
+        if new & SENDING != 0 {
+            self.sending.push_back(idx);
+        }
+        if new & WOKEN != 0 {
+            self.woken.push(idx);
+        }
+    }
+
+    /// Brings the timers and routes of touched connections up to date.
+    fn refresh(&mut self) {
+        while let Some(idx) = self.stale.pop() {
+            self.listed[idx] &= !STALE;
+            self.sync_routes(ConnectionHandle(idx));
+            if let Some(slot) = self.connections[idx].as_mut() {
+                slot.timeout = slot.conn.poll_timeout();
+            }
+        }
+    }
+
+    /// Appends to `out` the connections that handled a datagram or a timer, or sent a datagram,
+    /// since the last call (each once), and connections created since: those whose events,
+    /// streams or state may have changed for the application.
+    pub fn drain_woken(&mut self, out: &mut Vec<ConnectionHandle>) {
+        for idx in self.woken.drain(..) {
+            self.listed[idx] &= !WOKEN;
+            if self.connections[idx].is_some() {
+                out.push(ConnectionHandle(idx));
+            }
+        }
     }
 
     /// A connection the peer opened, once per connection.
@@ -202,7 +276,12 @@ impl Endpoint {
             .map(|s| &*s.conn)
     }
 
+    /// The connection behind `handle`, counted as touched: whatever the caller does to it
+    /// (writes, closes, migrates) is seen by the next call to the endpoint.
     pub fn connection_mut(&mut self, handle: ConnectionHandle) -> Option<&mut Connection> {
+        if self.connections.get(handle.0).is_some_and(Option::is_some) {
+            self.touch(handle.0, 0);
+        }
         self.connections
             .get_mut(handle.0)
             .and_then(Option::as_mut)
@@ -225,6 +304,8 @@ impl Endpoint {
         remote: SocketAddr,
         datagram: &[u8],
     ) -> Option<ConnectionHandle> {
+        // Routes issued since the last call must be known.
+        self.refresh();
         let long = datagram.first().is_some_and(|b| b & 0x80 != 0);
         let dcid = if long {
             let inv = VersionInvariants::parse(datagram).ok()?;
@@ -260,6 +341,7 @@ impl Endpoint {
         };
         let conn = self.connection_mut(handle)?;
         conn.handle_datagram(now, remote, datagram);
+        self.touch(handle.0, WOKEN);
         self.sync_routes(handle);
         Some(handle)
     }
@@ -365,6 +447,7 @@ impl Endpoint {
         if let Some(idx) = reset {
             let conn = self.connection_mut(ConnectionHandle(idx))?;
             conn.on_stateless_reset(now);
+            self.touch(idx, WOKEN);
             return Some(ConnectionHandle(idx));
         }
         let key = self.reset_key.as_ref()?;
@@ -439,41 +522,61 @@ impl Endpoint {
         if let Some(t) = self.stateless.pop_front() {
             return Some(t.append_to(buf));
         }
-        let n = self.connections.len();
-        for i in 0..n {
-            let idx = (self.next_poll + i) % n;
+        // One datagram per connection in turn; a connection with nothing leaves the turn until
+        // it is touched again.
+        while let Some(idx) = self.sending.pop_front() {
             let Some(slot) = self.connections[idx].as_mut() else {
+                self.listed[idx] &= !SENDING;
                 continue;
             };
-            if let Some(t) = slot.conn.poll_transmit_into(now, buf) {
-                self.next_poll = (idx + 1) % n;
-                self.sync_routes(ConnectionHandle(idx));
-                return Some(t);
+            let sent = slot.conn.poll_transmit_into(now, buf);
+            // Sending arms timers (and a connection with nothing to send may arm the pacer's).
+            self.listed[idx] &= !SENDING;
+            match sent {
+                Some(t) => {
+                    self.touch(idx, WOKEN);
+                    return Some(t);
+                }
+                None => self.touch_stale(idx),
             }
         }
         None
     }
 
+    /// Lists slot `idx` as stale only: its timer may have moved, but it has nothing to send.
+    fn touch_stale(&mut self, idx: usize) {
+        if self.listed[idx] & STALE == 0 {
+            self.listed[idx] |= STALE;
+            self.stale.push(idx);
+        }
+    }
+
     /// The earliest timer of any connection.
     #[must_use]
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        self.refresh();
         self.connections
             .iter()
             .flatten()
-            .filter_map(|s| s.conn.poll_timeout())
+            .filter_map(|s| s.timeout)
             .min()
     }
 
-    /// Runs due timers; forgets connections that are fully closed.
+    /// Runs due timers.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.refresh();
         for idx in 0..self.connections.len() {
-            let Some(Slot { conn, .. }) = self.connections[idx].as_mut() else {
+            let due = self.connections[idx]
+                .as_ref()
+                .and_then(|s| s.timeout)
+                .is_some_and(|t| t <= now);
+            if !due {
                 continue;
-            };
-            if conn.poll_timeout().is_some_and(|t| t <= now) {
-                conn.handle_timeout(now);
             }
-            self.sync_routes(ConnectionHandle(idx));
+            if let Some(slot) = self.connections[idx].as_mut() {
+                slot.conn.handle_timeout(now);
+            }
+            self.touch(idx, WOKEN);
         }
     }
 

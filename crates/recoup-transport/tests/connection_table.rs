@@ -106,7 +106,7 @@ impl Net {
                     .push_back((self.now + DELAY, false, k, t.contents));
             }
         }
-        let timers = self.clients.iter().filter_map(|c| c.1.poll_timeout());
+        let timers = self.clients.iter_mut().filter_map(|c| c.1.poll_timeout());
         let next = timers
             .chain(self.server.poll_timeout())
             .chain(self.wire.front().map(|w| w.0))

@@ -224,7 +224,9 @@ impl Application for H3Get<'_> {
         self.closed
     }
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        self.session.next_wakeup()
+    fn next_wakeup(&self, handle: ConnectionHandle) -> Option<Instant> {
+        (handle == self.handle)
+            .then(|| self.session.next_wakeup())
+            .flatten()
     }
 }

@@ -1,18 +1,35 @@
 #!/usr/bin/env bash
-# Each policy's share of the CPU of its own simulated run (issue 16, target 4), measured in the
-# run rather than estimated from policy_bench: `perf` samples a `recoup run` of the built-in
-# default scenario with that policy alone (60 s, SEEDS seeds, one thread), and a sample counts
-# for the policy when its call stack passes through the policy dispatch
+# Each policy's share of the CPU of its own run (issue 16, target 4), measured in the run rather
+# than estimated from policy_bench: `perf` samples a run with that policy alone, and a sample
+# counts for the policy when its call stack passes through the policy dispatch
 # (`recoup_recovery::policy::Policy`, whose frames perf reports even where the code is inlined).
 # arq's share is the cost of asking a policy at all; a policy's overhead is its share less
 # arq's. The recoup binary needs debug info (the release profile keeps it).
+#
 #   bash scripts/policy-share.sh [RECOUP_BIN] [SEEDS]
-# Defaults: target/release/recoup (built if missing), 12 seeds. Needs `perf` (Debian:
+#       the simulator: `recoup run` of the built-in default scenario with that policy alone
+#       (60 s, SEEDS seeds, one thread; default 12 seeds);
+#   bash scripts/policy-share.sh --serve [RECOUP_BIN] [VIEWERS]
+#       a real server: `recoup serve --policy P` on loopback, sampled while VIEWERS live viewers
+#       (default 16, one `recoup viewers` process) watch a 20 s, 4 Mbit/s stream each through
+#       one `recoup link` with the default scenario's path scaled to them (60 ms RTT, 5 %
+#       Bernoulli loss, VIEWERS x 12 Mbit/s, a drop-tail queue of VIEWERS x 100 packets).
+#
+# RECOUP_BIN defaults to target/release/recoup (built if missing). Needs `perf` (Debian:
 # linux-perf) and permission to sample (root, or kernel.perf_event_paranoid <= 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=sim
+if [ "${1:-}" = --serve ]; then
+  MODE=serve
+  shift
+fi
 BIN=${1:-${CARGO_TARGET_DIR:-target}/release/recoup}
-SEEDS=${2:-12}
+if [ "$MODE" = sim ]; then
+  SEEDS=${2:-12}
+else
+  VIEWERS=${2:-16}
+fi
 if ! command -v perf >/dev/null; then
   echo "policy-share: perf not found (Debian: apt-get install linux-perf)" >&2
   exit 1
@@ -21,26 +38,90 @@ if [ ! -x "$BIN" ]; then
   cargo build --release --locked -p recoup-cli --bin recoup
 fi
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-# The default scenario's path and application: everything before its first [[policy]].
-HEAD=$(sed '/^\[\[policy\]\]/,$d' scenarios/default.toml)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 
-echo "policy share of its own run: default scenario, $SEEDS seeds, $("$BIN" --version 2>/dev/null || echo recoup)"
+# The policy's name and, for AutoRec, the default scenario's parameters.
+policy_spec() {
+  if [ "$1" = autorec ]; then echo "autorec:alpha=30ms,beta=0.3,gamma=0.2"; else echo "$1"; fi
+}
+
+# Samples a `recoup run` of the default scenario with policy $1 into $WORK/perf.data.
+sample_sim() {
+  {
+    # The default scenario's path and application: everything before its first [[policy]].
+    sed '/^\[\[policy\]\]/,$d' scenarios/default.toml
+    echo "[[policy]]"
+    echo "name = \"$1\""
+    [ "$1" = autorec ] && echo 'params = "alpha=30ms,beta=0.3,gamma=0.2"'
+  } > "$WORK/$1.toml"
+  perf record -q -o "$WORK/perf.data" -F 8000 --call-graph dwarf,32768 \
+    "$BIN" run "$WORK/$1.toml" --seeds "$SEEDS" --jobs 1 --out "$WORK/out" >/dev/null
+}
+
+# The address a starting `recoup serve` or `recoup link` prints (`listening on ADDR`) in $1.
+listening() {
+  for _ in $(seq 100); do
+    if grep -q '^listening on ' "$1" 2>/dev/null; then
+      sed -n 's/^listening on //p' "$1" | head -1
+      return
+    fi
+    sleep 0.1
+  done
+  echo "policy-share: no 'listening on' in $1:" >&2
+  cat "$1" "$1.err" >&2 || true
+  exit 1
+}
+
+# Samples a `recoup serve --policy $1` while the viewers watch, into $WORK/perf.data.
+sample_serve() {
+  "$BIN" serve --listen 127.0.0.1:0 --policy "$(policy_spec "$1")" --cc bbr \
+    >"$WORK/serve" 2>"$WORK/serve.err" &
+  local server=$!
+  PIDS+=("$server")
+  local addr
+  addr=$(listening "$WORK/serve")
+  "$BIN" link --listen 127.0.0.1:0 --upstream "$addr" --rtt 60ms --loss "bernoulli 5%" \
+    --rate "$((12 * VIEWERS))Mbps" --queue "droptail packets=$((100 * VIEWERS))" \
+    >"$WORK/link" 2>"$WORK/link.err" &
+  local link=$!
+  PIDS+=("$link")
+  local via
+  via=$(listening "$WORK/link")
+  perf record -q -o "$WORK/perf.data" -F 4000 --call-graph dwarf,32768 -p "$server" \
+    >/dev/null 2>&1 &
+  local sampler=$!
+  sleep 0.5
+  if ! timeout 120 "$BIN" viewers --insecure --count "$VIEWERS" \
+    "https://$via/live/v{i}?bitrate=4Mbps&fps=30&gop=30&duration=20s" >"$WORK/viewers" 2>&1; then
+    echo "policy-share: the viewers of $1 failed:" >&2
+    tail -5 "$WORK/viewers" >&2
+    exit 1
+  fi
+  kill -INT "$sampler"
+  wait "$sampler" || true
+  kill "$server" "$link"
+  wait "$server" "$link" 2>/dev/null || true
+}
+
+if [ "$MODE" = sim ]; then
+  echo "policy share of its own run: default scenario, $SEEDS seeds, $("$BIN" --version 2>/dev/null || echo recoup)"
+else
+  echo "policy share of a server's CPU: recoup serve, $VIEWERS live viewers at 4 Mbit/s for 20 s" \
+    "through recoup link (60 ms, 5 % loss), $("$BIN" --version 2>/dev/null || echo recoup)"
+fi
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo
 echo "| policy | samples | in the policy | share of run CPU | overhead vs arq |"
 echo "|---|---|---|---|---|"
 arq_share=""
 for policy in arq or3 art too autorec art-mab ladr-rrl; do
-  {
-    echo "$HEAD"
-    echo "[[policy]]"
-    echo "name = \"$policy\""
-    # The default scenario's AutoRec parameters.
-    [ "$policy" = autorec ] && echo 'params = "alpha=30ms,beta=0.3,gamma=0.2"'
-  } > "$WORK/$policy.toml"
-  perf record -q -o "$WORK/perf.data" -F 8000 --call-graph dwarf,32768 \
-    "$BIN" run "$WORK/$policy.toml" --seeds "$SEEDS" --jobs 1 --out "$WORK/out" >/dev/null
+  "sample_$MODE" "$policy"
   read -r total hits < <(perf script -i "$WORK/perf.data" --inline 2>/dev/null | awk '
     /^[^ \t]/ { if (n) { total++; hits += hit }; n = 1; hit = 0; next }
     /recoup_recovery::policy::Policy as/ { hit = 1 }

@@ -133,7 +133,39 @@ impl Net {
         }
         self.server.handle_timeout(self.now);
         while self.server.accept().is_some() {}
-        self.server.remove_closed()
+        let removed = self.server.remove_closed();
+        self.check_timer();
+        removed
+    }
+
+    /// The server's timer, which it keeps per connection and recomputes only for connections
+    /// touched since, is still the earliest of its connections' own.
+    fn check_timer(&mut self) {
+        let handles: Vec<ConnectionHandle> = self.server.handles().collect();
+        let earliest = handles
+            .iter()
+            .filter_map(|&h| self.server.connection(h)?.poll_timeout())
+            .min();
+        assert_eq!(
+            self.server.poll_timeout(),
+            earliest,
+            "seed {}: the endpoint's cached timer went stale at {:?}",
+            self.seed,
+            self.now
+        );
+    }
+
+    /// The server's handle of client `k`'s connection.
+    fn server_handle(&self, k: usize) -> ConnectionHandle {
+        let addr = self.clients[k].0;
+        self.server
+            .handles()
+            .find(|&h| {
+                self.server
+                    .connection(h)
+                    .is_some_and(|c| c.remote_address() == addr)
+            })
+            .expect("the server has the client's connection")
     }
 
     fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&mut Self) -> bool) -> bool {
@@ -250,4 +282,69 @@ fn a_closed_connection_frees_its_slot_and_routes_for_the_next() {
         None,
         "seed {s}"
     );
+}
+
+/// The endpoint asks only connections touched since they last had nothing to send, and reports
+/// only those with new input: what the application does to an idle connection still goes out at
+/// once, and a datagram wakes exactly its connection.
+#[test]
+fn idle_connections_are_left_alone_and_a_touched_one_is_served() {
+    let s = seed(9);
+    let _g = SeedGuard(s);
+    let mut net = Net::new(s, 8);
+    for _ in 0..3 {
+        net.connect();
+    }
+    let ok = net.run_until(Duration::from_secs(5), |n| {
+        (0..3).all(|k| n.client(k).is_established())
+    });
+    assert!(ok, "seed {s}: no handshake");
+    // Quiet: handshakes confirmed and acknowledged, nothing in flight.
+    let settle = net.now - Instant::ZERO + Duration::from_millis(500);
+    net.run_until(settle, |_| false);
+    // Whatever the settling steps woke.
+    net.server.drain_woken(&mut Vec::new());
+    let now = net.now;
+    assert!(
+        net.server.poll_transmit(now).is_none(),
+        "seed {s}: not quiet"
+    );
+    let mut none = Vec::new();
+    net.server.drain_woken(&mut none);
+    assert_eq!(none, [], "seed {s}: woken without input");
+
+    // The application writes to client 1's idle connection: it goes out at the next poll.
+    let h = net.server_handle(1);
+    let conn = net.server.connection_mut(h).expect("connection");
+    let id = conn.open_stream(false).expect("stream");
+    conn.stream_write(id, b"hello").expect("write");
+    let t = net
+        .server
+        .poll_transmit(now)
+        .expect("the write was not sent");
+    assert_eq!(t.destination, net.clients[1].0, "seed {s}");
+    let mut woken = Vec::new();
+    net.server.drain_woken(&mut woken);
+    assert_eq!(woken, [h], "seed {s}: sending wakes the sender");
+
+    // The client's answer (its ACK, once its ACK timer fires) wakes exactly that connection.
+    let server: SocketAddr = SERVER.parse().expect("addr");
+    let (addr, ep, _) = &mut net.clients[1];
+    let _ = ep.handle_datagram(now, server, &t.contents);
+    let mut at = now;
+    let mut ack = None;
+    for _ in 0..10 {
+        ack = ep.poll_transmit(at);
+        if ack.is_some() {
+            break;
+        }
+        at = ep.poll_timeout().expect("the client's ACK timer");
+        ep.handle_timeout(at);
+    }
+    let ack = ack.expect("the client never acknowledged");
+    woken.clear();
+    let _ = net.server.handle_datagram(at, *addr, &ack.contents);
+    net.server.drain_woken(&mut woken);
+    assert_eq!(woken, [h], "seed {s}: the ACK woke {woken:?}");
+    net.check_timer();
 }

@@ -63,6 +63,7 @@ struct Slot {
 const STALE: u8 = 1;
 const SENDING: u8 = 2;
 const WOKEN: u8 = 4;
+const UNCHECKED: u8 = 8;
 
 /// A set of connections sharing one local address.
 #[derive(Debug)]
@@ -89,7 +90,9 @@ pub struct Endpoint {
     /// Connections that handled a datagram or a timer, or sent, since
     /// [`Endpoint::drain_woken`] last took them.
     woken: Vec<usize>,
-    /// Per slot index, the lists it is in (`STALE`, `SENDING`, `WOKEN`).
+    /// Touched connections not yet checked for being closed by [`Endpoint::remove_closed`].
+    unchecked: Vec<usize>,
+    /// Per slot index, the lists it is in (`STALE`, `SENDING`, `WOKEN`, `UNCHECKED`).
     listed: Vec<u8>,
     /// Connections created so far; each gets its own seed from it.
     created: u64,
@@ -129,6 +132,7 @@ impl Endpoint {
             stale: Vec::new(),
             sending: VecDeque::new(),
             woken: Vec::new(),
+            unchecked: Vec::new(),
             listed: Vec::new(),
             created: 0,
             retry: None,
@@ -221,16 +225,24 @@ impl Endpoint {
         handle
     }
 
-    /// Lists slot `idx` as stale and sending, and in the lists of `also`: the connection may
-    /// have changed.
+    /// Slot `idx` may have changed: lists it as stale, sending and unchecked, and in the
+    /// lists of `also`.
     fn touch(&mut self, idx: usize, also: u8) {
+        self.list(idx, STALE | SENDING | UNCHECKED | also);
+    }
+
+    /// Adds slot `idx` to each list of `bits` it is not in yet.
+    fn list(&mut self, idx: usize, bits: u8) {
         let Some(listed) = self.listed.get_mut(idx) else {
             return;
         };
-        let new = (STALE | SENDING | also) & !*listed;
+        let new = bits & !*listed;
         *listed |= new;
         if new & STALE != 0 {
             self.stale.push(idx);
+        }
+        if new & UNCHECKED != 0 {
+            self.unchecked.push(idx);
         }
         if new & SENDING != 0 {
             self.sending.push_back(idx);
@@ -530,25 +542,19 @@ impl Endpoint {
                 continue;
             };
             let sent = slot.conn.poll_transmit_into(now, buf);
-            // Sending arms timers (and a connection with nothing to send may arm the pacer's).
             self.listed[idx] &= !SENDING;
             match sent {
+                // Sending arms timers; back of the turn for its next datagram.
                 Some(t) => {
                     self.touch(idx, WOKEN);
                     return Some(t);
                 }
-                None => self.touch_stale(idx),
+                // Its timer may have moved (the pacer's) and it may have closed, but it has
+                // nothing to send.
+                None => self.list(idx, STALE | UNCHECKED),
             }
         }
         None
-    }
-
-    /// Lists slot `idx` as stale only: its timer may have moved, but it has nothing to send.
-    fn touch_stale(&mut self, idx: usize) {
-        if self.listed[idx] & STALE == 0 {
-            self.listed[idx] |= STALE;
-            self.stale.push(idx);
-        }
     }
 
     /// The earliest timer of any connection.
@@ -585,7 +591,11 @@ impl Endpoint {
     /// them); call it after draining their events.
     pub fn remove_closed(&mut self) -> Vec<ConnectionHandle> {
         let mut removed = Vec::new();
-        for idx in 0..self.connections.len() {
+        // Only a touched connection can have closed since the last call.
+        let mut unchecked = std::mem::take(&mut self.unchecked);
+        unchecked.sort_unstable();
+        for idx in unchecked.drain(..) {
+            self.listed[idx] &= !UNCHECKED;
             let closed = self.connections[idx]
                 .as_ref()
                 .is_some_and(|s| s.conn.is_closed());
@@ -603,6 +613,7 @@ impl Endpoint {
             self.free.push(idx);
             removed.push(ConnectionHandle(idx));
         }
+        self.unchecked = unchecked;
         removed
     }
 

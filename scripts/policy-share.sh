@@ -37,21 +37,15 @@ fi
 if [ ! -x "$BIN" ]; then
   cargo build --release --locked -p recoup-cli --bin recoup
 fi
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/procs.sh
+source scripts/procs.sh
 
 # The policy's name and, for AutoRec, the default scenario's parameters.
 policy_spec() {
   if [ "$1" = autorec ]; then echo "autorec:alpha=30ms,beta=0.3,gamma=0.2"; else echo "$1"; fi
 }
 
-# Samples a `recoup run` of the default scenario with policy $1 into $WORK/perf.data.
+# Samples a `recoup run` of the default scenario with policy $1 into $work/perf.data.
 sample_sim() {
   {
     # The default scenario's path and application: everything before its first [[policy]].
@@ -59,48 +53,34 @@ sample_sim() {
     echo "[[policy]]"
     echo "name = \"$1\""
     [ "$1" = autorec ] && echo 'params = "alpha=30ms,beta=0.3,gamma=0.2"'
-  } > "$WORK/$1.toml"
-  perf record -q -o "$WORK/perf.data" -F 8000 --call-graph dwarf,32768 \
-    "$BIN" run "$WORK/$1.toml" --seeds "$SEEDS" --jobs 1 --out "$WORK/out" >/dev/null
+  } > "$work/$1.toml"
+  perf record -q -o "$work/perf.data" -F 8000 --call-graph dwarf,32768 \
+    "$BIN" run "$work/$1.toml" --seeds "$SEEDS" --jobs 1 --out "$work/out" >/dev/null
 }
 
-# The address a starting `recoup serve` or `recoup link` prints (`listening on ADDR`) in $1.
-listening() {
-  for _ in $(seq 100); do
-    if grep -q '^listening on ' "$1" 2>/dev/null; then
-      sed -n 's/^listening on //p' "$1" | head -1
-      return
-    fi
-    sleep 0.1
-  done
-  echo "policy-share: no 'listening on' in $1:" >&2
-  cat "$1" "$1.err" >&2 || true
-  exit 1
-}
-
-# Samples a `recoup serve --policy $1` while the viewers watch, into $WORK/perf.data.
+# Samples a `recoup serve --policy $1` while the viewers watch, into $work/perf.data.
 sample_serve() {
   "$BIN" serve --listen 127.0.0.1:0 --policy "$(policy_spec "$1")" --cc bbr \
-    >"$WORK/serve" 2>"$WORK/serve.err" &
+    >"$work/serve.out" 2>"$work/serve.err" &
   local server=$!
-  PIDS+=("$server")
+  pids+=("$server")
   local addr
-  addr=$(listening "$WORK/serve")
+  addr=$(address_of serve)
   "$BIN" link --listen 127.0.0.1:0 --upstream "$addr" --rtt 60ms --loss "bernoulli 5%" \
     --rate "$((12 * VIEWERS))Mbps" --queue "droptail packets=$((100 * VIEWERS))" \
-    >"$WORK/link" 2>"$WORK/link.err" &
+    >"$work/link.out" 2>"$work/link.err" &
   local link=$!
-  PIDS+=("$link")
+  pids+=("$link")
   local via
-  via=$(listening "$WORK/link")
-  perf record -q -o "$WORK/perf.data" -F 4000 --call-graph dwarf,32768 -p "$server" \
+  via=$(address_of link)
+  perf record -q -o "$work/perf.data" -F 4000 --call-graph dwarf,32768 -p "$server" \
     >/dev/null 2>&1 &
   local sampler=$!
   sleep 0.5
   if ! timeout 120 "$BIN" viewers --insecure --count "$VIEWERS" \
-    "https://$via/live/v{i}?bitrate=4Mbps&fps=30&gop=30&duration=20s" >"$WORK/viewers" 2>&1; then
+    "https://$via/live/v{i}?bitrate=4Mbps&fps=30&gop=30&duration=20s" >"$work/viewers" 2>&1; then
     echo "policy-share: the viewers of $1 failed:" >&2
-    tail -5 "$WORK/viewers" >&2
+    tail -5 "$work/viewers" >&2
     exit 1
   fi
   kill -INT "$sampler"
@@ -122,7 +102,7 @@ echo "|---|---|---|---|---|"
 arq_share=""
 for policy in arq or3 art too autorec art-mab ladr-rrl; do
   "sample_$MODE" "$policy"
-  read -r total hits < <(perf script -i "$WORK/perf.data" --inline 2>/dev/null | awk '
+  read -r total hits < <(perf script -i "$work/perf.data" --inline 2>/dev/null | awk '
     /^[^ \t]/ { if (n) { total++; hits += hit }; n = 1; hit = 0; next }
     /recoup_recovery::policy::Policy as/ { hit = 1 }
     END { if (n) { total++; hits += hit }; print total, hits }')

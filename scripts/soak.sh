@@ -29,26 +29,8 @@ done
 repo=$(cd "$(dirname "$0")/.." && pwd)
 recoup=$bin/recoup
 [[ -x $recoup ]] || { echo "no $recoup: cargo build --release -p recoup-cli" >&2; exit 2; }
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-# The address a started process printed on its first stdout line ("listening on ADDR").
-address_of() {
-    for _ in $(seq 150); do
-        if grep -q "^listening on " "$work/$1.out" 2>/dev/null; then
-            sed -n 's/^listening on //p' "$work/$1.out" | head -1
-            return
-        fi
-        sleep 0.1
-    done
-    echo "$1 did not start:" >&2; cat "$work/$1.err" >&2; exit 1
-}
+# shellcheck source=scripts/procs.sh
+source "$repo/scripts/procs.sh"
 
 "$recoup" serve --listen 127.0.0.1:0 --cc bbr >"$work/serve.out" 2>"$work/serve.err" &
 server_pid=$!; pids+=("$server_pid")

@@ -39,24 +39,13 @@ serve=${serve_bin:-$bin}/recoup
 for b in "$recoup" "$serve"; do
     [[ -x $b ]] || { echo "no $b: cargo build --release -p recoup-cli" >&2; exit 2; }
 done
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/procs.sh
+source "$(dirname "$0")/procs.sh"
 
 RUST_LOG=info "$serve" serve --listen 127.0.0.1:0 "${serve_extra[@]}" \
     >"$work/serve.out" 2>"$work/serve.err" &
 server_pid=$!; pids+=("$server_pid")
-for _ in $(seq 150); do
-    grep -q "^listening on " "$work/serve.out" 2>/dev/null && break
-    sleep 0.1
-done
-addr=$(sed -n 's/^listening on //p' "$work/serve.out" | head -1)
-[[ -n $addr ]] || { echo "recoup serve did not start:" >&2; cat "$work/serve.err" >&2; exit 1; }
+addr=$(address_of serve)
 
 ticks=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token, Waker};
 use quinn_udp::{RecvMeta, UdpSocketState};
-use recoup_time::Instant;
+use recoup_time::{IndexedHeap, Instant};
 use recoup_transport::{Connection, ConnectionHandle, Endpoint};
 
 use crate::clock::Clock;
@@ -266,7 +266,7 @@ pub struct Driver {
     /// A [`Wakeup`] (or a stop) was seen: drive every connection in the next turn.
     woken_by_wakeup: bool,
     /// Each connection's [`Application::next_wakeup`] since it was last driven, by slot index.
-    app_wakeups: Vec<Option<Instant>>,
+    app_wakeups: IndexedHeap<Instant>,
     /// The connections to drive this turn (kept for its allocation).
     to_drive: Vec<ConnectionHandle>,
 }
@@ -308,7 +308,7 @@ impl Driver {
             readable: true,
             last_poll: Instant::ZERO,
             woken_by_wakeup: false,
-            app_wakeups: Vec::new(),
+            app_wakeups: IndexedHeap::default(),
             to_drive: Vec::new(),
         })
     }
@@ -384,9 +384,7 @@ impl Driver {
             }
             self.send(now)?;
             for handle in self.endpoint.remove_closed() {
-                if let Some(w) = self.app_wakeups.get_mut(handle.0) {
-                    *w = None;
-                }
+                self.app_wakeups.remove(handle.0);
                 app.removed(handle);
             }
             if stopping {
@@ -396,7 +394,7 @@ impl Driver {
                 return Ok(false);
             }
             if !more_input {
-                let app_wakeup = self.app_wakeups.iter().flatten().min().copied();
+                let app_wakeup = self.app_wakeups.peek().map(|(t, _)| t);
                 self.wait(&mut events, app_wakeup)?;
             }
         }
@@ -412,11 +410,9 @@ impl Driver {
             handles.clear();
             handles.extend(self.endpoint.handles());
         } else {
-            let due = self.app_wakeups.iter().enumerate();
-            handles.extend(
-                due.filter(|(_, w)| w.is_some_and(|w| w <= now))
-                    .map(|(i, _)| ConnectionHandle(i)),
-            );
+            while let Some((_, i)) = self.app_wakeups.pop_due(now) {
+                handles.push(ConnectionHandle(i));
+            }
             handles.sort_unstable();
             handles.dedup();
         }
@@ -428,10 +424,8 @@ impl Driver {
             if let Some(code) = stop_code {
                 conn.close(now, code, "stopped");
             }
-            if self.app_wakeups.len() <= handle.0 {
-                self.app_wakeups.resize(handle.0 + 1, None);
-            }
-            self.app_wakeups[handle.0] = app.next_wakeup(handle);
+            self.app_wakeups
+                .set_or_remove(handle.0, app.next_wakeup(handle));
         }
         self.to_drive = handles;
     }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use foldhash::{HashMap, HashMapExt};
 use recoup_elements::{Datagram, ElementStats, NamedNode, Node, Output};
-use recoup_time::Instant;
+use recoup_time::{IndexedHeap, Instant};
 
 /// Handle of a node in a [`Simulator`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -33,100 +33,6 @@ struct Slot {
 /// deterministic.
 type Key = (Instant, u64);
 
-/// The pending wake-ups, one per node at most: a binary min-heap of nodes by [`Key`] that knows
-/// where each node sits, so rescheduling a node moves its one entry instead of adding another.
-/// The heap never holds more entries than nodes, so every operation costs O(log nodes).
-#[derive(Debug, Default)]
-struct WakeHeap {
-    /// (key, node), heap-ordered.
-    entries: Vec<(Key, usize)>,
-    /// Where each node's entry is in `entries`.
-    position: Vec<Option<usize>>,
-}
-
-impl WakeHeap {
-    fn peek(&self) -> Option<(Key, usize)> {
-        self.entries.first().copied()
-    }
-
-    /// Sets (or replaces) `node`'s wake-up.
-    fn set(&mut self, node: usize, key: Key) {
-        if node >= self.position.len() {
-            self.position.resize(node + 1, None);
-        }
-        match self.position[node] {
-            Some(i) => {
-                let old = self.entries[i].0;
-                self.entries[i].0 = key;
-                if key < old {
-                    self.up(i);
-                } else {
-                    self.down(i);
-                }
-            }
-            None => {
-                self.entries.push((key, node));
-                let i = self.entries.len() - 1;
-                self.position[node] = Some(i);
-                self.up(i);
-            }
-        }
-    }
-
-    /// Removes `node`'s wake-up, if it has one.
-    fn remove(&mut self, node: usize) {
-        let Some(i) = self.position.get_mut(node).and_then(Option::take) else {
-            return;
-        };
-        let last = self.entries.len() - 1;
-        if i != last {
-            self.entries.swap(i, last);
-            self.position[self.entries[i].1] = Some(i);
-        }
-        self.entries.pop();
-        if i < self.entries.len() {
-            self.down(i);
-            self.up(i);
-        }
-    }
-
-    fn swap(&mut self, a: usize, b: usize) {
-        self.entries.swap(a, b);
-        self.position[self.entries[a].1] = Some(a);
-        self.position[self.entries[b].1] = Some(b);
-    }
-
-    fn up(&mut self, mut i: usize) {
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if self.entries[i].0 >= self.entries[parent].0 {
-                break;
-            }
-            self.swap(i, parent);
-            i = parent;
-        }
-    }
-
-    fn down(&mut self, mut i: usize) {
-        let n = self.entries.len();
-        loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut least = i;
-            if l < n && self.entries[l].0 < self.entries[least].0 {
-                least = l;
-            }
-            if r < n && self.entries[r].0 < self.entries[least].0 {
-                least = r;
-            }
-            if least == i {
-                break;
-            }
-            self.swap(i, least);
-            i = least;
-        }
-    }
-}
-
 /// What the loop did, recorded when [`Simulator::record`] is on (for determinism checks and
 /// debugging).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,7 +55,8 @@ pub struct SimEvent {
 /// O(log nodes).
 pub struct Simulator {
     slots: Vec<Slot>,
-    heap: WakeHeap,
+    /// The pending wake-ups, one per node at most.
+    heap: IndexedHeap<Key>,
     pending: VecDeque<(usize, Datagram)>,
     /// The node [`Simulator::step`] woke, whose served entry is still in the heap until its
     /// answer replaces or removes it.
@@ -186,7 +93,7 @@ impl Simulator {
     pub fn new() -> Self {
         Self {
             slots: Vec::new(),
-            heap: WakeHeap::default(),
+            heap: IndexedHeap::default(),
             pending: VecDeque::new(),
             woken: None,
             now: Instant::ZERO,
@@ -354,14 +261,7 @@ impl Simulator {
         // The woken node's entry is the wake-up just served: whatever it asks is a new one,
         // queued after equal times.
         let woken = self.woken.take_if(|&mut w| w == node).is_some();
-        let same = !woken
-            && self
-                .heap
-                .position
-                .get(node)
-                .copied()
-                .flatten()
-                .is_some_and(|i| self.heap.entries[i].0 .0 == time);
+        let same = !woken && self.heap.get(node).is_some_and(|(t, _)| t == time);
         if same {
             // Asking again for the time already asked keeps its place among equal times.
             return;
@@ -507,40 +407,5 @@ mod tests {
                 (9, 1, Some(9), None),
             ]
         );
-    }
-
-    /// The indexed heap against a plain model (a map from node to key, the least key popped
-    /// first) over random sets, removals and pops.
-    #[test]
-    fn wake_heap_pops_what_a_sorted_model_pops() {
-        use rand::{Rng, SeedableRng};
-        for seed in 0..50u64 {
-            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-            let mut heap = WakeHeap::default();
-            let mut model: HashMap<usize, Key> = HashMap::new();
-            for seq in 0..2000u64 {
-                let node = rng.gen_range(0..40);
-                match rng.gen_range(0..4) {
-                    0 | 1 => {
-                        let key = (Instant::from_nanos(rng.gen_range(0..100)), seq);
-                        heap.set(node, key);
-                        model.insert(node, key);
-                    }
-                    2 => {
-                        heap.remove(node);
-                        model.remove(&node);
-                    }
-                    _ => {
-                        let want = model.iter().map(|(&n, &k)| (k, n)).min();
-                        assert_eq!(heap.peek(), want, "seed {seed}, op {seq}");
-                        if let Some((_, n)) = want {
-                            heap.remove(n);
-                            model.remove(&n);
-                        }
-                    }
-                }
-                assert_eq!(heap.entries.len(), model.len(), "seed {seed}, op {seq}");
-            }
-        }
     }
 }

@@ -8,9 +8,13 @@
 //! Unlike `std::time::Instant`, this one is plain data (nanoseconds since the driver's epoch), so a
 //! simulated run is reproducible to the nanosecond and instants can be printed and compared in tests.
 
+mod heap;
+
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;
+
+pub use heap::IndexedHeap;
 
 /// `a · b / d` rounded down, saturating at `u64::MAX` (also for `d == 0`): a rate times a
 /// duration, or ticks of a clock, asked per packet or per poll. The product is formed in 64 bits

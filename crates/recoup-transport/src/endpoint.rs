@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use foldhash::{HashMap, HashMapExt};
-use recoup_time::Instant;
+use recoup_time::{IndexedHeap, Instant};
 
 use crate::cid::ConnectionId;
 use crate::config::{ClientConfig, ServerConfig, MIN_INITIAL_SIZE};
@@ -53,8 +53,6 @@ struct Slot {
     cids: Vec<ConnectionId>,
     /// The client's first destination ID, routed here with its address (servers only).
     initial: Option<(SocketAddr, ConnectionId)>,
-    /// `conn.poll_timeout()` when the connection was last touched.
-    timeout: Option<Instant>,
 }
 
 /// Which of the endpoint's work lists a slot index is in (bits of [`Endpoint::listed`]). They
@@ -92,6 +90,8 @@ pub struct Endpoint {
     woken: Vec<usize>,
     /// Touched connections not yet checked for being closed by [`Endpoint::remove_closed`].
     unchecked: Vec<usize>,
+    /// Each connection's `poll_timeout()` when it was last touched, by slot index.
+    timers: IndexedHeap<Instant>,
     /// Per slot index, the lists it is in (`STALE`, `SENDING`, `WOKEN`, `UNCHECKED`).
     listed: Vec<u8>,
     /// Connections created so far; each gets its own seed from it.
@@ -133,6 +133,7 @@ impl Endpoint {
             sending: VecDeque::new(),
             woken: Vec::new(),
             unchecked: Vec::new(),
+            timers: IndexedHeap::default(),
             listed: Vec::new(),
             created: 0,
             retry: None,
@@ -212,7 +213,6 @@ impl Endpoint {
             conn: Box::new(conn),
             cids,
             initial,
-            timeout: None,
         });
         match self.connections.get_mut(index) {
             Some(free) => *free = slot,
@@ -257,9 +257,10 @@ impl Endpoint {
         while let Some(idx) = self.stale.pop() {
             self.listed[idx] &= !STALE;
             self.sync_routes(ConnectionHandle(idx));
-            if let Some(slot) = self.connections[idx].as_mut() {
-                slot.timeout = slot.conn.poll_timeout();
-            }
+            let timeout = self.connections[idx]
+                .as_ref()
+                .and_then(|s| s.conn.poll_timeout());
+            self.timers.set_or_remove(idx, timeout);
         }
     }
 
@@ -561,24 +562,19 @@ impl Endpoint {
     #[must_use]
     pub fn poll_timeout(&mut self) -> Option<Instant> {
         self.refresh();
-        self.connections
-            .iter()
-            .flatten()
-            .filter_map(|s| s.timeout)
-            .min()
+        self.timers.peek().map(|(t, _)| t)
     }
 
     /// Runs due timers.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.refresh();
-        for idx in 0..self.connections.len() {
-            let due = self.connections[idx]
-                .as_ref()
-                .and_then(|s| s.timeout)
-                .is_some_and(|t| t <= now);
-            if !due {
-                continue;
-            }
+        // Taken first: a connection's next timer, set when it is refreshed, may be due too,
+        // and waits for the next call.
+        let mut due = Vec::new();
+        while let Some((_, idx)) = self.timers.pop_due(now) {
+            due.push(idx);
+        }
+        for idx in due {
             if let Some(slot) = self.connections[idx].as_mut() {
                 slot.conn.handle_timeout(now);
             }
@@ -602,6 +598,7 @@ impl Endpoint {
             if !closed {
                 continue;
             }
+            self.timers.remove(idx);
             if let Some(slot) = self.connections[idx].take() {
                 for cid in &slot.cids {
                     self.routes.remove(cid);

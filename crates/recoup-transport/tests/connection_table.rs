@@ -187,6 +187,19 @@ fn refused(events: &[Event]) -> bool {
     })
 }
 
+/// A server accepting `limit` connections and `clients` clients connected to it.
+fn connected(s: u64, limit: usize, clients: usize) -> Net {
+    let mut net = Net::new(s, limit);
+    for _ in 0..clients {
+        net.connect();
+    }
+    let ok = net.run_until(Duration::from_secs(5), |n| {
+        (0..clients).all(|k| n.client(k).is_established())
+    });
+    assert!(ok, "seed {s}: the {clients} clients did not connect");
+    net
+}
+
 fn events(net: &mut Net, k: usize) -> Vec<Event> {
     let c = net.client(k);
     std::iter::from_fn(|| c.poll_event()).collect()
@@ -196,17 +209,7 @@ fn events(net: &mut Net, k: usize) -> Vec<Event> {
 fn rfc9000_5_2_2_a_full_table_refuses_with_connection_refused() {
     let s = seed(7);
     let _g = SeedGuard(s);
-    let mut net = Net::new(s, 2);
-    for _ in 0..2 {
-        net.connect();
-    }
-    let ok = net.run_until(Duration::from_secs(5), |n| {
-        (0..2).all(|k| n.client(k).is_established())
-    });
-    assert!(
-        ok,
-        "seed {s}: the two clients within the limit did not connect"
-    );
+    let mut net = connected(s, 2, 2);
     let third = net.connect();
     let ok = net.run_until(Duration::from_secs(10), |n| n.client(third).is_closed());
     assert!(
@@ -291,14 +294,7 @@ fn a_closed_connection_frees_its_slot_and_routes_for_the_next() {
 fn idle_connections_are_left_alone_and_a_touched_one_is_served() {
     let s = seed(9);
     let _g = SeedGuard(s);
-    let mut net = Net::new(s, 8);
-    for _ in 0..3 {
-        net.connect();
-    }
-    let ok = net.run_until(Duration::from_secs(5), |n| {
-        (0..3).all(|k| n.client(k).is_established())
-    });
-    assert!(ok, "seed {s}: no handshake");
+    let mut net = connected(s, 8, 3);
     // Quiet: handshakes confirmed and acknowledged, nothing in flight.
     let settle = net.now - Instant::ZERO + Duration::from_millis(500);
     net.run_until(settle, |_| false);

@@ -450,6 +450,25 @@ mod tests {
             ..proptest::prelude::ProptestConfig::default()
         })]
 
+        /// The sorted deque agrees with a B-tree set over mostly ascending inserts and removals
+        /// in any order.
+        #[test]
+        fn ascending_set_is_a_set(
+            ops in proptest::collection::vec((proptest::bool::ANY, 0u64..64), 0..200),
+        ) {
+            let mut set = AscendingSet::default();
+            let mut model = std::collections::BTreeSet::new();
+            for (insert, value) in ops {
+                if insert {
+                    set.insert(value);
+                    model.insert(value);
+                } else {
+                    proptest::prop_assert_eq!(set.remove(value), model.remove(&value));
+                }
+                proptest::prop_assert!(set.0.iter().eq(model.iter()));
+            }
+        }
+
         /// The comparison made before every decision agrees with the division it stands for,
         /// also at the rounding boundary (`p` one above or below the rate).
         #[test]

@@ -297,16 +297,19 @@ impl RecoveryHost {
     }
 
     /// When the pacer will let the next packet go, if something waits for it: new data
-    /// (`has_new_data`), a retransmission or a copy.
+    /// (`has_new_data`), other frames that wait for pacing (`control`), a retransmission or a
+    /// copy. Without a wake-up for each, a connection that nothing else wakes would hold them
+    /// until the peer's next datagram.
     pub fn pacing_wakeup_at(
         &mut self,
         now: Instant,
         has_new_data: bool,
+        control: bool,
         mds: usize,
     ) -> Option<Instant> {
         self.pacer.as_ref()?;
         let copy = self.policy_has_copy(now, mds);
-        let waiting = copy || has_new_data || self.lineage.has_retransmit();
+        let waiting = copy || has_new_data || control || self.lineage.has_retransmit();
         if !waiting {
             return None;
         }

@@ -119,8 +119,11 @@ impl Connection {
         }
         let Some(pkt) = open else {
             self.recovery.pacing_wakeup = if self.state == State::Established {
+                // A waiting FEC repair symbol is not counted: asking the scheme has it decide
+                // (`poll_repair`), which would move its decisions in time.
+                let control = self.control_waiting();
                 self.recovery
-                    .pacing_wakeup_at(now, self.streams.has_new_data(), mds)
+                    .pacing_wakeup_at(now, self.streams.has_new_data(), control, mds)
             } else {
                 None
             };
@@ -196,12 +199,9 @@ impl Connection {
             return true;
         }
         if can_send
-            && (self.handshake.done_pending
-                || self.cids.has_frames()
-                || self.streams.has_control()
-                || self.recovery.lineage.has_retransmit()
+            && (self.recovery.lineage.has_retransmit()
                 || self.streams.has_new_data()
-                || self.keys.update.wants_ack(self.key_update_due().0)
+                || self.control_waiting()
                 || self.fec_has_repair(now))
         {
             return true;
@@ -212,6 +212,15 @@ impl Connection {
         let has_new_data = self.streams.has_new_data();
         self.recovery.note_copy_held(now, has_new_data, mds);
         can_send || self.recovery.copy_may_exceed_cwnd(now, has_new_data, mds)
+    }
+
+    /// Whether 1-RTT control frames wait for congestion control and pacing: HANDSHAKE_DONE,
+    /// connection IDs, stream control frames, a key update's acknowledgment.
+    fn control_waiting(&self) -> bool {
+        self.handshake.done_pending
+            || self.cids.has_frames()
+            || self.streams.has_control()
+            || self.keys.update.wants_ack(self.key_update_due().0)
     }
 
     /// The waiting copy left (`sent`) or was dropped: count it if the window had held it.

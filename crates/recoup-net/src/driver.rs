@@ -65,22 +65,39 @@ pub trait Application {
     }
 }
 
-/// Wakes a waiting driver from any thread, so that it drives every connection now: work that
-/// arrives from outside the socket (an origin's bytes for a relayed response).
+/// Wakes a waiting driver from any thread, so that it drives every connection in its next
+/// turn: work that arrives from outside the socket (an origin's bytes for a relayed response).
 #[derive(Clone, Debug)]
-pub struct Wakeup(Arc<Waker>);
+pub struct Wakeup(Arc<WakeupState>);
+
+#[derive(Debug)]
+struct WakeupState {
+    waker: Waker,
+    /// Set by [`Wakeup::wake`], taken by the driver's next turn: a turn that has input to
+    /// receive does not poll for events, and would not see the waker's.
+    pending: AtomicBool,
+}
 
 impl Wakeup {
     /// A wakeup for `registry`'s poll, reported as `token`.
     pub(crate) fn new(registry: &mio::Registry, token: Token) -> Result<Self, Error> {
         let waker = Waker::new(registry, token).map_err(|e| Error::io("waker", e))?;
-        Ok(Self(Arc::new(waker)))
+        Ok(Self(Arc::new(WakeupState {
+            waker,
+            pending: AtomicBool::new(false),
+        })))
     }
 
     pub fn wake(&self) {
-        if let Err(e) = self.0.wake() {
+        self.0.pending.store(true, Ordering::SeqCst);
+        if let Err(e) = self.0.waker.wake() {
             tracing::warn!("waking the driver: {e}");
         }
+    }
+
+    /// Whether [`Wakeup::wake`] was called since the last call.
+    fn take(&self) -> bool {
+        self.0.pending.swap(false, Ordering::SeqCst)
     }
 }
 
@@ -263,8 +280,6 @@ pub struct Driver {
     readable: bool,
     /// When the poll was last asked for events.
     last_poll: Instant,
-    /// A [`Wakeup`] (or a stop) was seen: drive every connection in the next turn.
-    woken_by_wakeup: bool,
     /// Each connection's [`Application::next_wakeup`] since it was last driven, by slot index.
     app_wakeups: IndexedHeap<Instant>,
     /// The connections to drive this turn (kept for its allocation).
@@ -307,7 +322,6 @@ impl Driver {
             recv: RecvBatch::new(),
             readable: true,
             last_poll: Instant::ZERO,
-            woken_by_wakeup: false,
             app_wakeups: IndexedHeap::default(),
             to_drive: Vec::new(),
         })
@@ -406,7 +420,7 @@ impl Driver {
         let mut handles = std::mem::take(&mut self.to_drive);
         handles.clear();
         self.endpoint.drain_woken(&mut handles);
-        if stop_code.is_some() || std::mem::take(&mut self.woken_by_wakeup) {
+        if stop_code.is_some() || self.stopper.waker.take() {
             handles.clear();
             handles.extend(self.endpoint.handles());
         } else {
@@ -566,7 +580,6 @@ impl Driver {
         self.readable |= events
             .iter()
             .any(|e| e.token() == SOCKET && (e.is_readable() || e.is_error()));
-        self.woken_by_wakeup |= events.iter().any(|e| e.token() == WAKER);
         Ok(())
     }
 }

@@ -292,13 +292,14 @@ impl Endpoint {
     /// The connection behind `handle`, counted as touched: whatever the caller does to it
     /// (writes, closes, migrates) is seen by the next call to the endpoint.
     pub fn connection_mut(&mut self, handle: ConnectionHandle) -> Option<&mut Connection> {
-        if self.connections.get(handle.0).is_some_and(Option::is_some) {
-            self.touch(handle.0, 0);
-        }
-        self.connections
-            .get_mut(handle.0)
-            .and_then(Option::as_mut)
-            .map(|s| &mut *s.conn)
+        self.touched(handle, 0)
+    }
+
+    /// The connection behind `handle`, touched and also listed in `also`.
+    fn touched(&mut self, handle: ConnectionHandle, also: u8) -> Option<&mut Connection> {
+        self.connections.get(handle.0)?.as_ref()?;
+        self.touch(handle.0, also);
+        self.connections[handle.0].as_mut().map(|s| &mut *s.conn)
     }
 
     /// Handles of all live connections.
@@ -352,10 +353,9 @@ impl Endpoint {
             }
             return None;
         };
-        let conn = self.connection_mut(handle)?;
+        // Routes it issues are synced when it is refreshed, before the next datagram.
+        let conn = self.touched(handle, WOKEN)?;
         conn.handle_datagram(now, remote, datagram);
-        self.touch(handle.0, WOKEN);
-        self.sync_routes(handle);
         Some(handle)
     }
 
@@ -458,9 +458,8 @@ impl Endpoint {
             })
         });
         if let Some(idx) = reset {
-            let conn = self.connection_mut(ConnectionHandle(idx))?;
+            let conn = self.touched(ConnectionHandle(idx), WOKEN)?;
             conn.on_stateless_reset(now);
-            self.touch(idx, WOKEN);
             return Some(ConnectionHandle(idx));
         }
         let key = self.reset_key.as_ref()?;
@@ -575,10 +574,9 @@ impl Endpoint {
             due.push(idx);
         }
         for idx in due {
-            if let Some(slot) = self.connections[idx].as_mut() {
-                slot.conn.handle_timeout(now);
+            if let Some(conn) = self.touched(ConnectionHandle(idx), WOKEN) {
+                conn.handle_timeout(now);
             }
-            self.touch(idx, WOKEN);
         }
     }
 

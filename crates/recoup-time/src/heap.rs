@@ -36,17 +36,6 @@ impl<K: Ord + Copy> IndexedHeap<K> {
         Some(self.entries[i].0)
     }
 
-    /// Indexes with a key.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// Sets (or replaces) `index`'s key.
     pub fn set(&mut self, index: usize, key: K) {
         if index >= self.position.len() {
@@ -189,7 +178,7 @@ mod tests {
                         }
                     }
                 }
-                assert_eq!(heap.len(), model.len(), "seed {seed}, op {seq}");
+                assert_eq!(heap.entries.len(), model.len(), "seed {seed}, op {seq}");
                 assert_eq!(heap.get(index), model.get(&index).copied(), "seed {seed}");
             }
         }

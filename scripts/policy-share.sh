@@ -40,9 +40,12 @@ fi
 # shellcheck source=scripts/procs.sh
 source scripts/procs.sh
 
-# The policy's name and, for AutoRec, the default scenario's parameters.
+# The default scenario's AutoRec parameters, which it runs with in both modes.
+AUTOREC_PARAMS="alpha=30ms,beta=0.3,gamma=0.2"
+
+# The policy's name and, for AutoRec, its parameters, as --policy takes them.
 policy_spec() {
-  if [ "$1" = autorec ]; then echo "autorec:alpha=30ms,beta=0.3,gamma=0.2"; else echo "$1"; fi
+  if [ "$1" = autorec ]; then echo "autorec:$AUTOREC_PARAMS"; else echo "$1"; fi
 }
 
 # Samples a `recoup run` of the default scenario with policy $1 into $work/perf.data.
@@ -52,7 +55,7 @@ sample_sim() {
     sed '/^\[\[policy\]\]/,$d' scenarios/default.toml
     echo "[[policy]]"
     echo "name = \"$1\""
-    [ "$1" = autorec ] && echo 'params = "alpha=30ms,beta=0.3,gamma=0.2"'
+    [ "$1" = autorec ] && echo "params = \"$AUTOREC_PARAMS\""
   } > "$work/$1.toml"
   perf record -q -o "$work/perf.data" -F 8000 --call-graph dwarf,32768 \
     "$BIN" run "$work/$1.toml" --seeds "$SEEDS" --jobs 1 --out "$work/out" >/dev/null

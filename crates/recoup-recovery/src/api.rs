@@ -175,6 +175,11 @@ pub trait RecoveryPolicy: std::fmt::Debug {
     fn on_send_state(&mut self, now: Instant, state: SendState);
 
     /// Which lost data to copy in the packet about to be built, if any.
+    ///
+    /// A `None` stands until something changes: asked again at the same `now`, with the same
+    /// context and no other call between, the policy answers `None` again and its state stays as
+    /// the first answer left it. The transport relies on this to ask once per `poll_transmit`
+    /// where nothing can be sent, not once for whether to send and again for when to wake up.
     fn poll_copy(&mut self, now: Instant, ctx: &SendContext) -> Option<CopyRequest>;
 
     /// When the policy next wants [`RecoveryPolicy::on_timeout`] (decision intervals).

@@ -191,6 +191,11 @@ mod tests {
                 ctx.packets_sent = pn;
                 assert!(copies < 100_000, "runaway copies");
             }
+            // The contract the transport relies on to ask once per send opportunity: a `None`
+            // asked again at the same instant and context is `None`, and changes nothing.
+            let before = format!("{p:?}");
+            assert_eq!(p.poll_copy(now, &ctx), None, "{} at step {step}", p.name());
+            assert_eq!(format!("{p:?}"), before, "{} at step {step}", p.name());
             let (kind, r) = if !open.is_empty() && rng.gen_bool(0.2) {
                 let (id, _) = open[rng.gen_range(0..open.len())];
                 (

@@ -97,6 +97,11 @@ pub(super) struct RecoveryHost {
     pub policy_timer_served: Option<Instant>,
     /// A copy the policy asked for that has not gone out yet.
     pub pending_copy: Option<CopyRequest>,
+    /// The policy answered `None` to `poll_copy` in this `poll_transmit` call and has heard of
+    /// nothing since, so it is not asked again in the call: a `None` stands until an event, a
+    /// later instant or another context (`RecoveryPolicy::poll_copy`). When nothing can be sent,
+    /// the call would otherwise ask twice, for whether to send and for when to wake up.
+    pub copy_declined: bool,
     /// When the congestion window first held `pending_copy` back.
     pub copy_held_since: Option<Instant>,
     /// Which copies may exceed the congestion window besides those the policy marks.
@@ -133,6 +138,7 @@ impl RecoveryHost {
             data_packets_sent: 0,
             policy_timer_served: None,
             pending_copy: None,
+            copy_declined: false,
             copy_held_since: None,
             copies_beyond_cwnd: config.copies_beyond_cwnd,
             ack_repeats: PerSpace::default(),
@@ -288,11 +294,15 @@ impl RecoveryHost {
         if self.pending_copy.is_some() {
             return true;
         }
+        if self.copy_declined {
+            return false;
+        }
         let ctx = self.send_context(mds);
         self.pending_copy = self
             .policy
             .poll_copy(now, &ctx)
             .filter(|c| self.lineage.range(c.id).is_some());
+        self.copy_declined = self.pending_copy.is_none();
         self.pending_copy.is_some()
     }
 

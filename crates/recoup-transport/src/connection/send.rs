@@ -52,6 +52,13 @@ impl Connection {
     /// without a fresh allocation and a copy per datagram.
     #[must_use]
     pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitInfo> {
+        let sent = self.transmit_into(now, buf);
+        // A policy's `None` stands for this call only: events and time come before the next.
+        self.recovery.copy_declined = false;
+        sent
+    }
+
+    fn transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitInfo> {
         match self.state {
             State::Closed | State::Draining { .. } => return None,
             State::Closing { .. } => return self.transmit_close(now).map(|t| t.append_to(buf)),
@@ -781,6 +788,7 @@ impl Connection {
                 self.stats.rate_limit_binding_packets += u64::from(binding);
             }
             let info = pkt.frames.info(pkt.pn, now, size);
+            self.recovery.copy_declined = false;
             self.recovery.policy.on_packet_sent(now, &info);
             self.record_sent(&info);
             self.fec_on_packet_sent(now, pkt.pn, &pkt.frames);
@@ -972,16 +980,14 @@ impl Connection {
     /// so only the peer can wake it. A bug wherever it happens; the state logged is what it
     /// takes to find it (a dash.js run stalled once for 29 s without a trace of why).
     fn note_send_stall(&mut self) {
-        if self.state != State::Established
-            || self.recovery.loss.bytes_in_flight() != 0
-            || self.recovery.timeout().is_some()
-        {
+        if self.state != State::Established || self.recovery.loss.bytes_in_flight() != 0 {
             return;
         }
         let retransmit = self.recovery.lineage.has_retransmit();
         let new_data = self.streams.has_new_data();
         let copy = self.recovery.pending_copy;
-        if !(retransmit || new_data || copy.is_some()) {
+        // The timer last: it asks the policy, and this runs whenever nothing could be sent.
+        if !(retransmit || new_data || copy.is_some()) || self.recovery.timeout().is_some() {
             return;
         }
         if self.stats.send_stalls == 0 {

@@ -63,6 +63,9 @@ pub struct LadrRrl {
     largest_packet: u64,
     /// The ACK rate at the last refresh.
     rate: AckRate,
+    /// A refresh of the rate owed at this instant: acknowledgements defer theirs to the next
+    /// call that looks at the rate or at another instant (`settle`).
+    refresh_due: Option<Instant>,
     /// What [`RecoveryPolicy::rate_limit`] answers, kept up to date when its inputs change: the
     /// pacer asks several times per packet.
     limit_in_force: Option<u64>,
@@ -168,6 +171,7 @@ impl LadrRrl {
                 bytes: 0,
                 span_nanos: window_nanos,
             },
+            refresh_due: None,
             limit_in_force: None,
             limit: 0,
             recent_peak: (0, Instant::ZERO),
@@ -184,6 +188,29 @@ impl LadrRrl {
     #[must_use]
     pub fn to_recover(&self) -> usize {
         self.to_recover.len()
+    }
+
+    /// Makes the refresh an acknowledgement deferred.
+    ///
+    /// Deferring changes nothing: until something else happens, only acknowledgements at the
+    /// same instant follow, and each adds bytes without busy time (it is zero since the last),
+    /// so the rate they lead through only grows, and a peak any of them would set is the one the
+    /// last sets. Settled first: a full sample queue's pop (it can lower the rate), a new window
+    /// (it moves the horizon), and every `update` (it reads the rate and turns the limit on and
+    /// off, which decides whether a refresh may set a peak).
+    fn settle(&mut self) {
+        if let Some(at) = self.refresh_due.take() {
+            self.refresh_rate(at);
+        }
+    }
+
+    /// Refreshes the rate at `now`, after any refresh owed at an earlier instant.
+    fn refresh_at(&mut self, now: Instant) {
+        if self.refresh_due.is_some_and(|at| at != now) {
+            self.settle();
+        }
+        self.refresh_due = None;
+        self.refresh_rate(now);
     }
 
     fn refresh_rate(&mut self, now: Instant) {
@@ -258,6 +285,9 @@ impl RecoveryPolicy for LadrRrl {
     }
 
     fn on_packet_acked(&mut self, now: Instant, packet: &PacketInfo<'_>) {
+        if self.refresh_due.is_some_and(|at| at != now) || self.acks.len() == MAX_ACK_SAMPLES {
+            self.settle();
+        }
         if self.acks.len() == MAX_ACK_SAMPLES {
             if let Some((_, bytes, busy)) = self.acks.pop_front() {
                 self.acked_bytes -= bytes;
@@ -277,7 +307,7 @@ impl RecoveryPolicy for LadrRrl {
         self.acks.push_back((now, bytes, busy));
         self.acked_bytes = self.acked_bytes.saturating_add(bytes);
         self.busy = self.busy.saturating_add(busy);
-        self.refresh_rate(now);
+        self.refresh_due = Some(now);
     }
 
     fn on_packet_lost(&mut self, now: Instant, packet: &PacketInfo<'_>, _: LossTrigger) {
@@ -285,16 +315,18 @@ impl RecoveryPolicy for LadrRrl {
         if packet.kind != SendKind::New {
             self.applicable = true;
         }
-        self.refresh_rate(now);
+        self.refresh_at(now);
         self.update();
     }
 
     fn on_data_lost(&mut self, _: Instant, lost: &LostData) {
+        self.settle();
         self.to_recover.insert(lost.id);
         self.update();
     }
 
     fn on_data_acked(&mut self, _: Instant, id: LossId) {
+        self.settle();
         self.to_recover.remove(id);
         self.update();
     }
@@ -302,14 +334,16 @@ impl RecoveryPolicy for LadrRrl {
     fn on_rtt_update(&mut self, now: Instant, rtt: &RttSample) {
         let window_nanos = saturating_nanos(rtt.smoothed.max(Duration::from_millis(1)));
         if window_nanos != self.window_nanos {
+            self.settle();
             self.window_nanos = window_nanos;
             self.set_limit_in_force();
         }
-        self.refresh_rate(now);
+        self.refresh_at(now);
     }
 
     fn on_send_state(&mut self, _: Instant, state: SendState) {
         if state == SendState::OffMode {
+            self.settle();
             self.idle = true;
             self.governed_unsent = false;
             self.update();
@@ -320,11 +354,12 @@ impl RecoveryPolicy for LadrRrl {
         if ctx.state == SendState::OffMode {
             self.idle = true;
             if self.governed_unsent {
+                self.settle();
                 self.governed_unsent = false;
                 self.update();
             }
         }
-        self.refresh_rate(now);
+        self.refresh_at(now);
         None
     }
 
@@ -440,7 +475,35 @@ mod tests {
             let at = 1000 + (i / 5) * 40 + i % 5;
             p.on_packet_acked(ms(at), &packet(i, ms(0), SendKind::New, &new));
         }
+        p.settle();
         assert_eq!(p.rate.per_second(), 1_200_000);
+    }
+
+    /// A full queue of ACK samples drops the oldest, which can lower the rate: that
+    /// acknowledgement refreshes at once, as every one did before refreshes were deferred.
+    #[test]
+    fn a_full_sample_queue_refreshes_at_once() {
+        let mut eager = LadrRrl::new(LadrConfig::default());
+        eager.on_rtt_update(ms(0), &rtt(1000));
+        let mut lazy = eager.clone();
+        let new = ranges(None);
+        // The queue fills with small packets; then, at one instant, large ones raise the rate
+        // to a new peak, and tiny ones, each dropping a small one, lower it again.
+        let half = MAX_ACK_SAMPLES as u64 / 2;
+        let sizes = (0..2 * half).map(|i| (ms(1 + i / half), 100));
+        let sizes = sizes
+            .chain((0..100).map(|_| (ms(2), 9000)))
+            .chain((0..1000).map(|_| (ms(2), 1)));
+        for (pn, (at, bytes)) in (0u64..).zip(sizes) {
+            let mut info = packet(pn, ms(0), SendKind::New, &new);
+            info.bytes = bytes;
+            for p in [&mut eager, &mut lazy] {
+                p.on_packet_acked(at, &info);
+            }
+            eager.settle();
+        }
+        lazy.settle();
+        assert_eq!(format!("{eager:?}"), format!("{lazy:?}"));
     }
 
     proptest::proptest! {
@@ -467,6 +530,45 @@ mod tests {
                 }
                 proptest::prop_assert!(set.0.iter().eq(model.iter()));
             }
+        }
+
+        /// Deferring the refresh after an acknowledgement changes nothing: a policy that
+        /// settles after every call and one that defers agree on every answer, and hold the same
+        /// state once both settle. Events come mostly several at one instant, as a batch of
+        /// acknowledgements does.
+        #[test]
+        fn deferred_refresh_is_the_eager_one(
+            events in proptest::collection::vec((0u8..8, 0u64..3, 0u64..40), 0..400),
+        ) {
+            let mut eager = LadrRrl::new(LadrConfig::default());
+            let mut lazy = eager.clone();
+            let (mut now, mut pn) = (ms(0), 0u64);
+            for (i, &(kind, step, x)) in events.iter().enumerate() {
+                now += Duration::from_millis(step * x % 7);
+                let new = ranges(None);
+                let again = ranges(Some(x));
+                for p in [&mut eager, &mut lazy] {
+                    match kind {
+                        0 | 1 => p.on_packet_acked(now, &packet(pn.saturating_sub(x), ms(0), SendKind::New, &new)),
+                        2 => p.on_packet_sent(now, &packet(pn, now, SendKind::New, &new)),
+                        3 => p.on_packet_lost(now, &packet(pn.saturating_sub(x), ms(0), SendKind::Retransmission, &again), LossTrigger::PacketThreshold),
+                        4 => p.on_data_lost(now, &lost_round(x, 1)),
+                        5 => p.on_data_acked(now, x),
+                        6 => p.on_rtt_update(now, &rtt(10 + 20 * (x % 4))),
+                        _ => {
+                            let state = if x % 2 == 0 { SendState::OffMode } else { SendState::OnMode };
+                            p.on_send_state(now, state);
+                            proptest::prop_assert_eq!(p.poll_copy(now, &ctx_in(state, pn)), None);
+                        }
+                    }
+                }
+                pn += 1;
+                eager.settle();
+                proptest::prop_assert_eq!(eager.rate_limit(), lazy.rate_limit(), "event {}", i);
+                proptest::prop_assert_eq!(eager.enabled(), lazy.enabled(), "event {}", i);
+            }
+            lazy.settle();
+            proptest::prop_assert_eq!(format!("{eager:?}"), format!("{lazy:?}"));
         }
 
         /// The comparison made before every decision agrees with the division it stands for,

@@ -134,13 +134,21 @@ impl AutoRec {
         self.queue.tracked() + self.awaiting_retransmission.len()
     }
 
+    /// Decides if the decision interval is over. Asked at every event: the check is inline, the
+    /// decision out of line.
+    #[inline]
     fn maybe_decide(&mut self, now: Instant) {
-        let (Some(due), Some(srtt)) = (self.next_decision, self.srtt) else {
+        if self.next_decision.is_some_and(|due| now >= due) {
+            self.decide(now);
+        }
+    }
+
+    #[cold]
+    fn decide(&mut self, now: Instant) {
+        // `next_decision` is set only with an RTT estimate.
+        let Some(srtt) = self.srtt else {
             return;
         };
-        if now < due {
-            return;
-        }
         self.loss_rate = self.stats.loss_rate();
         if let Some(t) = self.stats.mean_detection() {
             self.t_unit = Some(t);

@@ -82,13 +82,21 @@ impl Too {
             .saturating_mul(self.cfg.cycle_srtts)
     }
 
+    /// Starts a new cycle if this one is over. Asked at every event: the check is inline, the
+    /// recomputation out of line.
+    #[inline]
     fn maybe_recompute(&mut self, now: Instant) {
-        let (Some(due), Some(srtt)) = (self.next_cycle, self.srtt) else {
+        if self.next_cycle.is_some_and(|due| now >= due) {
+            self.recompute(now);
+        }
+    }
+
+    #[cold]
+    fn recompute(&mut self, now: Instant) {
+        // `next_cycle` is set only with an RTT estimate.
+        let Some(srtt) = self.srtt else {
             return;
         };
-        if now < due {
-            return;
-        }
         self.e_waiting = e_waiting(self.stats.loss_rate(), srtt, self.cfg.n);
         self.stats.reset();
         self.next_cycle = Some(now + self.cycle_length(srtt));

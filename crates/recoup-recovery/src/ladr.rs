@@ -547,18 +547,21 @@ mod tests {
                 now += Duration::from_millis(step * x % 7);
                 let new = ranges(None);
                 let again = ranges(Some(x));
+                let acked = packet(pn.saturating_sub(x), ms(0), SendKind::New, &new);
+                let lost = packet(pn.saturating_sub(x), ms(0), SendKind::Retransmission, &again);
+                let state = if x % 2 == 0 { SendState::OffMode } else { SendState::OnMode };
                 for p in [&mut eager, &mut lazy] {
                     match kind {
-                        0 | 1 => p.on_packet_acked(now, &packet(pn.saturating_sub(x), ms(0), SendKind::New, &new)),
+                        0 | 1 => p.on_packet_acked(now, &acked),
                         2 => p.on_packet_sent(now, &packet(pn, now, SendKind::New, &new)),
-                        3 => p.on_packet_lost(now, &packet(pn.saturating_sub(x), ms(0), SendKind::Retransmission, &again), LossTrigger::PacketThreshold),
+                        3 => p.on_packet_lost(now, &lost, LossTrigger::PacketThreshold),
                         4 => p.on_data_lost(now, &lost_round(x, 1)),
                         5 => p.on_data_acked(now, x),
                         6 => p.on_rtt_update(now, &rtt(10 + 20 * (x % 4))),
                         _ => {
-                            let state = if x % 2 == 0 { SendState::OffMode } else { SendState::OnMode };
                             p.on_send_state(now, state);
-                            proptest::prop_assert_eq!(p.poll_copy(now, &ctx_in(state, pn)), None);
+                            let copy = p.poll_copy(now, &ctx_in(state, pn));
+                            proptest::prop_assert_eq!(copy, None);
                         }
                     }
                 }

@@ -58,6 +58,7 @@ impl Connection {
         sent
     }
 
+    /// What [`Connection::poll_transmit_into`] sends, within one call.
     fn transmit_into(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TransmitInfo> {
         match self.state {
             State::Closed | State::Draining { .. } => return None,

@@ -204,11 +204,16 @@ impl LadrRrl {
         }
     }
 
-    /// Refreshes the rate at `now`, after any refresh owed at an earlier instant.
-    fn refresh_at(&mut self, now: Instant) {
+    /// Makes a refresh owed at an instant other than `now`.
+    fn settle_before(&mut self, now: Instant) {
         if self.refresh_due.is_some_and(|at| at != now) {
             self.settle();
         }
+    }
+
+    /// Refreshes the rate at `now`, after any refresh owed at an earlier instant.
+    fn refresh_at(&mut self, now: Instant) {
+        self.settle_before(now);
         self.refresh_due = None;
         self.refresh_rate(now);
     }
@@ -285,10 +290,9 @@ impl RecoveryPolicy for LadrRrl {
     }
 
     fn on_packet_acked(&mut self, now: Instant, packet: &PacketInfo<'_>) {
-        if self.refresh_due.is_some_and(|at| at != now) || self.acks.len() == MAX_ACK_SAMPLES {
-            self.settle();
-        }
+        self.settle_before(now);
         if self.acks.len() == MAX_ACK_SAMPLES {
+            self.settle();
             if let Some((_, bytes, busy)) = self.acks.pop_front() {
                 self.acked_bytes -= bytes;
                 self.busy = self.busy.saturating_sub(busy);

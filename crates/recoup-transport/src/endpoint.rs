@@ -567,13 +567,9 @@ impl Endpoint {
     /// Runs due timers.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.refresh();
-        // Taken first: a connection's next timer, set when it is refreshed, may be due too,
-        // and waits for the next call.
-        let mut due = Vec::new();
+        // A connection's next timer is set when it is next refreshed, not here: each runs at
+        // most once per call, and one due again waits for the next.
         while let Some((_, idx)) = self.timers.pop_due(now) {
-            due.push(idx);
-        }
-        for idx in due {
             if let Some(conn) = self.touched(ConnectionHandle(idx), WOKEN) {
                 conn.handle_timeout(now);
             }

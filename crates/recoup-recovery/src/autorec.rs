@@ -67,6 +67,11 @@ pub struct AutoRec {
     /// policy's deadline several times per packet, and a division of durations costs more than
     /// the rest of the answer.
     t_thres: Option<Duration>,
+    /// When the head of the queue will have been silent for longer than T_thres
+    /// ([`Self::opportunistic_deadline`]), kept as the queue, K_theta and T_thres change: the
+    /// transport asks for the deadline and for a copy several times per packet, the queue
+    /// changes only around a loss.
+    opportunistic_at: Option<Instant>,
     state: SendState,
     /// While in off-mode: entries last sent before the period began have `seq` below this.
     off_mode_before: Option<u64>,
@@ -92,6 +97,7 @@ impl AutoRec {
             loss_rate: 0.0,
             t_unit: None,
             t_thres: None,
+            opportunistic_at: None,
             state: SendState::OnMode,
             off_mode_before: None,
             awaiting_retransmission: BTreeMap::new(),
@@ -164,6 +170,7 @@ impl AutoRec {
         };
         self.t_thres = self.t_unit.map(|t| redundancy::t_thres(t, self.k_theta));
         self.queue.drop_reinjected_at_limit(self.k_theta);
+        self.refresh_opportunistic();
         self.stats.reset();
         self.next_decision = Some(now + decision_interval(srtt, self.cfg.d_rtts));
     }
@@ -172,13 +179,19 @@ impl AutoRec {
     /// reinjects it then "regardless of whether the off-mode is entered or not", so the
     /// transport must wake for it even if no acknowledgement or send comes in the meantime
     /// (between the frames of an application-limited stream, none may come for tens of ms).
+    /// Strictly more silence than T_thres: due at `last_sent + T_thres + 1 ns`.
     fn opportunistic_deadline(&self) -> Option<Instant> {
         if !self.cfg.opportunistic || self.k_theta == 0 {
             return None;
         }
         let head = self.queue.head()?;
-        // `poll_copy` wants strictly more silence than T_thres.
         Some(head.last_sent + self.t_thres()? + Duration::from_nanos(1))
+    }
+
+    /// Recomputes `opportunistic_at`; called after every change of the queue, K_theta or
+    /// T_thres.
+    fn refresh_opportunistic(&mut self) {
+        self.opportunistic_at = self.opportunistic_deadline();
     }
 
     fn enter_state(&mut self, state: SendState) {
@@ -218,6 +231,7 @@ impl RecoveryPolicy for AutoRec {
                         ReinjectionCount::PerRound => self.queue.on_retransmitted(id, now),
                     }
                 }
+                self.refresh_opportunistic();
             }
             // T_stmp is the last (re)send time (AutoRec §V-B): when the copy left, not when it
             // was chosen.
@@ -225,6 +239,7 @@ impl RecoveryPolicy for AutoRec {
                 for id in packet.ranges.iter().filter_map(|r| r.loss) {
                     self.queue.on_copy_sent(id, now);
                 }
+                self.refresh_opportunistic();
             }
             SendKind::New => {}
         }
@@ -253,7 +268,9 @@ impl RecoveryPolicy for AutoRec {
     }
 
     fn on_data_acked(&mut self, _: Instant, id: LossId) {
-        self.queue.remove(id);
+        if self.queue.remove(id) {
+            self.refresh_opportunistic();
+        }
         self.awaiting_retransmission.remove(&id);
     }
 
@@ -283,23 +300,20 @@ impl RecoveryPolicy for AutoRec {
                 OffMode::Repeat => true,
                 OffMode::Once => self.off_mode_before.is_some_and(|before| head.seq < before),
             };
-        let silent_too_long = self.cfg.opportunistic
-            && self
-                .t_thres()
-                .is_some_and(|thres| now.saturating_duration_since(head.last_sent) > thres);
+        let silent_too_long = self.opportunistic_at.is_some_and(|due| now >= due);
         if !(off_mode || silent_too_long) {
             return None;
         }
-        self.queue
-            .reinject_head(now, self.k_theta)
-            .map(|id| CopyRequest {
-                id,
-                beyond_cwnd: false,
-            })
+        let id = self.queue.reinject_head(now, self.k_theta)?;
+        self.refresh_opportunistic();
+        Some(CopyRequest {
+            id,
+            beyond_cwnd: false,
+        })
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        match (self.next_decision, self.opportunistic_deadline()) {
+        match (self.next_decision, self.opportunistic_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -663,5 +677,50 @@ mod tests {
         assert_eq!(p.queue_len(), 0);
         assert_eq!(p.tracked(), 0);
         assert_eq!(poll(&mut p, ms(400), SendState::OffMode), None);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 1000,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0xa070_0001),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// The kept opportunistic deadline is the one computed from the queue, K_theta and
+        /// T_thres after every call, through random losses, retransmissions, copies,
+        /// acknowledgements, decisions and both off-mode rules.
+        #[test]
+        fn kept_deadline_is_the_computed_one(
+            repeat in proptest::bool::ANY,
+            events in proptest::collection::vec((0u8..8, 0u64..4, 0u64..12), 0..300),
+        ) {
+            let cfg = if repeat { AutoRecConfig::testbed() } else { once() };
+            let mut p = warmed_up(cfg, 5);
+            let (mut now, mut pn) = (ms(100), 1000u64);
+            for (i, &(kind, step, x)) in events.iter().enumerate() {
+                now += Duration::from_millis(step * 7);
+                let again = ranges(Some(x));
+                let state = match x % 3 {
+                    0 => SendState::OffMode,
+                    1 => SendState::OnMode,
+                    _ => SendState::CwndLimited,
+                };
+                match kind {
+                    0 | 1 => next_round(&mut p, x, 1 + (x % 2) as u32, pn, now),
+                    2 => p.on_packet_sent(now, &packet(pn, now, SendKind::Copy, &again)),
+                    3 => p.on_data_acked(now, x),
+                    4 => p.on_rtt_update(now, &rtt(10 + 20 * (x % 4))),
+                    5 => p.on_timeout(now),
+                    6 => p.on_send_state(now, state),
+                    _ => {
+                        let _ = poll(&mut p, now, state);
+                    }
+                }
+                pn += 1;
+                proptest::prop_assert_eq!(
+                    p.opportunistic_at, p.opportunistic_deadline(), "event {}", i
+                );
+            }
+        }
     }
 }

@@ -198,6 +198,73 @@ struct Scheduled {
     at: Instant,
 }
 
+/// Copies placed and not yet taken, with the least position and time among them kept as they
+/// change: the transport asks for a copy and for the deadline several times per packet sent,
+/// nothing is due at most of those asks, and the schedule changes only around a loss.
+#[derive(Debug)]
+struct Schedule {
+    copies: Vec<Scheduled>,
+    /// The least `position` of `copies`; `u64::MAX` when there are none.
+    lowest_position: u64,
+    /// The least `at` of `copies`.
+    earliest: Option<Instant>,
+}
+
+impl Schedule {
+    fn new() -> Self {
+        Self {
+            copies: Vec::new(),
+            lowest_position: u64::MAX,
+            earliest: None,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.copies.len()
+    }
+
+    fn push(&mut self, copy: Scheduled) {
+        self.lowest_position = self.lowest_position.min(copy.position);
+        self.earliest = Some(self.earliest.map_or(copy.at, |t| t.min(copy.at)));
+        self.copies.push(copy);
+    }
+
+    fn bounds_again(&mut self) {
+        self.lowest_position = self
+            .copies
+            .iter()
+            .map(|s| s.position)
+            .min()
+            .unwrap_or(u64::MAX);
+        self.earliest = self.copies.iter().map(|s| s.at).min();
+    }
+
+    /// Drops the copies of `id`.
+    fn forget(&mut self, id: LossId) {
+        let before = self.copies.len();
+        self.copies.retain(|s| s.id != id);
+        if self.copies.len() != before {
+            self.bounds_again();
+        }
+    }
+
+    /// Takes the due copy with the least position (then time), the first placed among equals.
+    fn take_due(&mut self, now: Instant, packets_sent: u64) -> Option<LossId> {
+        if self.lowest_position > packets_sent && self.earliest.is_none_or(|t| t > now) {
+            return None;
+        }
+        let (i, _) = self
+            .copies
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.position <= packets_sent || s.at <= now)
+            .min_by_key(|(_, s)| (s.position, s.at))?;
+        let copy = self.copies.remove(i);
+        self.bounds_again();
+        Some(copy.id)
+    }
+}
+
 /// ART's sender (all three adapters).
 #[derive(Debug)]
 pub struct Art {
@@ -210,7 +277,7 @@ pub struct Art {
     largest_packet: u64,
     /// Copies decided but not yet placed: placing needs the packet count of the next poll.
     unplaced: Vec<(LossId, u32)>,
-    scheduled: Vec<Scheduled>,
+    scheduled: Schedule,
 }
 
 impl Art {
@@ -287,7 +354,7 @@ impl Art {
             srtt: None,
             largest_packet: DEFAULT_PACKET,
             unplaced: Vec::new(),
-            scheduled: Vec::new(),
+            scheduled: Schedule::new(),
         }
     }
 
@@ -379,11 +446,13 @@ impl Art {
         let base = ctx.packets_sent;
         for (id, copies) in std::mem::take(&mut self.unplaced) {
             if !self.scheduler.enabled {
-                self.scheduled.extend((0..copies).map(|_| Scheduled {
-                    id,
-                    position: base,
-                    at: now,
-                }));
+                for _ in 0..copies {
+                    self.scheduled.push(Scheduled {
+                        id,
+                        position: base,
+                        at: now,
+                    });
+                }
                 continue;
             }
             let positions = space.saturating_sub(1).max(u64::from(copies));
@@ -404,7 +473,7 @@ impl Art {
 
     fn forget_copies(&mut self, id: LossId) {
         self.unplaced.retain(|&(owed, _)| owed != id);
-        self.scheduled.retain(|s| s.id != id);
+        self.scheduled.forget(id);
     }
 }
 
@@ -526,22 +595,13 @@ impl RecoveryPolicy for Art {
 
     fn poll_copy(&mut self, now: Instant, ctx: &SendContext) -> Option<CopyRequest> {
         self.place(now, ctx);
-        let (i, _) = self
-            .scheduled
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.position <= ctx.packets_sent || s.at <= now)
-            .min_by_key(|(_, s)| (s.position, s.at))?;
-        let copy = self.scheduled.remove(i);
+        let id = self.scheduled.take_due(now, ctx.packets_sent)?;
         let beyond_cwnd = self.scheduler.opportunism.allows(ctx, self.largest_packet);
-        Some(CopyRequest {
-            id: copy.id,
-            beyond_cwnd,
-        })
+        Some(CopyRequest { id, beyond_cwnd })
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.scheduled.iter().map(|s| s.at).min()
+        self.scheduled.earliest
     }
 }
 
@@ -958,5 +1018,52 @@ mod tests {
         assert_eq!(mean(1), 0.0);
         assert!((mean(2) - 1.0 / 1.01).abs() < 1e-12);
         assert!((mean(4) - 1.0 / 1.01f64.powi(3)).abs() < 1e-12);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 1000,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0xa127_0001),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// The schedule with its kept bounds answers as a scan of every placed copy does: the
+        /// same copy taken (least position, then time, first placed among equals), the same
+        /// deadline, through random placements, forgotten lineages and polls.
+        #[test]
+        fn schedule_is_a_scan(
+            ops in proptest::collection::vec((0u8..4, 0u64..6, 0u64..40, 0u64..40), 0..300),
+        ) {
+            let mut schedule = Schedule::new();
+            let mut model: Vec<Scheduled> = Vec::new();
+            for (i, &(op, id, position, at)) in ops.iter().enumerate() {
+                match op {
+                    0 | 1 => {
+                        let copy = Scheduled { id, position, at: ms(at) };
+                        schedule.push(copy);
+                        model.push(copy);
+                    }
+                    2 => {
+                        schedule.forget(id);
+                        model.retain(|s| s.id != id);
+                    }
+                    _ => {
+                        let (now, sent) = (ms(at), position);
+                        let expected = model
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, s)| s.position <= sent || s.at <= now)
+                            .min_by_key(|(_, s)| (s.position, s.at))
+                            .map(|(j, _)| j);
+                        let expected = expected.map(|j| model.remove(j).id);
+                        proptest::prop_assert_eq!(schedule.take_due(now, sent), expected, "op {}", i);
+                    }
+                }
+                proptest::prop_assert_eq!(
+                    schedule.earliest, model.iter().map(|s| s.at).min(), "op {}", i
+                );
+                proptest::prop_assert_eq!(schedule.len(), model.len());
+            }
+        }
     }
 }

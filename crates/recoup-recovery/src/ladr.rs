@@ -195,9 +195,10 @@ impl LadrRrl {
     /// Deferring changes nothing: until something else happens, only acknowledgements at the
     /// same instant follow, and each adds bytes without busy time (it is zero since the last),
     /// so the rate they lead through only grows, and a peak any of them would set is the one the
-    /// last sets. Settled first: a full sample queue's pop (it can lower the rate), a new window
-    /// (it moves the horizon), and every `update` (it reads the rate and turns the limit on and
-    /// off, which decides whether a refresh may set a peak).
+    /// last sets. Settled first: an acknowledgement with busy time (the first of an instant
+    /// after a poll's refresh is owed), a full sample queue's pop (both can lower the rate), a
+    /// new window (it moves the horizon), and every `update` (it reads the rate and turns the
+    /// limit on and off, which decides whether a refresh may set a peak).
     fn settle(&mut self) {
         if let Some(at) = self.refresh_due.take() {
             self.refresh_rate(at);
@@ -209,6 +210,23 @@ impl LadrRrl {
         if self.refresh_due.is_some_and(|at| at != now) {
             self.settle();
         }
+    }
+
+    /// Owes a refresh at `now`, for a caller that reads nothing of the rate: a poll or the RTT
+    /// update. A refresh owed at an earlier instant is dropped when no sample leaves the window
+    /// by `now`: nothing but the time has changed since (every change of the samples, the window
+    /// or the limit settles first), so both refreshes find the same rate, and a peak the earlier
+    /// would set or stamp, the later sets or stamps with the same rate at a later instant.
+    fn owe_refresh(&mut self, now: Instant) {
+        let horizon = now.as_nanos().saturating_sub(self.window_nanos);
+        if self
+            .acks
+            .front()
+            .is_some_and(|&(at, _, _)| at.as_nanos() <= horizon)
+        {
+            self.settle_before(now);
+        }
+        self.refresh_due = Some(now);
     }
 
     /// Refreshes the rate at `now`, after any refresh owed at an earlier instant.
@@ -290,14 +308,6 @@ impl RecoveryPolicy for LadrRrl {
     }
 
     fn on_packet_acked(&mut self, now: Instant, packet: &PacketInfo<'_>) {
-        self.settle_before(now);
-        if self.acks.len() == MAX_ACK_SAMPLES {
-            self.settle();
-            if let Some((_, bytes, busy)) = self.acks.pop_front() {
-                self.acked_bytes -= bytes;
-                self.busy = self.busy.saturating_sub(busy);
-            }
-        }
         let starts_burst = self.burst_starts.remove(packet.pn);
         // The first acknowledgement of a burst only marks its start: the gap before it is idle.
         let (bytes, busy) = match self.last_ack {
@@ -307,6 +317,20 @@ impl RecoveryPolicy for LadrRrl {
             ),
             _ => (0, 0),
         };
+        if busy > 0 {
+            // Busy time can lower the rate: a refresh owed at this instant (a poll's, before
+            // any acknowledgement of the instant) is settled too.
+            self.settle();
+        } else {
+            self.settle_before(now);
+        }
+        if self.acks.len() == MAX_ACK_SAMPLES {
+            self.settle();
+            if let Some((_, bytes, busy)) = self.acks.pop_front() {
+                self.acked_bytes -= bytes;
+                self.busy = self.busy.saturating_sub(busy);
+            }
+        }
         self.last_ack = Some(now);
         self.acks.push_back((now, bytes, busy));
         self.acked_bytes = self.acked_bytes.saturating_add(bytes);
@@ -342,7 +366,7 @@ impl RecoveryPolicy for LadrRrl {
             self.window_nanos = window_nanos;
             self.set_limit_in_force();
         }
-        self.refresh_at(now);
+        self.owe_refresh(now);
     }
 
     fn on_send_state(&mut self, _: Instant, state: SendState) {
@@ -363,7 +387,7 @@ impl RecoveryPolicy for LadrRrl {
                 self.update();
             }
         }
-        self.refresh_at(now);
+        self.owe_refresh(now);
         None
     }
 
@@ -454,6 +478,7 @@ mod tests {
         // not lower it further.
         p.poll_copy(ms(5000), &ctx(0));
         assert_eq!(p.rate_limit(), Some(600_000));
+        p.settle();
         assert_eq!(p.rate.per_second(), 0);
     }
 

@@ -56,6 +56,22 @@ impl RangeSet {
         if range.is_empty() {
             return false;
         }
+        // Most inserts land at or above the highest range (ascending packet numbers,
+        // acknowledgements of the newest data): settled there without the two searches.
+        if let Some(last) = self.ranges.last_mut() {
+            if last.end < range.start {
+                self.ranges.push(range);
+                self.forget_excess();
+                return true;
+            }
+            if last.start <= range.start {
+                if range.end <= last.end {
+                    return false;
+                }
+                last.end = range.end;
+                return true;
+            }
+        }
         let lo = self.ranges.partition_point(|r| r.end < range.start);
         let hi = self.ranges.partition_point(|r| r.start <= range.end);
         if lo == hi {
@@ -69,15 +85,25 @@ impl RangeSet {
             self.ranges.drain(lo + 1..hi);
             self.ranges[lo] = merged;
         }
+        self.forget_excess();
+        true
+    }
+
+    /// Drops the lowest ranges beyond `max_ranges`.
+    fn forget_excess(&mut self) {
         if self.ranges.len() > self.max_ranges {
             let excess = self.ranges.len() - self.max_ranges;
             self.ranges.drain(..excess);
         }
-        true
     }
 
     #[must_use]
     pub fn contains(&self, value: u64) -> bool {
+        if let Some(last) = self.ranges.last() {
+            if value >= last.start {
+                return value < last.end;
+            }
+        }
         let i = self.ranges.partition_point(|r| r.end <= value);
         self.ranges.get(i).is_some_and(|r| r.start <= value)
     }
@@ -249,6 +275,61 @@ mod tests {
                 }
             }
             assert_eq!(covered, model, "seed {seed}");
+        }
+    }
+
+    /// Inserts as a packet number space and a stream's acknowledgements make them, mostly at
+    /// the top with gaps and some late or repeated values, with and without a limit on the
+    /// number of ranges: the same answers and ranges as a plain list of values merged anew.
+    #[test]
+    fn mostly_ascending_inserts_match_a_model() {
+        for seed in 0..200u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let cap = if seed % 2 == 0 {
+                usize::MAX
+            } else {
+                1 + seed as usize % 8
+            };
+            let mut s = if cap == usize::MAX {
+                RangeSet::default()
+            } else {
+                RangeSet::new(cap)
+            };
+            let mut model: Vec<Range<u64>> = Vec::new();
+            let mut top = 0u64;
+            for _ in 0..300 {
+                let start = match rng.gen_range(0..10) {
+                    0..=5 => top + rng.gen_range(0..3),
+                    6 | 7 => top.saturating_sub(rng.gen_range(0..4)),
+                    _ => rng.gen_range(0..=top),
+                };
+                let end = start + rng.gen_range(0..4);
+                top = top.max(end);
+                let new = (start..end).any(|v| !model.iter().any(|r| r.contains(&v)));
+                // The model: every value as a unit range, merged and capped from scratch.
+                let mut values: Vec<u64> = model.iter().flat_map(Clone::clone).collect();
+                values.extend(start..end);
+                values.sort_unstable();
+                values.dedup();
+                model.clear();
+                for v in values {
+                    match model.last_mut() {
+                        Some(r) if r.end == v => r.end = v + 1,
+                        _ => model.push(v..v + 1),
+                    }
+                }
+                let excess = model.len().saturating_sub(cap);
+                model.drain(..excess);
+                assert_eq!(
+                    s.insert(start..end),
+                    new,
+                    "seed {seed}: insert {start}..{end}"
+                );
+                assert_eq!(s.iter().collect::<Vec<_>>(), model, "seed {seed}");
+                let probe = rng.gen_range(0..=top + 1);
+                let inside = model.iter().any(|r| r.contains(&probe));
+                assert_eq!(s.contains(probe), inside, "seed {seed}: contains {probe}");
+            }
         }
     }
 

@@ -249,10 +249,17 @@ impl Schedule {
     }
 
     /// Takes the due copy with the least position (then time), the first placed among equals.
+    /// The check is inline, the search out of line: nothing is due at most asks.
+    #[inline]
     fn take_due(&mut self, now: Instant, packets_sent: u64) -> Option<LossId> {
         if self.lowest_position > packets_sent && self.earliest.is_none_or(|t| t > now) {
             return None;
         }
+        self.take_first_due(now, packets_sent)
+    }
+
+    #[inline(never)]
+    fn take_first_due(&mut self, now: Instant, packets_sent: u64) -> Option<LossId> {
         let (i, _) = self
             .copies
             .iter()
@@ -434,10 +441,10 @@ impl Art {
         bdp.min(scaled).max(1)
     }
 
+    /// Places the copies decided since the last poll. Out of line: the poll that calls it
+    /// comes after a loss, the many before and after it only check that nothing waits.
+    #[cold]
     fn place(&mut self, now: Instant, ctx: &SendContext) {
-        if self.unplaced.is_empty() {
-            return;
-        }
         let space = self.escape_space(now, ctx);
         let bdp = ctx.bdp_packets.unwrap_or(space).max(1);
         let cycle = self.srtt.map_or(FALLBACK_CYCLE, |s| {
@@ -594,7 +601,9 @@ impl RecoveryPolicy for Art {
     fn on_send_state(&mut self, _: Instant, _: SendState) {}
 
     fn poll_copy(&mut self, now: Instant, ctx: &SendContext) -> Option<CopyRequest> {
-        self.place(now, ctx);
+        if !self.unplaced.is_empty() {
+            self.place(now, ctx);
+        }
         let id = self.scheduled.take_due(now, ctx.packets_sent)?;
         let beyond_cwnd = self.scheduler.opportunism.allows(ctx, self.largest_packet);
         Some(CopyRequest { id, beyond_cwnd })

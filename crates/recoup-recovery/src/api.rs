@@ -180,9 +180,15 @@ pub trait RecoveryPolicy: std::fmt::Debug {
     /// context and no other call between, the policy answers `None` again and its state stays as
     /// the first answer left it. The transport relies on this to ask once per `poll_transmit`
     /// where nothing can be sent, not once for whether to send and again for when to wake up.
+    ///
+    /// Asked before about every packet and again when nothing could be sent, so several times per
+    /// packet, mostly with nothing to copy: the built-in policies answer those asks from state
+    /// kept as it changes (a stored deadline, the bounds of a schedule), not by searching.
     fn poll_copy(&mut self, now: Instant, ctx: &SendContext) -> Option<CopyRequest>;
 
-    /// When the policy next wants [`RecoveryPolicy::on_timeout`] (decision intervals).
+    /// When the policy next wants [`RecoveryPolicy::on_timeout`] (decision intervals). Asked at
+    /// every timer query of the connection, several times per packet: keep the answer rather
+    /// than compute it.
     fn poll_timeout(&self) -> Option<Instant> {
         None
     }

@@ -218,7 +218,7 @@ impl LadrRrl {
     /// or the limit settles first), so both refreshes find the same rate, and a peak the earlier
     /// would set or stamp, the later sets or stamps with the same rate at a later instant.
     fn owe_refresh(&mut self, now: Instant) {
-        let horizon = now.as_nanos().saturating_sub(self.window_nanos);
+        let horizon = self.horizon(now);
         if self
             .acks
             .front()
@@ -236,8 +236,13 @@ impl LadrRrl {
         self.refresh_rate(now);
     }
 
+    /// Samples acknowledged at or before this (in nanoseconds) are out of the window at `now`.
+    fn horizon(&self, now: Instant) -> u64 {
+        now.as_nanos().saturating_sub(self.window_nanos)
+    }
+
     fn refresh_rate(&mut self, now: Instant) {
-        let horizon = now.as_nanos().saturating_sub(self.window_nanos);
+        let horizon = self.horizon(now);
         while let Some(&(at, bytes, busy)) = self.acks.front() {
             if at.as_nanos() > horizon {
                 break;

@@ -32,9 +32,9 @@ fn sent(qlog: &Path) -> Vec<(u64, bool)> {
     out
 }
 
-/// Downloads the file with the quinn client through `recoup link --rtt 10ms --mtu MTU`; returns
-/// the server's packets.
-fn download_through_mtu(mtu: &str) -> Vec<(u64, bool)> {
+/// Downloads the file with the quinn client through `recoup link --rtt 10ms --mtu MTU` and any
+/// further link flags; returns the server's packets.
+fn download_through_mtu(mtu: &str, flags: &[&str]) -> Vec<(u64, bool)> {
     let (root, data) = fixture("file.bin", FILE_SIZE);
     let out = tempfile::tempdir().expect("tempdir");
     let qlog = out.path().join("qlog");
@@ -44,10 +44,9 @@ fn download_through_mtu(mtu: &str) -> Vec<(u64, bool)> {
         .env("QLOGDIR", &qlog)
         .env("RUST_LOG", "info");
     let (mut server, server_addr) = Proc::server("recoup serve", cmd);
-    let (mut link, addr) = Proc::server(
-        "recoup link",
-        link_command(server_addr, &["--rtt", "10ms", "--mtu", mtu]),
-    );
+    let mut link_flags = vec!["--rtt", "10ms", "--mtu", mtu];
+    link_flags.extend_from_slice(flags);
+    let (mut link, addr) = Proc::server("recoup link", link_command(server_addr, &link_flags));
     let got = out.path().join("got.bin");
     match run_client(recoup_interop::client::get(
         addr,
@@ -76,7 +75,7 @@ fn download_through_mtu(mtu: &str) -> Vec<(u64, bool)> {
 /// exceed it.
 #[test]
 fn discovery_settles_below_a_1400_byte_hop() {
-    let packets = download_through_mtu("1400");
+    let packets = download_through_mtu("1400", &[]);
     let too_large: Vec<_> = packets.iter().filter(|&&(len, _)| len > 1400).collect();
     assert!(
         too_large.iter().all(|&&(_, probe)| probe),
@@ -96,10 +95,15 @@ fn discovery_settles_below_a_1400_byte_hop() {
 }
 
 /// The hop's MTU drops from 1452 to 1350 bytes mid-download: the server falls back (three PTOs
-/// without an acknowledgment) and the download completes byte-exact.
+/// without an acknowledgment) and the download completes byte-exact. The hop's rate keeps the
+/// download longer than the 200 ms before the shrink on any machine (10 MiB at 100 Mbit/s take
+/// 0.84 s); without it a fast loopback finished the file first.
 #[test]
 fn a_download_survives_the_path_mtu_shrinking_under_it() {
-    let packets = download_through_mtu("1452 then=1350 after=200ms");
+    let packets = download_through_mtu(
+        "1452 then=1350 after=200ms",
+        &["--rate", "100Mbps", "--queue", "droptail packets=300"],
+    );
     let full = packets.iter().filter(|&&(len, _)| len > 1400).count();
     assert!(
         full > 50,

@@ -39,7 +39,6 @@ pub struct AppConn {
     local: HashMap<u64, StreamId>,
     /// A write the transport has not taken whole yet.
     pending: Option<(StreamKey, Bytes, bool)>,
-    buf: Vec<u8>,
 }
 
 impl AppConn {
@@ -50,7 +49,6 @@ impl AppConn {
             bidi,
             local: HashMap::new(),
             pending: None,
-            buf: vec![0; 64 * 1024],
         }
     }
 
@@ -114,17 +112,15 @@ impl AppConn {
         id: StreamId,
     ) -> (u64, Option<FrameError>) {
         let key = self.key(id);
-        let (mut read, mut error) = (0, None);
-        while let Ok((n, fin)) = conn.stream_read(id, &mut self.buf) {
-            read += n as u64;
-            if let Err(e) = app.on_stream_bytes(now, key, &self.buf[..n], fin) {
+        let mut error = None;
+        // The bytes go to the application where the transport holds them: a copy into a buffer
+        // of ours cost a bulk transfer 2 % of its CPU (BENCHMARKS.md, session 21).
+        let read = conn.stream_read_with(id, |piece, fin| {
+            if let Err(e) = app.on_stream_bytes(now, key, piece, fin) {
                 error.get_or_insert(e);
             }
-            if fin || n == 0 {
-                break;
-            }
-        }
-        (read, error)
+        });
+        (read.map_or(0, |(n, _)| n as u64), error)
     }
 
     /// Finishes a partial write, then takes new ones while the transport accepts them. An

@@ -654,6 +654,18 @@ impl Connection {
         self.streams.read(id, buf)
     }
 
+    /// Every in-order byte stream `id` holds, handed to `visit` in the pieces it holds them in
+    /// rather than copied out: each piece with whether it ends the stream (an empty piece when
+    /// only the end is left to report). Returns what [`Connection::stream_read`] with a large
+    /// enough buffer would: the bytes taken and whether the end was reached.
+    pub fn stream_read_with(
+        &mut self,
+        id: StreamId,
+        visit: impl FnMut(&[u8], bool),
+    ) -> Result<(usize, bool), Error> {
+        self.streams.read_with(id, visit)
+    }
+
     /// Streams with bytes (or the end) to read.
     #[must_use]
     pub fn readable_streams(&self) -> Vec<StreamId> {

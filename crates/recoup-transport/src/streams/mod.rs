@@ -383,9 +383,28 @@ impl Streams {
     /// is then gone); `Err(Blocked)` if nothing is available; `Err(InvalidState)` once after a
     /// peer reset (see [`StreamEvent::Reset`] for its code).
     pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<(usize, bool), Error> {
+        self.take_read(id, |recv| recv.read(buf))
+    }
+
+    /// Every in-order byte ready, handed to `visit` in the pieces the stream holds (see
+    /// [`RecvStream::read_with`]): what [`Self::read`] gives, without the copy.
+    pub fn read_with(
+        &mut self,
+        id: StreamId,
+        visit: impl FnMut(&[u8], bool),
+    ) -> Result<(usize, bool), Error> {
+        self.take_read(id, |recv| recv.read_with(usize::MAX, visit))
+    }
+
+    /// A read of stream `id` by `read`, then its credit and, at the end, the stream released.
+    fn take_read(
+        &mut self,
+        id: StreamId,
+        read: impl FnOnce(&mut RecvStream) -> Result<(usize, bool), Error>,
+    ) -> Result<(usize, bool), Error> {
         let recv = self.recv_mut(id)?;
         let before = recv.retired();
-        match recv.read(buf) {
+        match read(recv) {
             Ok((n, fin)) => {
                 let after = recv.retired();
                 if !fin && recv.final_size().is_none() && recv.window.wants_update(after) {

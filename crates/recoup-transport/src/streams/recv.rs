@@ -168,25 +168,49 @@ impl RecvStream {
 
     /// In-order bytes into `buf`; the flag says the final size was reached.
     pub(crate) fn read(&mut self, buf: &mut [u8]) -> Result<(usize, bool), Error> {
+        let mut filled = 0;
+        self.read_with(buf.len(), |piece, _| {
+            buf[filled..filled + piece.len()].copy_from_slice(piece);
+            filled += piece.len();
+        })
+    }
+
+    /// At most `max` in-order bytes, handed to `visit` in the pieces they are held in rather
+    /// than copied out, each with whether it ends at the final size (an empty piece when only
+    /// the final size is left to report); returns the bytes taken and whether the final size
+    /// was reached.
+    pub(crate) fn read_with(
+        &mut self,
+        max: usize,
+        mut visit: impl FnMut(&[u8], bool),
+    ) -> Result<(usize, bool), Error> {
         match self.state {
             RecvState::Open => {}
             RecvState::Stopped { .. } => return Err(Error::InvalidState("stream was stopped")),
             RecvState::Reset { .. } => return Err(Error::InvalidState("stream reset by peer")),
         }
-        let n = buf.len().min(self.ready_len);
-        if n == 0 && !buf.is_empty() && self.final_size != Some(self.read) {
-            return Err(Error::Blocked);
+        let n = max.min(self.ready_len);
+        let fin_at = |taken: usize| self.final_size == Some(self.read + taken as u64);
+        if n == 0 {
+            if max != 0 && !fin_at(0) {
+                return Err(Error::Blocked);
+            }
+            if fin_at(0) {
+                visit(&[], true);
+            }
+            return Ok((0, fin_at(0)));
         }
-        let mut filled = 0;
-        while filled < n {
+        let ends_at_final = fin_at(n);
+        let mut taken = 0;
+        while taken < n {
             let buffers = self.ready.len();
             let Some(front) = self.ready.front_mut() else {
                 break;
             };
             let unread = &front[self.front_read..];
-            let take = unread.len().min(n - filled);
-            buf[filled..filled + take].copy_from_slice(&unread[..take]);
-            filled += take;
+            let take = unread.len().min(n - taken);
+            taken += take;
+            visit(&unread[..take], ends_at_final && taken == n);
             self.front_read += take;
             if self.front_read == front.len() {
                 self.front_read = 0;
@@ -200,7 +224,7 @@ impl RecvStream {
         }
         self.ready_len -= n;
         self.read += n as u64;
-        Ok((n, self.final_size == Some(self.read)))
+        Ok((n, ends_at_final))
     }
 
     /// §4.5 final-size rules and §4.1 stream and connection credit, checked before any change.
@@ -462,6 +486,81 @@ mod tests {
             assert!(fin, "seed {seed}: fin not reached");
             assert_eq!(got, data, "seed {seed}");
             assert_eq!(r.buffered(), 0, "seed {seed}");
+        }
+    }
+
+    /// `read_with` hands over in pieces what `read` copies out: the same bytes, the same
+    /// counts and end flags, the end flag on the last piece only, and the same buffers left.
+    #[test]
+    fn read_with_hands_over_what_read_copies() {
+        for seed in 0..200u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let len = rng.gen_range(0..40_000usize);
+            let data: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+            let mut chunks = Vec::new();
+            let mut at = 0;
+            while at < len {
+                let n = rng.gen_range(1..=1500usize).min(len - at);
+                chunks.push((at, n));
+                at += n;
+            }
+            // Mostly in order, some late: holes, segments and several ready buffers.
+            for i in 0..chunks.len() {
+                if rng.gen_bool(0.1) {
+                    let j = rng.gen_range(i..chunks.len().min(i + 30));
+                    chunks.swap(i, j);
+                }
+            }
+            if chunks.is_empty() {
+                chunks.push((0, 0));
+            }
+            let (mut copied, mut handed) =
+                (RecvStream::new(len as u64), RecvStream::new(len as u64));
+            let (mut got_copied, mut got_handed) = (Vec::new(), Vec::new());
+            let mut buf = vec![0u8; 70_000];
+            for (i, &(off, n)) in chunks.iter().enumerate() {
+                let fin = off + n == len;
+                for r in [&mut copied, &mut handed] {
+                    let res = r.on_data(off as u64, &data[off..off + n], fin, u64::MAX);
+                    assert!(res.is_ok(), "seed {seed}: {res:?}");
+                }
+                if i % 4 != 0 && i + 1 != chunks.len() {
+                    continue;
+                }
+                let want = copied.read(&mut buf);
+                let mut pieces = Vec::new();
+                let got =
+                    handed.read_with(usize::MAX, |piece, end| pieces.push((piece.to_vec(), end)));
+                assert_eq!(
+                    format!("{got:?}"),
+                    format!("{want:?}"),
+                    "seed {seed}, chunk {i}"
+                );
+                if let Ok((n, end)) = want {
+                    got_copied.extend_from_slice(&buf[..n]);
+                    let flags: Vec<bool> = pieces.iter().map(|p| p.1).collect();
+                    let last = flags.len().saturating_sub(1);
+                    assert!(
+                        flags
+                            .iter()
+                            .enumerate()
+                            .all(|(k, &f)| f == (end && k == last)),
+                        "seed {seed}, chunk {i}: end flags {flags:?}"
+                    );
+                    assert!(
+                        pieces.iter().all(|p| !p.0.is_empty()) || pieces.len() == 1 && end,
+                        "seed {seed}, chunk {i}: an empty piece"
+                    );
+                    got_handed.extend(pieces.into_iter().flat_map(|p| p.0));
+                }
+                assert_eq!(
+                    copied.ready.len(),
+                    handed.ready.len(),
+                    "seed {seed}, chunk {i}"
+                );
+            }
+            assert_eq!(got_copied, data, "seed {seed}");
+            assert_eq!(got_handed, data, "seed {seed}");
         }
     }
 

@@ -192,13 +192,13 @@ impl RecvStream {
         let n = max.min(self.ready_len);
         let fin_at = |taken: usize| self.final_size == Some(self.read + taken as u64);
         if n == 0 {
-            if max != 0 && !fin_at(0) {
+            let fin = fin_at(0);
+            if fin {
+                visit(&[], true);
+            } else if max != 0 {
                 return Err(Error::Blocked);
             }
-            if fin_at(0) {
-                visit(&[], true);
-            }
-            return Ok((0, fin_at(0)));
+            return Ok((0, fin));
         }
         let ends_at_final = fin_at(n);
         let mut taken = 0;

@@ -106,6 +106,10 @@ impl Origin {
         let prefix = uri.path().trim_end_matches('/');
         let config = ureq::Agent::config_builder()
             .timeout_connect(Some(CONNECT_TIMEOUT))
+            // A fresh connection per fetch: an origin may close a kept-alive connection at any
+            // time (RFC 9112 §9.6), and ureq sends on a pooled one whose close has not arrived
+            // yet without retrying, failing a request a new connection would have served.
+            .max_idle_connections(0)
             .timeout_recv_response(Some(HEAD_TIMEOUT))
             // A status is relayed, not an error of the fetch.
             .http_status_as_error(false)

@@ -20,6 +20,8 @@ const FILE_LEN: usize = 3 * 1024 * 1024 + 17;
 const PART_LEN: usize = 200_000;
 /// How long the origin waits for the client to see the first part of the growing stream.
 const STREAM_WAIT: Duration = Duration::from_secs(20);
+/// How long the origin waits for the relay's next request.
+const ORIGIN_WAIT: Duration = Duration::from_secs(30);
 
 fn body(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
@@ -41,8 +43,10 @@ fn origin(first_part_seen: mpsc::Receiver<()>) -> (SocketAddr, JoinHandle<Vec<St
     let thread = std::thread::spawn(move || {
         let mut paths = Vec::new();
         // Four requests in this test, one at a time.
-        for stream in listener.incoming().take(4) {
-            let mut stream = stream.expect("accept");
+        for _ in 0..4 {
+            let Some(mut stream) = accept_within(&listener, ORIGIN_WAIT) else {
+                return paths;
+            };
             let path = request_path(&stream);
             paths.push(path.clone());
             match path.as_str() {
@@ -83,6 +87,25 @@ fn origin(first_part_seen: mpsc::Receiver<()>) -> (SocketAddr, JoinHandle<Vec<St
         paths
     });
     (addr, thread)
+}
+
+/// The origin's next connection, or `None` after `wait` without one: a request that never
+/// reaches the origin fails the test's check of the paths seen instead of hanging it.
+fn accept_within(listener: &TcpListener, wait: Duration) -> Option<TcpStream> {
+    const POLL: Duration = Duration::from_millis(5);
+    listener.set_nonblocking(true).expect("non-blocking origin");
+    // Counted polls rather than a clock: each sleeps at least POLL.
+    for _ in 0..=wait.as_millis() / POLL.as_millis() {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false).expect("blocking stream");
+                return Some(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
+            Err(e) => panic!("origin accept: {e}"),
+        }
+    }
+    None
 }
 
 fn request_path(stream: &TcpStream) -> String {

@@ -5,12 +5,11 @@
 
 use std::collections::HashMap;
 
-use bytes::Bytes;
 use recoup_time::Instant;
 use recoup_transport::streams::{Dir, StreamId};
 use recoup_transport::{Connection, Error as TransportError, PacketRecord, Side};
 
-use crate::{App, FrameError, PacketFeedback, PathFeedback, StreamKey};
+use crate::{App, FrameError, PacketFeedback, PathFeedback, StreamKey, WriteData};
 
 /// Bytes asked of the application per write call.
 const WRITE_CHUNK: usize = 64 * 1024;
@@ -38,7 +37,7 @@ pub struct AppConn {
     /// `Local(i)` streams opened so far, by index.
     local: HashMap<u64, StreamId>,
     /// A write the transport has not taken whole yet.
-    pending: Option<(StreamKey, Bytes, bool)>,
+    pending: Option<(StreamKey, WriteData, bool)>,
 }
 
 impl AppConn {
@@ -156,7 +155,11 @@ impl AppConn {
                     )),
                 };
                 // The stream keeps the bytes it takes as they are; the rest stays in `data`.
-                match id.map(|id| conn.stream_write_chunk(id, &mut data)) {
+                let write = |id| match &mut data {
+                    WriteData::Bytes(b) => conn.stream_write_chunk(id, b),
+                    WriteData::Sourced(s) => conn.stream_write_sourced(id, s),
+                };
+                match id.map(write) {
                     Some(Ok(_)) | None | Some(Err(TransportError::Blocked)) => {}
                     Some(Err(e)) => return Err(e.to_string()),
                 }
@@ -173,7 +176,7 @@ impl AppConn {
             let Some(w) = app.poll_write(now, WRITE_CHUNK) else {
                 return Ok(Written::Idle);
             };
-            self.pending = Some((w.stream, Bytes::from(w.data), w.fin));
+            self.pending = Some((w.stream, w.data, w.fin));
         }
     }
 }

@@ -23,8 +23,13 @@
 //! an in-order byte stream of them, checksumming on the fly, and never keeps a payload.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use bytes::Bytes;
 use recoup_time::Instant;
+use recoup_transport::streams::{ByteSource, SourcedBytes};
+
+use crate::WriteData;
 
 /// First four bytes of every frame.
 pub const FRAME_MAGIC: [u8; 4] = *b"RCPF";
@@ -170,7 +175,7 @@ impl FrameHeader {
 #[must_use]
 pub fn encode_frame(kind: FrameKind, sequence: u64, capture: Instant, payload_len: u32) -> Vec<u8> {
     let mut source = FrameSource::new(kind, sequence, capture, payload_len);
-    source.read(usize::MAX)
+    source.read(usize::MAX).to_vec()
 }
 
 /// Word 0 of frame `sequence`'s payload: a SplitMix64 hash of the sequence number, so frames
@@ -235,7 +240,8 @@ pub fn payload_checksum(sequence: u64, len: u32) -> u32 {
 }
 
 /// Payloads up to this size are generated once, for the checksum, and kept for the reads;
-/// larger ones are generated twice, so that a large transfer never sits in memory whole.
+/// larger ones are generated for the checksum and again, a packet's worth at a time, as the
+/// transport sends them ([`SourcedBytes`]), so that a large transfer never sits in memory.
 const KEEP_PAYLOAD_MAX: u32 = 1 << 20;
 
 /// Where a [`FrameSource`]'s bytes come from.
@@ -244,14 +250,36 @@ enum FrameBytes {
     /// The whole frame, header and payload (at most [`KEEP_PAYLOAD_MAX`] bytes of it): a read
     /// of the whole frame hands this buffer over instead of copying it.
     Kept(Vec<u8>),
-    /// The header only; the payload is generated again for each read.
-    Generated([u8; FRAME_HEADER_LEN]),
+    /// Produced on demand: a read hands over a range of it, which the transport produces as
+    /// it sends it.
+    Generated(Arc<GeneratedFrame>),
+}
+
+/// A frame whose payload is produced again for every range asked of it: the header, and the
+/// frame's sequence number for the payload pattern.
+#[derive(Debug)]
+struct GeneratedFrame {
+    sequence: u64,
+    header: [u8; FRAME_HEADER_LEN],
+}
+
+impl ByteSource for GeneratedFrame {
+    fn fill(&self, offset: u64, out: &mut [u8]) {
+        let mut filled = 0;
+        if offset < FRAME_HEADER_LEN as u64 {
+            let from = offset as usize;
+            let take = (FRAME_HEADER_LEN - from).min(out.len());
+            out[..take].copy_from_slice(&self.header[from..from + take]);
+            filled = take;
+        }
+        let payload_offset = (offset + filled as u64).saturating_sub(FRAME_HEADER_LEN as u64);
+        fill_payload(self.sequence, payload_offset, &mut out[filled..]);
+    }
 }
 
 /// A frame produced lazily, piece by piece, so a large transfer never sits in memory whole.
 #[derive(Clone, Debug)]
 pub struct FrameSource {
-    sequence: u64,
     payload_len: u32,
     bytes: FrameBytes,
     /// Bytes of the frame (header included) already read.
@@ -280,10 +308,12 @@ impl FrameSource {
             head.copy_from_slice(&header(crc32(payload)));
             FrameBytes::Kept(frame)
         } else {
-            FrameBytes::Generated(header(payload_checksum(sequence, payload_len)))
+            FrameBytes::Generated(Arc::new(GeneratedFrame {
+                sequence,
+                header: header(payload_checksum(sequence, payload_len)),
+            }))
         };
         Self {
-            sequence,
             payload_len,
             bytes,
             offset: 0,
@@ -309,34 +339,30 @@ impl FrameSource {
     }
 
     /// The next at most `max` bytes.
-    pub fn read(&mut self, max: usize) -> Vec<u8> {
+    pub fn read(&mut self, max: usize) -> WriteData {
         let n = usize::try_from(self.remaining())
             .unwrap_or(usize::MAX)
             .min(max);
         if n == 0 {
-            return Vec::new();
+            return WriteData::Bytes(Bytes::new());
         }
-        let from = self.offset as usize;
+        let from = self.offset;
         self.offset += n as u64;
-        let header = match &mut self.bytes {
+        match &mut self.bytes {
             // `from + n <= frame.len()`: `n` is at most what remains, and a buffer handed over
             // whole leaves nothing to read.
             FrameBytes::Kept(frame) if from == 0 && n == frame.len() => {
-                return std::mem::take(frame);
+                WriteData::from(std::mem::take(frame))
             }
-            FrameBytes::Kept(frame) => return frame[from..from + n].to_vec(),
-            FrameBytes::Generated(header) => header,
-        };
-        let mut out = vec![0u8; n];
-        let mut filled = 0;
-        if from < FRAME_HEADER_LEN {
-            let take = (FRAME_HEADER_LEN - from).min(n);
-            out[..take].copy_from_slice(&header[from..from + take]);
-            filled = take;
+            FrameBytes::Kept(frame) => {
+                let from = from as usize;
+                WriteData::from(frame[from..from + n].to_vec())
+            }
+            FrameBytes::Generated(frame) => {
+                let source: Arc<dyn ByteSource> = frame.clone();
+                WriteData::Sourced(SourcedBytes::new(source, from, n))
+            }
         }
-        let payload_offset = (from + filled).saturating_sub(FRAME_HEADER_LEN) as u64;
-        fill_payload(self.sequence, payload_offset, &mut out[filled..]);
-        out
     }
 }
 
@@ -723,8 +749,18 @@ mod tests {
             let mut p = FrameParser::new(Some(9));
             let mut out = Vec::new();
             let mut bytes = Vec::new();
-            while !source.is_empty() {
-                let piece = source.read(1000);
+            // Reads of uneven sizes, the first ones inside the header and across its end.
+            for max in [7, 13, 1000, 4093].into_iter().cycle() {
+                if source.is_empty() {
+                    break;
+                }
+                let piece = source.read(max);
+                assert_eq!(
+                    matches!(piece, WriteData::Sourced(_)),
+                    len > KEEP_PAYLOAD_MAX,
+                    "len {len}: only a payload not kept is produced as it is sent"
+                );
+                let piece = piece.to_vec();
                 bytes.extend_from_slice(&piece);
                 p.push(ms(1), &piece, &mut out).expect("checksum matches");
             }
@@ -736,7 +772,7 @@ mod tests {
             assert!(source.read(1000).is_empty(), "nothing after the end");
             // Read whole at once (the kept buffer is handed over), then nothing more.
             let mut whole = FrameSource::new(FrameKind::Key, 9, ms(0), len);
-            assert_eq!(whole.read(usize::MAX), bytes, "len {len}");
+            assert_eq!(whole.read(usize::MAX).to_vec(), bytes, "len {len}");
             assert!(whole.is_empty() && whole.read(usize::MAX).is_empty());
         }
     }

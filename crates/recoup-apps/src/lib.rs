@@ -50,7 +50,9 @@ pub mod vod;
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use recoup_time::Instant;
+use recoup_transport::streams::SourcedBytes;
 
 pub use frame::FrameError;
 
@@ -67,10 +69,67 @@ pub enum StreamKey {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Write {
     pub stream: StreamKey,
-    pub data: Vec<u8>,
+    pub data: WriteData,
     /// These are the stream's last bytes (`data` may be empty).
     pub fin: bool,
 }
+
+/// The bytes of a [`Write`]: in memory, or (a large generated payload) produced by a source
+/// each time the transport sends them, so they never sit in memory.
+#[derive(Clone, Debug)]
+pub enum WriteData {
+    Bytes(Bytes),
+    Sourced(SourcedBytes),
+}
+
+impl WriteData {
+    #[must_use]
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Bytes(b) => b.len(),
+            Self::Sourced(s) => s.len(),
+        }
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends the bytes to `out`.
+    pub fn append_to(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Bytes(b) => out.extend_from_slice(b),
+            Self::Sourced(s) => s.append_to(out),
+        }
+    }
+
+    /// The bytes in memory.
+    #[must_use]
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        self.append_to(&mut out);
+        out
+    }
+}
+
+impl From<Vec<u8>> for WriteData {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self::Bytes(Bytes::from(bytes))
+    }
+}
+
+/// Equal when the bytes are, however they are held.
+impl PartialEq for WriteData {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Bytes(a), Self::Bytes(b)) => a == b,
+            _ => self.len() == other.len() && self.to_vec() == other.to_vec(),
+        }
+    }
+}
+
+impl Eq for WriteData {}
 
 /// What the transport reports of one packet carrying this endpoint's streams.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -216,7 +275,7 @@ pub(crate) mod testutil {
                 StreamKey::Local(i) => StreamKey::Peer(i),
                 StreamKey::Peer(i) => StreamKey::Local(i),
             };
-            to.on_stream_bytes(arrive, stream, &w.data, w.fin)
+            to.on_stream_bytes(arrive, stream, &w.data.to_vec(), w.fin)
                 .expect("valid data");
         }
         moved

@@ -9,12 +9,13 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use bytes::Bytes;
 use rand_chacha::ChaCha8Rng;
 use recoup_time::Instant;
 
 use crate::frame::{FrameError, FrameParser, FrameSource, ReceivedFrame};
 use crate::source::EncoderConfig;
-use crate::{clock_tick, frames_in, unexpected, App, StreamKey, Write};
+use crate::{clock_tick, frames_in, unexpected, App, StreamKey, Write, WriteData};
 
 /// Live stream parameters (both ends).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -111,7 +112,7 @@ impl App for LiveSource {
                 }
                 data
             }
-            None if all_captured => Vec::new(),
+            None if all_captured => WriteData::Bytes(Bytes::new()),
             None => return None,
         };
         let fin = self.pending.is_empty() && all_captured;
@@ -418,7 +419,7 @@ mod tests {
         let mut src = LiveSource::new(&cfg, ms(0), Duration::from_millis(100), element_rng(1, "a"));
         assert_eq!(src.poll_write(ms(0), 0), None);
         let w = src.poll_write(ms(0), 7).expect("bytes");
-        assert_eq!(w.data, b"RCPF\x01\x01\x00"[..7].to_vec());
+        assert_eq!(w.data.to_vec(), b"RCPF\x01\x01\x00"[..7].to_vec());
         assert!(!w.fin);
         let mut total = 7;
         let mut fin = false;

@@ -592,13 +592,17 @@ mod tests {
         let c = config(3);
         let mut server = VodServer::new(&c);
         // A request for a representation the ladder does not have (payload 9 bytes: index 8).
-        let req = FrameSource::new(FrameKind::Request, 0, ms(0), 9).read(1000);
+        let req = FrameSource::new(FrameKind::Request, 0, ms(0), 9)
+            .read(1000)
+            .to_vec();
         let e = server
             .on_stream_bytes(ms(0), StreamKey::Peer(0), &req, true)
             .expect_err("bad representation");
         assert!(e.to_string().contains("representations"), "{e}");
         // A request past the end of the presentation.
-        let req = FrameSource::new(FrameKind::Request, 7, ms(0), 1).read(1000);
+        let req = FrameSource::new(FrameKind::Request, 7, ms(0), 1)
+            .read(1000)
+            .to_vec();
         let e = server
             .on_stream_bytes(ms(0), StreamKey::Peer(7), &req, true)
             .expect_err("past the end");

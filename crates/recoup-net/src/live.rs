@@ -259,7 +259,7 @@ impl LiveStream {
 
     fn capture(&mut self, now: Instant) {
         while let Some(w) = self.source.poll_write(now, usize::MAX) {
-            self.backlog.extend_from_slice(&w.data);
+            w.data.append_to(&mut self.backlog);
             self.fin |= w.fin;
         }
     }

@@ -59,7 +59,7 @@ use crate::error::{Error, TransportError, TransportErrorCode};
 use crate::loss::{PerSpace, SpaceId};
 use crate::qlog::{self, ConnectionClosed, ConnectionStarted, Owner, ParametersSet, QlogWriter};
 use crate::stateless_reset::ResetKey;
-use crate::streams::{FlowLimits, StreamEvent, StreamId, Streams};
+use crate::streams::{FlowLimits, SourcedBytes, StreamEvent, StreamId, Streams};
 use crate::tls::TlsSession;
 use crate::transport_params::TransportParameters;
 use recoup_recovery::Recovered;
@@ -618,6 +618,19 @@ impl Connection {
     pub fn stream_write_chunk(&mut self, id: StreamId, data: &mut Bytes) -> Result<usize, Error> {
         self.check_open()?;
         self.streams.write_chunk(id, data)
+    }
+
+    /// As [`Connection::stream_write_chunk`], for bytes a source produces each time they are
+    /// sent (and re-sent) rather than bytes held in memory: for a writer whose bytes are a
+    /// function of their offset, which then reach each packet hot from the source instead of
+    /// from a buffer written long before ([`crate::streams::ByteSource`]).
+    pub fn stream_write_sourced(
+        &mut self,
+        id: StreamId,
+        data: &mut SourcedBytes,
+    ) -> Result<usize, Error> {
+        self.check_open()?;
+        self.streams.write_sourced(id, data)
     }
 
     /// Ends the stream after the bytes written so far.

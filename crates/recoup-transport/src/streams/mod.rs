@@ -10,8 +10,10 @@ mod flow;
 pub(crate) mod recv;
 mod send;
 mod send_buf;
+mod sourced;
 
 pub use flow::ControlFrame;
+pub use sourced::{ByteSource, SourcedBytes};
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
@@ -316,6 +318,14 @@ impl Streams {
         let available = self.conn_send.available();
         let offered = data.len();
         let w = self.send_mut(id)?.write_chunk(data, available)?;
+        self.account_write(id, w, offered)
+    }
+
+    /// As [`Self::write_chunk`], for bytes a source produces when they are sent.
+    pub fn write_sourced(&mut self, id: StreamId, data: &mut SourcedBytes) -> Result<usize, Error> {
+        let available = self.conn_send.available();
+        let offered = data.len();
+        let w = self.send_mut(id)?.write_sourced(data, available)?;
         self.account_write(id, w, offered)
     }
 

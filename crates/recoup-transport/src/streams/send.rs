@@ -9,7 +9,8 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use super::flow::SendCredit;
-use super::send_buf::SendBuf;
+use super::send_buf::{Chunk, SendBuf};
+use super::sourced::SourcedBytes;
 use crate::error::Error;
 use recoup_recovery::RangeSet;
 
@@ -117,7 +118,19 @@ impl SendStream {
     ) -> Result<Written, Error> {
         let offered = data.len();
         let n = self.accept(offered, conn_available)?;
-        self.buf.push(data.split_to(n));
+        self.buf.push(Chunk::Held(data.split_to(n)));
+        Ok(self.account(n, offered, conn_available))
+    }
+
+    /// As [`Self::write_chunk`], for bytes its source produces when they are sent.
+    pub(crate) fn write_sourced(
+        &mut self,
+        data: &mut SourcedBytes,
+        conn_available: u64,
+    ) -> Result<Written, Error> {
+        let offered = data.len();
+        let n = self.accept(offered, conn_available)?;
+        self.buf.push(Chunk::Sourced(data.split_to(n)));
         Ok(self.account(n, offered, conn_available))
     }
 

@@ -3,22 +3,55 @@
 //! A chunk handed over whole ([`SendBuf::push`]) is kept as it came, not copied: a simulated
 //! video frame or a server's file read reaches the packet with one copy instead of two. Small
 //! pieces and slice writes gather in a ring-buffer tail, so a writer of many small messages does
-//! not make a chunk of each.
+//! not make a chunk of each. A chunk may also be [`SourcedBytes`], produced as it is sent.
 
 use std::collections::VecDeque;
 
 use bytes::{Buf, Bytes};
 
+use super::sourced::SourcedBytes;
+
 /// Pieces shorter than this are copied into the tail rather than kept as a chunk of their own:
 /// each chunk costs an entry to search, and a copy of a few hundred bytes costs less.
 const MIN_CHUNK: usize = 1024;
+
+/// A chunk handed over whole.
+#[derive(Debug)]
+pub(crate) enum Chunk {
+    Held(Bytes),
+    Sourced(SourcedBytes),
+}
+
+impl Chunk {
+    fn len(&self) -> usize {
+        match self {
+            Self::Held(b) => b.len(),
+            Self::Sourced(s) => s.len(),
+        }
+    }
+
+    fn advance(&mut self, n: usize) {
+        match self {
+            Self::Held(b) => b.advance(n),
+            Self::Sourced(s) => s.advance(n),
+        }
+    }
+
+    /// Appends bytes `from..to` of the chunk to `out`.
+    fn append_range(&self, from: usize, to: usize, out: &mut Vec<u8>) {
+        match self {
+            Self::Held(b) => out.extend_from_slice(&b[from..to]),
+            Self::Sourced(s) => s.append_range(from, to, out),
+        }
+    }
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct SendBuf {
     /// Stream offset of the first byte held.
     base: u64,
     /// Kept chunks, each with the stream offset of its first byte, in stream order from `base`.
-    chunks: VecDeque<(u64, Bytes)>,
+    chunks: VecDeque<(u64, Chunk)>,
     /// Copied bytes after the last chunk.
     tail: VecDeque<u8>,
     /// Bytes held: those of `chunks` and `tail`.
@@ -52,17 +85,25 @@ impl SendBuf {
         self.base + self.len as u64
     }
 
-    /// Appends `data` without copying it unless it is small.
-    pub(crate) fn push(&mut self, data: Bytes) {
+    /// Appends `data` without copying it unless it is small (then its bytes join the tail).
+    pub(crate) fn push(&mut self, data: Chunk) {
         if data.len() < MIN_CHUNK {
-            self.extend_from_slice(&data);
+            match data {
+                Chunk::Held(b) => self.extend_from_slice(&b),
+                Chunk::Sourced(s) => {
+                    let mut bytes = Vec::with_capacity(s.len());
+                    s.append_to(&mut bytes);
+                    self.extend_from_slice(&bytes);
+                }
+            }
             return;
         }
         if !self.tail.is_empty() {
             // The tail's storage becomes the chunk (made contiguous in place, not copied out).
             let start = self.end() - self.tail.len() as u64;
             let tail = Vec::from(std::mem::take(&mut self.tail));
-            self.chunks.push_back((start, Bytes::from(tail)));
+            self.chunks
+                .push_back((start, Chunk::Held(Bytes::from(tail))));
         }
         let start = self.end();
         self.len += data.len();
@@ -93,7 +134,7 @@ impl SendBuf {
             // Offsets within one chunk fit in usize: the chunk is in memory.
             let from = (at - start) as usize;
             let to = (end.min(chunk_end) - start) as usize;
-            out.extend_from_slice(&chunk[from..to]);
+            chunk.append_range(from, to, out);
             at = start + to as u64;
         }
         if at < end {
@@ -140,26 +181,45 @@ impl SendBuf {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::streams::ByteSource;
+
+    /// A source that serves a slice of bytes.
+    #[derive(Debug)]
+    struct Slice(Vec<u8>);
+
+    impl ByteSource for Slice {
+        fn fill(&self, offset: u64, out: &mut [u8]) {
+            let from = offset as usize;
+            out.copy_from_slice(&self.0[from..from + out.len()]);
+        }
+    }
 
     /// A buffer fed a mix of kept chunks, small pieces and slice writes, freed and read at
     /// every step, always reads back the stream's bytes at the offsets asked.
     #[test]
     fn ranges_read_back_whatever_mix_of_chunks_and_copies_holds_them() {
         let data: Vec<u8> = (0..=250u8).cycle().take(200_000).collect();
+        let source: Arc<dyn ByteSource> = Arc::new(Slice(data.clone()));
         let mut buf = SendBuf::starting_at(0);
-        let (mut written, mut kept) = (0usize, 0usize);
+        let (mut written, mut kept, mut sourced) = (0usize, 0usize, 0usize);
         let mut out = Vec::new();
         for step in 0..120 {
             let n = [3, 700, 1500, 5000, 64][step % 5] + step;
             let piece = &data[written..written + n];
-            if step % 3 == 0 {
-                buf.extend_from_slice(piece);
-            } else {
-                let chunks = buf.chunks.len();
-                buf.push(Bytes::copy_from_slice(piece));
-                kept += usize::from(buf.chunks.len() > chunks);
+            let chunks = buf.chunks.len();
+            match step % 3 {
+                0 => buf.extend_from_slice(piece),
+                1 => buf.push(Chunk::Held(Bytes::copy_from_slice(piece))),
+                _ => {
+                    let (from, len) = (written as u64, piece.len());
+                    buf.push(Chunk::Sourced(SourcedBytes::new(source.clone(), from, len)));
+                    sourced += usize::from(buf.chunks.len() > chunks);
+                }
             }
+            kept += usize::from(buf.chunks.len() > chunks);
             written += n;
             assert_eq!(buf.end(), written as u64, "step {step}");
             let base = buf.base();
@@ -176,8 +236,8 @@ mod tests {
             buf.free_to(base + buf.len() as u64 * 3 / 5);
         }
         assert!(
-            kept > 20,
-            "too few kept chunks ({kept}): the chunk path went untested"
+            kept > 20 && sourced > 10,
+            "too few kept ({kept}) or sourced ({sourced}) chunks: a chunk path went untested"
         );
         buf.free_to(written as u64);
         assert_eq!((buf.len(), buf.chunks.len()), (0, 0));
@@ -203,17 +263,22 @@ mod tests {
         let at = chunk.as_ptr();
         let mut buf = SendBuf::starting_at(10);
         buf.extend_from_slice(b"head");
-        buf.push(chunk);
+        buf.push(Chunk::Held(chunk));
         assert_eq!(
             buf.chunks.len(),
             2,
             "the head's copy, then the chunk itself"
         );
-        assert_eq!(buf.chunks[1].1.as_ptr(), at);
+        assert!(matches!(&buf.chunks[1].1, Chunk::Held(b) if b.as_ptr() == at));
         assert_eq!((buf.base(), buf.end()), (10, 14 + 4 * MIN_CHUNK as u64));
         // A small piece joins the tail instead of becoming a chunk to search.
-        buf.push(Bytes::from_static(b"small"));
+        buf.push(Chunk::Held(Bytes::from_static(b"small")));
         assert_eq!(buf.chunks.len(), 2);
         assert_eq!(buf.tail, b"small");
+        // So does a small sourced piece, produced at once.
+        let tiny = SourcedBytes::new(Arc::new(Slice(b"xtiny".to_vec())), 1, 4);
+        buf.push(Chunk::Sourced(tiny));
+        assert_eq!(buf.chunks.len(), 2);
+        assert_eq!(buf.tail, b"smalltiny");
     }
 }

@@ -116,10 +116,9 @@ impl SendStream {
         data: &mut Bytes,
         conn_available: u64,
     ) -> Result<Written, Error> {
-        let offered = data.len();
-        let n = self.accept(offered, conn_available)?;
-        self.buf.push(Chunk::Held(data.split_to(n)));
-        Ok(self.account(n, offered, conn_available))
+        self.write_front(data.len(), conn_available, |n| {
+            Chunk::Held(data.split_to(n))
+        })
     }
 
     /// As [`Self::write_chunk`], for bytes its source produces when they are sent.
@@ -128,9 +127,21 @@ impl SendStream {
         data: &mut SourcedBytes,
         conn_available: u64,
     ) -> Result<Written, Error> {
-        let offered = data.len();
+        self.write_front(data.len(), conn_available, |n| {
+            Chunk::Sourced(data.split_to(n))
+        })
+    }
+
+    /// Keeps the front of a writer's `offered` bytes, as many (`n`) as the stream accepts, which
+    /// `take(n)` splits off.
+    fn write_front(
+        &mut self,
+        offered: usize,
+        conn_available: u64,
+        take: impl FnOnce(usize) -> Chunk,
+    ) -> Result<Written, Error> {
         let n = self.accept(offered, conn_available)?;
-        self.buf.push(Chunk::Sourced(data.split_to(n)));
+        self.buf.push(take(n));
         Ok(self.account(n, offered, conn_available))
     }
 

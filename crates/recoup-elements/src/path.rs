@@ -220,6 +220,15 @@ impl FromStr for PathSpec {
 pub type NamedNode = (String, Box<dyn Node>);
 
 impl PathSpec {
+    /// Whether an element can change a datagram's bytes (a corrupt element): elsewhere every
+    /// datagram arrives as it was sent, or not at all.
+    #[must_use]
+    pub fn alters_bytes(&self) -> bool {
+        self.elements
+            .iter()
+            .any(|e| matches!(e, ElementSpec::Corrupt(_)))
+    }
+
     /// Instantiate the chain. Element `i` is named `{prefix}/{i}-{kind}` and draws from
     /// `element_rng(seed, name)`. Relative trace and replay paths resolve against `base_dir`.
     /// `log_capacity > 0` turns on each element's event log.

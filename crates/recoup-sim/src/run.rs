@@ -16,7 +16,7 @@ use recoup_time::Instant;
 use recoup_transport::qlog::{QlogWriter, VantagePoint};
 use recoup_transport::{
     simulation_tls, ClientConfig, ConnectionHandle, Endpoint, Error as TransportError,
-    PolicyFactory, Recovered, ServerConfig, Side, TransportConfig,
+    PolicyFactory, Protection, Recovered, ServerConfig, Side, TransportConfig,
 };
 
 use crate::app::{AppEndpoint, AppOutcome};
@@ -283,12 +283,14 @@ fn add_flow(
     custom: Option<&PolicyFactory>,
 ) -> Result<Flow, RunError> {
     let seed = flow_seed(seed, i);
-    let (client_tls, server_tls) = simulation_tls(
-        seed,
-        "localhost",
-        &[b"hq-interop"],
-        scenario.transport.protection,
-    )?;
+    // A payload's checksum can reject a packet only where a path alters bytes.
+    let alters_bytes =
+        scenario.down.path_spec().alters_bytes() || scenario.up.path_spec().alters_bytes();
+    let protection = match scenario.transport.protection {
+        Protection::Null if !alters_bytes => Protection::NullHeader,
+        chosen => chosen,
+    };
+    let (client_tls, server_tls) = simulation_tls(seed, "localhost", &[b"hq-interop"], protection)?;
     let defaults = TransportConfig::default();
     let transport = TransportConfig {
         policy: policy.spec.clone(),

@@ -92,6 +92,12 @@ pub enum Protection {
     /// (`null_protection`): the same packets authenticate, at a fraction of the cost.
     #[default]
     Null,
+    /// [`Self::Null`] with a tag that leaves the payload's bytes out (it still covers the key, the
+    /// header, the packet number and the payload's length), for a path on which nothing alters a
+    /// datagram's bytes, where a payload always arrives as it was sealed: the same packets
+    /// authenticate, without a CRC over every byte. The simulator uses it in place of `Null` for
+    /// such paths; it is not a name a scenario can give.
+    NullHeader,
     /// The negotiated AEAD and header protection, as over real sockets.
     Aead,
 }
@@ -121,10 +127,10 @@ fn seeded_provider(seed: u64, protection: Protection) -> Arc<CryptoProvider> {
     let kx: &'static SeededX25519 = Box::leak(Box::new(SeededX25519(random)));
     let cipher_suites = match protection {
         Protection::Aead => base.cipher_suites,
-        Protection::Null => base
+        Protection::Null | Protection::NullHeader => base
             .cipher_suites
             .into_iter()
-            .map(crate::null_protection::null_twin)
+            .map(|suite| crate::null_protection::null_twin(suite, protection == Protection::Null))
             .collect(),
     };
     Arc::new(CryptoProvider {

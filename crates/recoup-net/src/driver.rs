@@ -230,15 +230,16 @@ impl RecvBatch {
         cfg!(any(target_os = "linux", target_os = "android")) && self.filled < self.bufs.len()
     }
 
-    /// The datagrams of the last receive as (sender, payload), split where GRO coalesced them.
-    pub(crate) fn datagrams(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> {
+    /// The datagrams of the last receive as (sender, payload), split where GRO coalesced them;
+    /// mutable, so that an endpoint can unprotect their packets in place.
+    pub(crate) fn datagrams(&mut self) -> impl Iterator<Item = (SocketAddr, &mut [u8])> {
         self.meta
             .iter()
-            .zip(&self.bufs)
+            .zip(&mut self.bufs)
             .take(self.filled)
             .flat_map(|(m, buf)| {
-                let data = buf.get(..m.len).unwrap_or_default();
-                data.chunks(m.stride.max(1)).map(move |d| (m.addr, d))
+                let data = buf.get_mut(..m.len).unwrap_or_default();
+                data.chunks_mut(m.stride.max(1)).map(move |d| (m.addr, d))
             })
     }
 }
@@ -458,7 +459,7 @@ impl Driver {
             }
             let now = self.clock.now();
             for (from, datagram) in self.recv.datagrams() {
-                self.endpoint.handle_datagram(now, from, datagram);
+                self.endpoint.handle_datagram_in_place(now, from, datagram);
                 handled += 1;
             }
             // A datagram arriving from now on is a new event of the edge-triggered poll (an

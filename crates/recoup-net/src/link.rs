@@ -544,7 +544,7 @@ impl Relay {
             }
             let now = self.clock.now();
             // Taken out while `input` borrows the relay, put back before any error returns.
-            let batch = std::mem::take(&mut self.recv);
+            let mut batch = std::mem::take(&mut self.recv);
             let relayed = batch.datagrams().try_for_each(|(from, datagram)| {
                 taken += 1;
                 self.input(token, from, datagram, now)

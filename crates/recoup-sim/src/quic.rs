@@ -128,8 +128,10 @@ impl<A: Application> QuicNode<A> {
 impl<A: Application + 'static> Node for QuicNode<A> {
     fn process(&mut self, input: Option<Datagram>, now: Instant) -> Output {
         match input {
-            Some(d) => {
-                let _ = self.endpoint.handle_datagram(now, d.src, &d.payload);
+            Some(mut d) => {
+                let _ = self
+                    .endpoint
+                    .handle_datagram_in_place(now, d.src, &mut d.payload);
                 recycle(d.payload);
             }
             None => {

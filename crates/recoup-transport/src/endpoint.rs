@@ -318,25 +318,64 @@ impl Endpoint {
         remote: SocketAddr,
         datagram: &[u8],
     ) -> Option<ConnectionHandle> {
+        match self.route(now, remote, datagram) {
+            Ok(handle) => {
+                let conn = self.touched(handle, WOKEN)?;
+                conn.handle_datagram(now, remote, datagram);
+                Some(handle)
+            }
+            Err(done) => done,
+        }
+    }
+
+    /// [`Self::handle_datagram`] for a caller that owns the datagram's buffer: its packets are
+    /// unprotected where they are, without a copy
+    /// ([`Connection::handle_datagram_in_place`]), and the buffer holds no particular bytes
+    /// afterwards.
+    pub fn handle_datagram_in_place(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        datagram: &mut [u8],
+    ) -> Option<ConnectionHandle> {
+        match self.route(now, remote, datagram) {
+            Ok(handle) => {
+                let conn = self.touched(handle, WOKEN)?;
+                conn.handle_datagram_in_place(now, remote, datagram);
+                Some(handle)
+            }
+            Err(done) => done,
+        }
+    }
+
+    /// The connection a datagram from `remote` goes to (`Ok`), or, for a datagram that goes to
+    /// none, what [`Self::handle_datagram`] answers: a connection that a stateless reset ended,
+    /// a new one (a server's Initial), or none.
+    fn route(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        datagram: &[u8],
+    ) -> Result<ConnectionHandle, Option<ConnectionHandle>> {
         // Routes issued since the last call must be known.
         self.refresh();
         let long = datagram.first().is_some_and(|b| b & 0x80 != 0);
         let dcid = if long {
-            let inv = VersionInvariants::parse(datagram).ok()?;
+            let inv = VersionInvariants::parse(datagram).map_err(|_| None)?;
             if inv.version != QUIC_VERSION_1 {
                 if inv.version != 0 {
                     self.version_negotiation(remote, datagram.len(), inv.dcid, inv.scid);
                 }
                 self.dropped += 1;
-                return None;
+                return Err(None);
             }
-            ConnectionId::new(inv.dcid).ok()?
+            ConnectionId::new(inv.dcid).map_err(|_| None)?
         } else {
             match datagram.get(1..1 + self.local_cid_len) {
-                Some(b) => ConnectionId::new(b).ok()?,
+                Some(b) => ConnectionId::new(b).map_err(|_| None)?,
                 None => {
                     self.dropped += 1;
-                    return None;
+                    return Err(None);
                 }
             }
         };
@@ -346,17 +385,15 @@ impl Endpoint {
             .or_else(|| self.initial_routes.get(&(remote, dcid)))
             .copied()
             .or_else(|| self.try_accept(now, remote, datagram, dcid));
-        let Some(handle) = handle else {
+        // Routes the connection issues are synced when it is refreshed, before the next datagram.
+        handle.ok_or_else(|| {
             self.dropped += 1;
-            if !long {
-                return self.unknown_short_header(now, remote, datagram);
+            if long {
+                None
+            } else {
+                self.unknown_short_header(now, remote, datagram)
             }
-            return None;
-        };
-        // Routes it issues are synced when it is refreshed, before the next datagram.
-        let conn = self.touched(handle, WOKEN)?;
-        conn.handle_datagram(now, remote, datagram);
-        Some(handle)
+        })
     }
 
     fn try_accept(

@@ -71,18 +71,21 @@ impl ResetKey {
     }
 }
 
-/// RFC 9000 §10.3.1: whether `datagram` ends with `token`. Compared in constant time, so that
-/// timing reveals nothing about a token (§10.3.1 "MUST NOT ... timing").
+/// RFC 9000 §10.3.1: the last 16 bytes of `datagram`, where a stateless reset carries its token,
+/// if it can be one (a short header, at least [`MIN_RESET_LEN`] bytes).
 #[must_use]
-pub fn ends_with_token(datagram: &[u8], token: &StatelessResetToken) -> bool {
-    if datagram.len() < MIN_RESET_LEN {
-        return false;
+pub fn reset_tail(datagram: &[u8]) -> Option<StatelessResetToken> {
+    if datagram.len() < MIN_RESET_LEN || datagram[0] & 0x80 != 0 {
+        return None;
     }
-    let tail = &datagram[datagram.len() - 16..];
-    tail.iter()
-        .zip(token)
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-        == 0
+    datagram[datagram.len() - 16..].try_into().ok()
+}
+
+/// Whether two tokens are equal, compared in constant time so that timing reveals nothing about
+/// a token (RFC 9000 §10.3.1 "MUST NOT ... timing").
+#[must_use]
+pub fn tokens_equal(a: &StatelessResetToken, b: &StatelessResetToken) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -103,8 +106,9 @@ mod tests {
         let reset = key.reset_for(&trigger, 8).expect("a reset");
         assert_eq!(reset.len(), MAX_RESET_LEN);
         assert_eq!(reset[0] & 0xc0, 0x40, "short header form, fixed bit");
-        assert!(ends_with_token(&reset, &key.token(&a)));
-        assert!(!ends_with_token(&reset, &key.token(&b)));
+        let tail = reset_tail(&reset).expect("a reset can be one");
+        assert!(tokens_equal(&tail, &key.token(&a)));
+        assert!(!tokens_equal(&tail, &key.token(&b)));
         // §10.3.3: always smaller than the trigger, and none below the minimum size.
         for n in 1..=60 {
             match key.reset_for(&trigger[..n], 8) {

@@ -6,7 +6,7 @@ use rand::RngCore;
 
 use crate::cid::{ConnectionId, StatelessResetToken};
 use crate::error::{transport_err, TransportError};
-use crate::stateless_reset::{ends_with_token, ResetKey};
+use crate::stateless_reset::{tokens_equal, ResetKey};
 
 /// A connection ID we issued, as the endpoint must route it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,14 +134,14 @@ impl CidState {
         }
     }
 
-    /// RFC 9000 §10.3.1: whether `datagram` ends with the reset token of one of the peer's IDs
-    /// we hold.
-    pub fn is_stateless_reset(&self, datagram: &[u8]) -> bool {
+    /// RFC 9000 §10.3.1: whether `tail` (a datagram's last 16 bytes) is the reset token of one
+    /// of the peer's IDs we hold.
+    pub fn holds_reset_token(&self, tail: &StatelessResetToken) -> bool {
         // Every token is compared, none skipped on a match, so the time taken says nothing.
         self.remote
             .values()
             .filter_map(|(_, t)| t.as_ref())
-            .fold(false, |hit, t| ends_with_token(datagram, t) | hit)
+            .fold(false, |hit, t| tokens_equal(tail, t) | hit)
     }
 
     /// Our sequence-0 ID (the source ID of our long headers).

@@ -16,12 +16,50 @@ use crate::frame::{frame_allowed_or_err, Frame, Frames, StreamDir};
 use crate::loss::SpaceId;
 use crate::packet::{decode_pn, FirstByte, PacketType, PartialDecode};
 use crate::qlog::{Event, PacketEvent, PacketHeader, QlogFrame, RawInfo};
+use crate::stateless_reset::reset_tail;
 use crate::streams::StreamId;
+
+/// What processing a packet reads of its header once the packet's bytes may be unprotected in
+/// place (a [`PartialDecode`] borrows them).
+struct ReceivedHeader {
+    ty: PacketType,
+    dcid: ConnectionId,
+    scid: ConnectionId,
+    pn_offset: Option<usize>,
+}
+
+impl ReceivedHeader {
+    fn of(header: &PartialDecode<'_>) -> Self {
+        Self {
+            ty: header.ty,
+            dcid: header.dcid,
+            scid: header.scid,
+            pn_offset: header.pn_offset,
+        }
+    }
+}
 
 impl Connection {
     /// Processes one UDP datagram from `remote`. Malformed or undecryptable packets are dropped
     /// (RFC 9000 §12.2, §5.2); protocol violations close the connection with their error code.
+    /// The datagram is copied first; [`Self::handle_datagram_in_place`] saves the copy.
     pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, datagram: &[u8]) {
+        let mut copy = std::mem::take(&mut self.rx_scratch);
+        copy.clear();
+        copy.extend_from_slice(datagram);
+        self.handle_datagram_in_place(now, remote, &mut copy);
+        self.rx_scratch = copy;
+    }
+
+    /// [`Self::handle_datagram`] for a caller that owns the datagram's buffer: its packets are
+    /// unprotected where they are, without a copy, and the buffer holds no particular bytes
+    /// afterwards.
+    pub fn handle_datagram_in_place(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        datagram: &mut [u8],
+    ) {
         if matches!(self.state, State::Closed | State::Draining { .. }) {
             return;
         }
@@ -34,72 +72,76 @@ impl Connection {
             // preferred address (RFC 9000 §9.6), so anything else is not our server.
             return;
         }
+        // Read before the packets are unprotected over them (a failed AEAD open may leave its
+        // input changed).
+        let reset_tail = reset_tail(datagram);
         // A server counts a datagram from another address toward that address's path once the
         // peer has moved there (`on_peer_address_change`, RFC 9000 §9.3).
+        let from = (remote, datagram.len());
         let mut rest = datagram;
         let mut last_failed = false;
         while !rest.is_empty() {
-            let header = match PartialDecode::parse(rest, self.config.local_cid_len) {
-                Ok(h) => h,
-                Err(e) => {
-                    // RFC 9000 §12.2: the rest of the datagram cannot be parsed either.
-                    tracing::trace!(error = %e, "dropping undecodable packet");
-                    self.stats.packets_dropped += 1;
-                    return;
-                }
-            };
-            let len = header.packet_len();
-            rest = &rest[len.min(rest.len())..];
             let dropped = self.stats.packets_dropped;
-            if !self.handle_packet_or_close(now, (remote, datagram.len()), &header) {
+            let Some(len) = self.handle_first_packet(now, from, rest) else {
                 return;
-            }
+            };
             last_failed = self.stats.packets_dropped > dropped;
+            rest = &mut std::mem::take(&mut rest)[len..];
             if self.state != State::Handshaking && !self.handshake.early_one_rtt.is_empty() {
                 self.process_early_one_rtt(now);
             }
         }
         // RFC 9000 §10.3.1: a datagram whose (last) packet cannot be processed may be a
         // stateless reset from a peer that lost this connection.
-        if last_failed && self.is_stateless_reset(datagram) {
+        if last_failed && reset_tail.is_some_and(|tail| self.cids.holds_reset_token(&tail)) {
             self.on_stateless_reset(now);
         }
     }
 
-    /// Processes one packet: a protocol violation closes the connection, anything else that
-    /// fails drops the packet. False once the connection no longer processes packets.
-    fn handle_packet_or_close(
+    /// Processes the packet at the start of `bytes` in place: a protocol violation closes the
+    /// connection, anything else that fails drops the packet. Returns the packet's length, or
+    /// `None` when nothing more of the datagram is processed: the packet cannot be parsed (nor
+    /// then, RFC 9000 §12.2, what follows it) or the connection no longer processes packets.
+    fn handle_first_packet(
         &mut self,
         now: Instant,
         from: (SocketAddr, usize),
-        header: &PartialDecode<'_>,
-    ) -> bool {
-        let mut packet = std::mem::take(&mut self.rx_scratch);
-        packet.clear();
-        packet.extend_from_slice(header.packet);
-        let handled = self.handle_packet(now, from, header, &mut packet);
-        self.rx_scratch = packet;
+        bytes: &mut [u8],
+    ) -> Option<usize> {
+        let (len, header, retry) = match PartialDecode::parse(bytes, self.config.local_cid_len) {
+            Ok(h) => {
+                // A Retry is read as it is, never unprotected.
+                let retry = (h.ty == PacketType::Retry).then(|| self.on_retry(now, &h));
+                (h.packet_len(), ReceivedHeader::of(&h), retry)
+            }
+            Err(e) => {
+                tracing::trace!(error = %e, "dropping undecodable packet");
+                self.stats.packets_dropped += 1;
+                return None;
+            }
+        };
+        let len = len.min(bytes.len());
+        let handled =
+            retry.unwrap_or_else(|| self.handle_packet(now, from, &header, &mut bytes[..len]));
         match handled {
             Ok(()) => {}
             Err(Error::Transport(err)) => {
                 self.close_with_error(now, &err);
-                return false;
+                return None;
             }
             Err(_) => self.stats.packets_dropped += 1,
         }
-        !matches!(self.state, State::Closed | State::Draining { .. })
+        (!matches!(self.state, State::Closed | State::Draining { .. })).then_some(len)
     }
 
     /// Processes the 1-RTT packets that arrived before the handshake completed, now that it has
     /// (RFC 9001 §5.7: they "MAY be stored and later decrypted").
     fn process_early_one_rtt(&mut self, now: Instant) {
-        for bytes in std::mem::take(&mut self.handshake.early_one_rtt) {
-            let Ok(header) = PartialDecode::parse(&bytes, self.config.local_cid_len) else {
-                continue;
-            };
+        for mut bytes in std::mem::take(&mut self.handshake.early_one_rtt) {
             // Held packets came on the handshake's path: no migration before it completes
             // (RFC 9000 §9), and their datagrams were counted when they arrived.
-            if !self.handle_packet_or_close(now, (self.path.remote, 0), &header) {
+            let _ = self.handle_first_packet(now, (self.path.remote, 0), &mut bytes);
+            if matches!(self.state, State::Closed | State::Draining { .. }) {
                 return;
             }
         }
@@ -110,17 +152,16 @@ impl Connection {
         &mut self,
         now: Instant,
         from: (SocketAddr, usize),
-        header: &PartialDecode<'_>,
+        header: &ReceivedHeader,
         packet: &mut [u8],
     ) -> Result<(), Error> {
         let space = match header.ty {
             PacketType::Initial => SpaceId::Initial,
             PacketType::Handshake => SpaceId::Handshake,
             PacketType::OneRtt => SpaceId::Data,
-            PacketType::Retry => return self.on_retry(now, header),
             // We never send 0-RTT, and we speak only v1 (a version negotiation packet ends
-            // nothing).
-            PacketType::ZeroRtt | PacketType::VersionNegotiation => {
+            // nothing); a Retry was handled before (`handle_first_packet`).
+            PacketType::ZeroRtt | PacketType::VersionNegotiation | PacketType::Retry => {
                 return Err(Error::Decrypt);
             }
         };
@@ -130,7 +171,7 @@ impl Connection {
             // acknowledge) them: a client may take an ACK of 1-RTT as handshake confirmation
             // (RFC 9001 §4.1.2) and drop its Handshake keys while its Finished is still lost.
             // The packets wait, bounded, for the handshake (`process_early_one_rtt`).
-            return if self.handshake.buffer_early_one_rtt(header.packet) {
+            return if self.handshake.buffer_early_one_rtt(packet) {
                 Ok(())
             } else {
                 Err(Error::Decrypt)
@@ -141,6 +182,7 @@ impl Connection {
             return Err(Error::Decrypt);
         }
         let pn_offset = header.pn_offset.ok_or(Error::Decrypt)?;
+        let packet_len = packet.len() as u64;
         let largest = self.spaces[space].largest_received.map(|(pn, _)| pn);
         // Remove header protection, decode the packet number, decrypt.
         let (pn_len, truncated) = self.keys.unprotect_header(space, packet, pn_offset)?;
@@ -203,9 +245,7 @@ impl Connection {
                     packet_type: packet_type_name(space).into(),
                     packet_number: pn,
                 },
-                raw: RawInfo {
-                    length: header.packet.len() as u64,
-                },
+                raw: RawInfo { length: packet_len },
                 frames: qlog_received_frames(payload, exponent),
                 trigger: None,
                 recoup: None,

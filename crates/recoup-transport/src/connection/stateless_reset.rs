@@ -3,6 +3,7 @@
 use recoup_time::Instant;
 
 use super::{CloseReason, Connection, Event, State};
+use crate::stateless_reset::reset_tail;
 
 impl Connection {
     /// Whether `datagram`, which no packet of this connection could be read from, is a
@@ -10,7 +11,7 @@ impl Connection {
     /// peer's reset tokens (RFC 9000 §10.3.1).
     #[must_use]
     pub fn is_stateless_reset(&self, datagram: &[u8]) -> bool {
-        datagram.first().is_some_and(|b| b & 0x80 == 0) && self.cids.is_stateless_reset(datagram)
+        reset_tail(datagram).is_some_and(|tail| self.cids.holds_reset_token(&tail))
     }
 
     /// RFC 9000 §10.3.1: after a stateless reset the connection enters the draining period and

@@ -169,9 +169,9 @@ pub struct AckOutcome<T> {
 }
 
 impl<T> AckOutcome<T> {
-    fn empty(prior_bytes_in_flight: u64) -> Self {
+    fn empty(prior_bytes_in_flight: u64, acked: Vec<SentPacket<T>>) -> Self {
         Self {
-            acked: Vec::new(),
+            acked,
             losses: LossReport::default(),
             rtt_updated: false,
             spurious: 0,
@@ -418,6 +418,9 @@ pub struct LossDetection<T> {
     handshake_ack_received: bool,
     amplification_blocked: bool,
     timer: Option<Instant>,
+    /// An emptied [`AckOutcome::acked`] handed back ([`Self::recycle_acked`]): the next ACK's
+    /// fills it rather than a new allocation.
+    spare_acked: Vec<SentPacket<T>>,
 }
 
 impl<T> LossDetection<T> {
@@ -435,7 +438,14 @@ impl<T> LossDetection<T> {
             handshake_ack_received: false,
             amplification_blocked: false,
             timer: None,
+            spare_acked: Vec::new(),
         }
+    }
+
+    /// Takes back an [`AckOutcome::acked`] its caller is done with, for the next ACK to fill.
+    pub fn recycle_acked(&mut self, mut acked: Vec<SentPacket<T>>) {
+        acked.clear();
+        self.spare_acked = acked;
     }
 
     fn space(&self, id: SpaceId) -> &Space<T> {
@@ -486,7 +496,8 @@ impl<T> LossDetection<T> {
         ack_delay: Duration,
         now: Instant,
     ) -> Result<AckOutcome<T>, TransportError> {
-        let mut outcome = AckOutcome::empty(self.bytes_in_flight);
+        let spare = std::mem::take(&mut self.spare_acked);
+        let mut outcome = AckOutcome::empty(self.bytes_in_flight, spare);
         let s = self.space(space);
         if s.discarded {
             return Ok(outcome);

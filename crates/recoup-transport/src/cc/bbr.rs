@@ -547,7 +547,7 @@ mod tests {
                         .on_ack_received(SpaceId::Data, &[acked_pn..=acked_pn], Duration::ZERO, now)
                         .expect("valid ack");
                     assert!(out.losses.lost.is_empty(), "lossless link");
-                    let acked: Vec<AckedPacket> = AckedPacket::in_flight_of(&out.acked);
+                    let acked = AckedPacket::in_flight_of(&out.acked);
                     if now > settle {
                         max_rtt_after_settle = max_rtt_after_settle.max(ld.rtt().latest());
                     }

@@ -16,6 +16,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use recoup_time::Instant;
+use smallvec::SmallVec;
 
 use crate::delivery_rate::{RateSample, RateSnapshot};
 use crate::error::DecodeError;
@@ -49,9 +50,10 @@ impl AckedPacket {
         }
     }
 
-    /// The in-flight packets of `acked` (what controllers count), in order.
+    /// The in-flight packets of `acked` (what controllers count), in order; an ACK's few are
+    /// kept on the stack.
     #[must_use]
-    pub fn in_flight_of<T>(acked: &[SentPacket<T>]) -> Vec<Self> {
+    pub fn in_flight_of<T>(acked: &[SentPacket<T>]) -> SmallVec<[Self; 8]> {
         acked
             .iter()
             .filter(|p| p.in_flight)

@@ -574,6 +574,7 @@ impl Connection {
             .on_ack_received(space, &ranges, ack_delay, now)?;
         self.stats.spurious_losses += outcome.spurious;
         if outcome.acked.is_empty() && outcome.losses.lost.is_empty() {
+            self.recovery.loss.recycle_acked(outcome.acked);
             return Ok(());
         }
         // What the acknowledged packets carried first: a lineage whose data this ACK completes
@@ -641,6 +642,7 @@ impl Connection {
                 app_limited,
             });
         }
+        recovery.loss.recycle_acked(outcome.acked);
         self.qlog_congestion_state(now);
         Ok(())
     }

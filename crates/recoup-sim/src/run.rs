@@ -273,23 +273,17 @@ struct Flow {
     server_addr: SocketAddr,
 }
 
-/// Adds flow `i`'s client and server nodes (qlog traces only for flow 0).
+/// Adds flow `i`'s client and server nodes (qlog traces only for flow 0), protecting packets
+/// with `protection`.
 fn add_flow(
     sim: &mut Simulator,
-    scenario: &Scenario,
+    (scenario, protection): (&Scenario, Protection),
     policy: &PolicyEntry,
     (seed, i): (u64, usize),
     qlog_dir: Option<&Path>,
     custom: Option<&PolicyFactory>,
 ) -> Result<Flow, RunError> {
     let seed = flow_seed(seed, i);
-    // A payload's checksum can reject a packet only where a path alters bytes.
-    let alters_bytes =
-        scenario.down.path_spec().alters_bytes() || scenario.up.path_spec().alters_bytes();
-    let protection = match scenario.transport.protection {
-        Protection::Null if !alters_bytes => Protection::NullHeader,
-        chosen => chosen,
-    };
     let (client_tls, server_tls) = simulation_tls(seed, "localhost", &[b"hq-interop"], protection)?;
     let defaults = TransportConfig::default();
     let transport = TransportConfig {
@@ -417,12 +411,18 @@ fn run_flows_with_outputs(
         return Err(RunError::OracleOneFlow);
     }
     let start = Instant::ZERO;
+    let (down, up) = (scenario.down.path_spec(), scenario.up.path_spec());
+    // A payload's checksum can reject a packet only where a path alters bytes.
+    let protection = match scenario.transport.protection {
+        Protection::Null if !down.alters_bytes() && !up.alters_bytes() => Protection::NullHeader,
+        chosen => chosen,
+    };
     let mut sim = Simulator::new();
     let all = (0..flows)
         .map(|i| {
             add_flow(
                 &mut sim,
-                scenario,
+                (scenario, protection),
                 policy,
                 (seed, i),
                 outputs.qlog_dir,
@@ -430,8 +430,8 @@ fn run_flows_with_outputs(
             )
         })
         .collect::<Result<Vec<Flow>, RunError>>()?;
-    let down = scenario.down.path_spec().build(seed, "down", None, 0)?;
-    let up = scenario.up.path_spec().build(seed, "up", None, 0)?;
+    let down = down.build(seed, "down", None, 0)?;
+    let up = up.build(seed, "up", None, 0)?;
     let first = &all[0];
     let down = sim.add_path(first.server, first.client_addr, down, first.client);
     let up = sim.add_path(first.client, first.server_addr, up, first.server);

@@ -98,6 +98,8 @@ pub struct Endpoint {
     created: u64,
     /// Set by [`Endpoint::require_retry`]: every new connection first proves its address.
     retry: Option<RetryTokens>,
+    /// Where [`Endpoint::handle_datagram`] copies a datagram, kept so that it allocates once.
+    rx_copy: Vec<u8>,
     /// Set by [`Endpoint::set_stateless_reset_key`]: reset tokens derive from it.
     reset_key: Option<ResetKey>,
     /// The second the reset rate limit counts in, and the resets sent in it.
@@ -137,6 +139,7 @@ impl Endpoint {
             listed: Vec::new(),
             created: 0,
             retry: None,
+            rx_copy: Vec::new(),
             reset_key: None,
             reset_window: (Instant::ZERO, 0),
             resets_sent: 0,
@@ -311,21 +314,20 @@ impl Endpoint {
             .map(|(i, _)| ConnectionHandle(i))
     }
 
-    /// Processes a datagram from `remote`; returns the connection it went to, if any.
+    /// Processes a datagram from `remote`; returns the connection it went to, if any. The
+    /// datagram is copied first; [`Self::handle_datagram_in_place`] saves the copy.
     pub fn handle_datagram(
         &mut self,
         now: Instant,
         remote: SocketAddr,
         datagram: &[u8],
     ) -> Option<ConnectionHandle> {
-        match self.route(now, remote, datagram) {
-            Ok(handle) => {
-                let conn = self.touched(handle, WOKEN)?;
-                conn.handle_datagram(now, remote, datagram);
-                Some(handle)
-            }
-            Err(done) => done,
-        }
+        let mut copy = std::mem::take(&mut self.rx_copy);
+        copy.clear();
+        copy.extend_from_slice(datagram);
+        let handle = self.handle_datagram_in_place(now, remote, &mut copy);
+        self.rx_copy = copy;
+        handle
     }
 
     /// [`Self::handle_datagram`] for a caller that owns the datagram's buffer: its packets are
@@ -338,44 +340,25 @@ impl Endpoint {
         remote: SocketAddr,
         datagram: &mut [u8],
     ) -> Option<ConnectionHandle> {
-        match self.route(now, remote, datagram) {
-            Ok(handle) => {
-                let conn = self.touched(handle, WOKEN)?;
-                conn.handle_datagram_in_place(now, remote, datagram);
-                Some(handle)
-            }
-            Err(done) => done,
-        }
-    }
-
-    /// The connection a datagram from `remote` goes to (`Ok`), or, for a datagram that goes to
-    /// none, what [`Self::handle_datagram`] answers: a connection that a stateless reset ended,
-    /// a new one (a server's Initial), or none.
-    fn route(
-        &mut self,
-        now: Instant,
-        remote: SocketAddr,
-        datagram: &[u8],
-    ) -> Result<ConnectionHandle, Option<ConnectionHandle>> {
         // Routes issued since the last call must be known.
         self.refresh();
         let long = datagram.first().is_some_and(|b| b & 0x80 != 0);
         let dcid = if long {
-            let inv = VersionInvariants::parse(datagram).map_err(|_| None)?;
+            let inv = VersionInvariants::parse(datagram).ok()?;
             if inv.version != QUIC_VERSION_1 {
                 if inv.version != 0 {
                     self.version_negotiation(remote, datagram.len(), inv.dcid, inv.scid);
                 }
                 self.dropped += 1;
-                return Err(None);
+                return None;
             }
-            ConnectionId::new(inv.dcid).map_err(|_| None)?
+            ConnectionId::new(inv.dcid).ok()?
         } else {
             match datagram.get(1..1 + self.local_cid_len) {
-                Some(b) => ConnectionId::new(b).map_err(|_| None)?,
+                Some(b) => ConnectionId::new(b).ok()?,
                 None => {
                     self.dropped += 1;
-                    return Err(None);
+                    return None;
                 }
             }
         };
@@ -385,15 +368,17 @@ impl Endpoint {
             .or_else(|| self.initial_routes.get(&(remote, dcid)))
             .copied()
             .or_else(|| self.try_accept(now, remote, datagram, dcid));
-        // Routes the connection issues are synced when it is refreshed, before the next datagram.
-        handle.ok_or_else(|| {
+        let Some(handle) = handle else {
             self.dropped += 1;
-            if long {
-                None
-            } else {
-                self.unknown_short_header(now, remote, datagram)
+            if !long {
+                return self.unknown_short_header(now, remote, datagram);
             }
-        })
+            return None;
+        };
+        // Routes it issues are synced when it is refreshed, before the next datagram.
+        let conn = self.touched(handle, WOKEN)?;
+        conn.handle_datagram_in_place(now, remote, datagram);
+        Some(handle)
     }
 
     fn try_accept(

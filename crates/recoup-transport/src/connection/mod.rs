@@ -288,9 +288,6 @@ pub struct Connection {
     fec: FecState,
     /// Packet events for the application (`feedback`), when `record_packets` is set.
     packet_records: Vec<PacketRecord>,
-    /// Where a received packet is decrypted (in place), kept between packets so that receiving
-    /// allocates nothing.
-    rx_scratch: Vec<u8>,
 }
 
 impl Connection {
@@ -428,7 +425,6 @@ impl Connection {
             rng,
             fec: FecState::new(&config),
             packet_records: Vec::new(),
-            rx_scratch: Vec::new(),
             config,
         }
     }

@@ -42,18 +42,7 @@ impl ReceivedHeader {
 impl Connection {
     /// Processes one UDP datagram from `remote`. Malformed or undecryptable packets are dropped
     /// (RFC 9000 §12.2, §5.2); protocol violations close the connection with their error code.
-    /// The datagram is copied first; [`Self::handle_datagram_in_place`] saves the copy.
-    pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, datagram: &[u8]) {
-        let mut copy = std::mem::take(&mut self.rx_scratch);
-        copy.clear();
-        copy.extend_from_slice(datagram);
-        self.handle_datagram_in_place(now, remote, &mut copy);
-        self.rx_scratch = copy;
-    }
-
-    /// [`Self::handle_datagram`] for a caller that owns the datagram's buffer: its packets are
-    /// unprotected where they are, without a copy, and the buffer holds no particular bytes
-    /// afterwards.
+    /// Packets are unprotected where they lie: the buffer holds no particular bytes afterwards.
     pub fn handle_datagram_in_place(
         &mut self,
         now: Instant,

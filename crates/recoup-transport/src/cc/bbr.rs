@@ -28,6 +28,8 @@ const CWND_GAIN: f64 = 2.0;
 /// after which the pipe is full.
 const FULL_BW_GROWTH: f64 = 1.25;
 const FULL_BW_ROUNDS: u32 = 3;
+/// The RTT the initial pacing rate assumes before any sample: LSQUIC's default min RTT.
+const NO_RTT_NOMINAL: Duration = Duration::from_millis(25);
 
 /// BBR's state machine (draft §4.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +51,8 @@ pub struct Bbr {
     cwnd_gain: f64,
     cwnd: u64,
     pacing_rate: u64,
+    /// Whether the pacing rate was set from a measured RTT (tcp_bbr's `has_seen_rtt`).
+    has_seen_rtt: bool,
     /// Per-round maxima of the last BtlBwFilterLen rounds: (round, bytes/s).
     bw_samples: VecDeque<(u64, u64)>,
     btl_bw: u64,
@@ -92,6 +96,7 @@ impl Bbr {
             cwnd_gain: HIGH_GAIN,
             cwnd: initial_cwnd,
             pacing_rate: 0,
+            has_seen_rtt: false,
             bw_samples: VecDeque::new(),
             btl_bw: 0,
             rt_prop: None,
@@ -118,9 +123,29 @@ impl Bbr {
             delivered: 0,
             seed: config.seed,
         };
-        // Draft §4.2.1: pace the initial window over 1 ms until there is an RTT sample.
-        bbr.pacing_rate = gain_of(initial_cwnd.saturating_mul(1000), HIGH_GAIN);
+        // Draft §4.2.1 BBRInitPacingRate takes a nominal 1 ms RTT while there is no sample;
+        // LSQUIC's BBR (the AutoRec and ART testbeds' controller) takes 25 ms
+        // (`get_min_rtt` in lsquic_bbr.c), which we follow. `init_pacing_rate_from_rtt`
+        // replaces it at the first sample, which a QUIC connection has from its handshake.
+        bbr.pacing_rate = gain_of(
+            initial_cwnd.saturating_mul(1000) / NO_RTT_NOMINAL.as_millis() as u64,
+            HIGH_GAIN,
+        );
         bbr
+    }
+
+    /// Draft §4.2.1 BBRInitPacingRate with the SRTT in place of 1 ms, at the first RTT sample:
+    /// high_gain · cwnd / SRTT, as Linux `tcp_bbr` (`bbr_init_pacing_rate_from_rtt`, called by
+    /// `bbr_set_pacing_rate` until an RTT was seen) and LSQUIC's BBR do. Without it the 1 ms rate
+    /// stays: `set_pacing_rate` only raises the rate before the pipe is full, and an
+    /// application-limited stream never fills it.
+    fn init_pacing_rate_from_rtt(&mut self, srtt: Duration) {
+        if self.has_seen_rtt || srtt.is_zero() {
+            return;
+        }
+        self.has_seen_rtt = true;
+        let rate = u128::from(self.cwnd) * 1_000_000_000 / srtt.as_nanos();
+        self.pacing_rate = gain_of(u64::try_from(rate).unwrap_or(u64::MAX), HIGH_GAIN);
     }
 
     /// The current state.
@@ -410,13 +435,19 @@ impl CongestionController for Bbr {
             rtt.or_else(|| ack.rtt.has_sample().then(|| ack.rtt.latest())),
         );
         self.check_probe_rtt(now, ack.in_flight);
+        if ack.rtt.has_sample() {
+            self.init_pacing_rate_from_rtt(ack.rtt.smoothed());
+        }
         self.set_pacing_rate();
         self.set_cwnd(acked, ack.in_flight);
         self.lost_since_ack = false;
     }
 
     /// Draft §4.2.3.4 BBRModulateCwndForRecovery, with RFC 9002's recovery period and
-    /// persistent congestion.
+    /// persistent congestion. The window never falls below the minimum pipe (four datagrams) on a
+    /// loss, as LSQUIC's recovery window (`lsquic_bbr.c`, `calculate_recovery_window`) and
+    /// tcp_bbr's `bbr_cwnd_min_target`: a loss found by the timer between two frames would
+    /// otherwise hold the next frame to one datagram until an ACK came back.
     fn on_congestion_event(
         &mut self,
         now: Instant,
@@ -437,9 +468,9 @@ impl CongestionController for Bbr {
             self.in_recovery = true;
             self.packet_conservation = true;
             self.conservation_round = self.round_count;
-            self.cwnd = self.in_flight.max(self.mds);
+            self.cwnd = self.in_flight.max(self.min_pipe_cwnd);
         } else {
-            self.cwnd = self.cwnd.saturating_sub(lost_bytes).max(self.mds);
+            self.cwnd = self.cwnd.saturating_sub(lost_bytes).max(self.min_pipe_cwnd);
         }
         if persistent_congestion {
             // Like a TCP retransmission timeout: remember the window, restart from the minimum.
@@ -495,6 +526,14 @@ mod tests {
 
     const MDS: u64 = 1200;
 
+    /// What the sender has to send: always something (bulk), or frames of `frame` bytes every
+    /// `interval` (an application-limited live stream).
+    #[derive(Clone, Copy)]
+    enum Source {
+        Bulk,
+        Frames { frame: u64, interval: Duration },
+    }
+
     /// A sender with loss detection, BBR and a pacer over a lossless bottleneck of `rate` bytes/s
     /// with a base RTT of `base_rtt` and an unlimited queue; acknowledgements come back one per
     /// packet. Runs until `until` and returns the controller and the largest RTT sample seen after
@@ -504,6 +543,7 @@ mod tests {
         base_rtt: Duration,
         until: Instant,
         settle: Instant,
+        source: Source,
     ) -> (Bbr, Duration) {
         let mut ld = LossDetection::<()>::new(LossConfig {
             server: true,
@@ -517,8 +557,21 @@ mod tests {
         let mut now = Instant::ZERO;
         let mut pn = 0;
         let mut max_rtt_after_settle = Duration::ZERO;
+        // Bytes the application has handed over and not yet sent, and its next frame.
+        let mut backlog = 0;
+        let mut next_frame = Some(Instant::ZERO);
         while now < until {
-            let send_at = if ld.bytes_in_flight() + MDS <= cc.window() {
+            if let (Source::Frames { frame, interval }, Some(at)) = (source, next_frame) {
+                if at <= now {
+                    backlog += frame;
+                    next_frame = Some(at + interval);
+                }
+            }
+            let has_data = matches!(source, Source::Bulk) || backlog > 0;
+            if !has_data {
+                ld.on_app_limited();
+            }
+            let send_at = if has_data && ld.bytes_in_flight() + MDS <= cc.window() {
                 let srtt = ld.rtt().smoothed();
                 let at = pacer.next_send_time(now, cc.window(), srtt, cc.pacing_rate(), MDS);
                 Some(at.unwrap_or(now))
@@ -526,14 +579,23 @@ mod tests {
                 None
             };
             let ack_at = acks.front().map(|&(t, _)| t);
+            let frame_at = next_frame.filter(|_| matches!(source, Source::Frames { .. }));
+            let send_first = send_at.is_some_and(|s| ack_at.is_none_or(|a| s < a));
+            if let Some(f) =
+                frame_at.filter(|&f| send_at.is_none_or(|s| f < s) && ack_at.is_none_or(|a| f < a))
+            {
+                now = f;
+                continue;
+            }
             match (send_at, ack_at) {
-                (Some(s), a) if a.is_none_or(|a| s < a) => {
+                (Some(s), _) if send_first => {
                     now = s;
                     let in_flight = ld.bytes_in_flight();
                     let p = SentPacket::new(pn, now, MDS as usize, true, true, ());
                     assert!(ld.on_packet_sent(SpaceId::Data, p, now).is_none());
                     cc.on_packet_sent(now, MDS, in_flight);
                     pacer.on_sent(now, MDS);
+                    backlog = backlog.saturating_sub(MDS);
                     link_free = link_free.max(now + base_rtt / 2) + service;
                     acks.push_back((link_free + base_rtt / 2, pn));
                     pn += 1;
@@ -558,7 +620,7 @@ mod tests {
                         rtt: ld.rtt(),
                         prior_in_flight: out.prior_bytes_in_flight,
                         in_flight: ld.bytes_in_flight(),
-                        app_limited: false,
+                        app_limited: !has_data,
                     });
                 }
                 (_, None) => panic!("stalled at {now:?}: nothing to send and nothing in flight"),
@@ -577,6 +639,7 @@ mod tests {
             base,
             Instant::ZERO + Duration::from_secs(4),
             Instant::ZERO + Duration::from_secs(2),
+            Source::Bulk,
         );
         assert!(cc.filled_pipe(), "Startup never exited");
         assert_ne!(cc.bbr_state(), BbrState::Startup);
@@ -602,6 +665,49 @@ mod tests {
             "cwnd {}",
             cc.window()
         );
+    }
+
+    #[test]
+    fn an_app_limited_stream_paces_from_its_first_rtt() {
+        // A 4 Mbit/s, 30 fps stream over a 12 Mbit/s path with a 200 ms RTT: the pipe never
+        // fills, so the pacing rate is whatever the first RTT sample and the bandwidth samples
+        // since made it, never the 1 ms initial-window rate (2.885 x 12 000 B / 1 ms, 277 Mbit/s).
+        let frame: u64 = 4_000_000 / 8 / 30;
+        let (cc, _) = closed_loop(
+            12_000_000 / 8,
+            Duration::from_millis(200),
+            Instant::ZERO + Duration::from_secs(1),
+            Instant::ZERO,
+            Source::Frames {
+                frame: frame.div_ceil(MDS) * MDS,
+                interval: Duration::from_nanos(1_000_000_000 / 30),
+            },
+        );
+        assert!(
+            !cc.filled_pipe(),
+            "an app-limited stream never fills the pipe"
+        );
+        let mbps = cc.pacing_rate().expect("BBR paces") * 8 / 1_000_000;
+        assert!(mbps < 40, "pacing at {mbps} Mbit/s one second in");
+        assert!(
+            mbps >= 4,
+            "pacing at {mbps} Mbit/s, below the stream's rate"
+        );
+        // The rate is Startup's gain over the measured bandwidth, not a rate set before any
+        // measurement (the nominal 25 ms one is 11.1 Mbit/s, close to it by chance).
+        assert_eq!(cc.pacing_rate, gain_of(cc.btl_bw, HIGH_GAIN));
+    }
+
+    #[test]
+    fn the_first_rtt_sample_sets_the_pacing_rate() {
+        let mut cc = Bbr::new(&CcConfig::default(), Instant::ZERO);
+        let initial = CcConfig::default().initial_window();
+        assert_eq!(cc.pacing_rate, gain_of(initial * 40, HIGH_GAIN));
+        cc.init_pacing_rate_from_rtt(Duration::from_millis(100));
+        assert_eq!(cc.pacing_rate, gain_of(initial * 10, HIGH_GAIN));
+        // Only the first sample: later ones leave the rate to the bandwidth model.
+        cc.init_pacing_rate_from_rtt(Duration::from_millis(10));
+        assert_eq!(cc.pacing_rate, gain_of(initial * 10, HIGH_GAIN));
     }
 
     #[test]
@@ -703,6 +809,20 @@ mod tests {
             true,
             &rtt,
         );
+        assert_eq!(cc.window(), 4 * MDS);
+    }
+
+    #[test]
+    fn a_loss_never_takes_the_window_below_the_minimum_pipe() {
+        let rtt = RttEstimator::default();
+        let mut cc = Bbr::new(&CcConfig::default(), Instant::ZERO);
+        // One datagram in flight, found lost by the timer: recovery starts from four datagrams,
+        // not from the one left in flight.
+        cc.on_packet_sent(Instant::ZERO, MDS, 0);
+        cc.on_congestion_event(Instant::from_nanos(10), Instant::ZERO, MDS, false, &rtt);
+        assert_eq!(cc.window(), 4 * MDS);
+        // A further loss in the same event does not shrink it either.
+        cc.on_congestion_event(Instant::from_nanos(11), Instant::ZERO, MDS, false, &rtt);
         assert_eq!(cc.window(), 4 * MDS);
     }
 }

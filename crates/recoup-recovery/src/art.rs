@@ -1,10 +1,14 @@
 //! `art` and `art-mab` (ART §6, §8): a Redundancy Adapter chooses R, the number of replicas of a
 //! lost range in a retransmission round, and a Replica Scheduler spreads them over an escape space.
 //!
-//! By default R counts every send of the round, the transport's ARQ retransmission included (ART
-//! Fig. 9, R_1 = 3 for replicas k = 1, 2, 3; "traditional QUIC" has escape space 1), so the
-//! policy asks for R - 1 copies; `level=copies` reads R as copies beyond the retransmission
-//! ([`LevelCounts`]).
+//! Two readings ([`ArtReading`], DESIGN.md principle 6): the paper's text as recoup read it
+//! (`reading=text`, described first) and the authors' released code (`reading=code`, the
+//! default, described at the end).
+//!
+//! Under `reading=text`, R counts by default every send of the round, the transport's ARQ
+//! retransmission included (ART Fig. 9, R_1 = 3 for replicas k = 1, 2, 3; "traditional QUIC" has
+//! escape space 1), so the policy asks for R - 1 copies; `level=copies` reads R as copies beyond
+//! the retransmission ([`LevelCounts`]).
 //!
 //! *Test-and-verification adapter* (§6.1): a bitmap of the last L_queue replica outcomes (every
 //! retransmission or copy packet; 1 = lost), p_r = ones / L_queue, E = R (1 - p_r); on each loss
@@ -28,12 +32,44 @@
 //! *Opportunism* (§6.4): copies may go beyond the congestion window
 //! ([`Opportunism`](crate::config::Opportunism); on by default, as the paper introduces it as
 //! part of ART).
+//!
+//! `reading=code` runs `art` and `art-mab` as the authors' released code does (quic-art, an
+//! LSQUIC fork; citations are to src/liblsquic/ at 24a6b39 unless a branch is named, `send_ctl.c`
+//! for lsquic_send_ctl.c), within what the policy contract lets a policy do ([`CodeArt`]):
+//! - R is the number of duplicates after the retransmission, at least 1 (`need = max(R, 1)`,
+//!   send_ctl.c:1135; duplicates go while the counter is below it, send_ctl.c:2739).
+//! - One level table per connection, round n's level starting at 2n - 1
+//!   (send_ctl.c:382-383); each lost range entering round n steps only R_n by the E rule
+//!   (lsquic_art_feedback.c:57-69), with no cap in quic-art (`r_max` defaults to 64 here).
+//! - p_r = ones / outcomes held, 0 while none (lsquic_art_feedback.c:78-79, 88), over the last
+//!   10 (send_ctl.h:14). A range's first acknowledged retransmission or duplicate records one 0
+//!   (send_ctl.c:1521-1540) and ends its recording, as quic-art then destroys the loss chain
+//!   (send_ctl.c:1586, 908-973); each retransmission or duplicate declared lost before that
+//!   records a 1 (send_ctl.c:1269-1277, 1303-1311, 1331-1339). The original send records
+//!   nothing.
+//! - A range's duplicate count is never reset (only a new packet resets it, packet_out.c:277),
+//!   so round n sends max(0, R_n - duplicates already sent).
+//! - Replica Scheduler by clock (packet_out.c:567-593): the retransmission is the transport's
+//!   and goes at once; each duplicate is due at a uniform random time between the previous
+//!   one (or the loss detection, for the first) and the detection plus min_rtt, the
+//!   connection's minimum RTT read when the round starts (send_ctl.c:1131); with no time left
+//!   it goes at once. No escape space or B_max. Draws come from the policy's seeded RNG, not
+//!   from quic-art's `srand(time(NULL))` on every call (packet_out.c:577), which repeats one
+//!   value within a wall-clock second.
+//! - Pending duplicates are dropped when the range is acknowledged (send_ctl.c:927-930, 950-953)
+//!   and, unlike quic-art, when the transport starts the next round (quic-art waits for a
+//!   round's duplicates before it lets the newest send's loss end the round, send_ctl.c:1281,
+//!   1317, 1344, which the transport does not do for a policy).
+//! - `art-mab`: the bandit of [`Bandit`] with quic-art's reward and counts, one pull per lost
+//!   range per round.
+//!
+//! `art-dqn` has only the text reading: its state, actions and reward are recoup's own.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use rand::seq::index;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use recoup_time::Instant;
 
@@ -41,13 +77,16 @@ use crate::api::{
     CopyRequest, LossId, LossTrigger, LostData, PacketInfo, RecoveryPolicy, RttSample, SendContext,
     SendKind, SendState,
 };
-use crate::bandit::Bandit;
+use crate::bandit::{Bandit, UcbCounts};
 use crate::burst::BurstTracker;
-use crate::config::{ArtConfig, ArtDqnConfig, ArtMabConfig, LevelCounts, SchedulerConfig};
+use crate::config::{
+    ArtConfig, ArtDqnConfig, ArtMabConfig, ArtReading, LevelCounts, SchedulerConfig,
+};
 use crate::dqn::{Greedy, RedundancyLearner};
 use crate::qnet::DqnState;
 
-/// Rounds with their own redundancy level; later rounds share the last one.
+/// Rounds with their own redundancy level; later rounds share the last one. (quic-art has 20,
+/// send_ctl.h:13, and indexes past them unchecked; rounds past 16 are vanishingly rare.)
 pub const TRACKED_ROUNDS: usize = 16;
 
 /// Packet size assumed until a packet has been seen (a typical QUIC datagram).
@@ -91,6 +130,17 @@ impl OutcomeWindow {
     pub fn p_r(&self) -> f64 {
         self.ones as f64 / self.len as f64
     }
+
+    /// p_r = ones / outcomes held, 0 while there are none (quic-art,
+    /// lsquic_art_feedback.c:78-79, 88): a window not yet full counts only what it holds.
+    #[must_use]
+    pub fn p_r_of_fill(&self) -> f64 {
+        if self.bits.is_empty() {
+            0.0
+        } else {
+            self.ones as f64 / self.bits.len() as f64
+        }
+    }
 }
 
 /// One test-and-verification step (ART Fig. 14): the new R from the current R and p_r.
@@ -128,6 +178,225 @@ enum Adapter {
         playing: BTreeMap<LossId, (u64, u32)>,
         decisions: u64,
     },
+    /// `reading=code`: the adapters and the scheduler as quic-art runs them.
+    Code(CodeArt),
+}
+
+/// `reading=code`'s adapters.
+#[derive(Debug)]
+enum CodeAdapter {
+    Verify {
+        window: OutcomeWindow,
+        levels: Vec<u32>,
+        r_max: u32,
+        /// R held at this level in every round (`fixed=`).
+        fixed: Option<u32>,
+    },
+    Bandit {
+        bandit: Bandit,
+    },
+}
+
+/// What quic-art keeps with a lost packet (its `packet_out` and loss chain), kept here per lost
+/// range while its lineage is open.
+#[derive(Debug)]
+struct CodeLineage {
+    /// Duplicates handed out over all rounds: quic-art's `po_retrans_packet_number`, reset only
+    /// for a new packet (packet_out.c:277), so a round adds only what its level adds. Counting
+    /// what went out rather than max_k R_k gives the same whenever a round's duplicates all
+    /// went out (always, in quic-art); when the transport ends a round first, the next round
+    /// sends the rest, so that a range's duplicates still total max_k R_k as in quic-art.
+    sent: u32,
+    /// Duplicates of the current round not yet handed out.
+    owed: u32,
+    /// The current round's loss detection plus min_rtt: its duplicates are due before this.
+    deadline: Instant,
+    /// A retransmission or duplicate was acknowledged: quic-art destroys the loss chain then
+    /// (send_ctl.c:1586), so nothing more is recorded or rewarded for it.
+    recovered: bool,
+    /// `art-mab`: the arm of each round so far...
+    arms: Vec<u32>,
+    /// ...and the first packet number the round sent (`None` until it sends), to find the
+    /// round of an acknowledged send.
+    round_starts: Vec<Option<u64>>,
+}
+
+impl CodeLineage {
+    fn new() -> Self {
+        Self {
+            sent: 0,
+            owed: 0,
+            deadline: Instant::ZERO,
+            recovered: false,
+            arms: Vec::new(),
+            round_starts: Vec::new(),
+        }
+    }
+}
+
+/// `art` and `art-mab` under `reading=code` (the module documentation lists the rules and their
+/// sources).
+#[derive(Debug)]
+struct CodeArt {
+    adapter: CodeAdapter,
+    /// The connection's minimum RTT (zero before a sample, as in quic-art: duplicates then go
+    /// at once, packet_out.c:575).
+    min_rtt: Duration,
+    lineages: BTreeMap<LossId, CodeLineage>,
+}
+
+impl CodeArt {
+    fn new(adapter: CodeAdapter) -> Self {
+        Self {
+            adapter,
+            min_rtt: Duration::ZERO,
+            lineages: BTreeMap::new(),
+        }
+    }
+
+    /// A retransmission or duplicate went out: note where its lineage's current round starts.
+    fn on_sent(&mut self, packet: &PacketInfo<'_>) {
+        for r in packet.ranges {
+            let Some(lineage) = r.loss.and_then(|id| self.lineages.get_mut(&id)) else {
+                continue;
+            };
+            if let Some(start @ None) = lineage.round_starts.last_mut() {
+                *start = Some(packet.pn);
+            }
+        }
+    }
+
+    /// A retransmission or duplicate was acknowledged: the first of a lineage records one 0,
+    /// pays the bandit and cancels the duplicates still pending.
+    fn on_acked(&mut self, packet: &PacketInfo<'_>, scheduled: &mut Schedule) {
+        for r in packet.ranges {
+            let Some((id, lineage)) = r
+                .loss
+                .and_then(|id| self.lineages.get_mut(&id).map(|l| (id, l)))
+            else {
+                continue;
+            };
+            if lineage.recovered {
+                continue;
+            }
+            lineage.recovered = true;
+            lineage.owed = 0;
+            scheduled.forget(id);
+            match &mut self.adapter {
+                CodeAdapter::Verify { window, .. } => window.push(false),
+                CodeAdapter::Bandit { bandit } => {
+                    // The round of the acknowledged send (multi_armed_bandit.c:128, its
+                    // `po_retrans_times`), which may be earlier than the current one.
+                    let round = lineage
+                        .round_starts
+                        .iter()
+                        .rposition(|start| start.is_some_and(|pn| pn <= packet.pn));
+                    if let Some(arms) = round.and_then(|n| lineage.arms.get(..=n)) {
+                        bandit.recovered(arms);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A retransmission or duplicate was declared lost: a 1 for each lineage it carried that is
+    /// not yet recovered.
+    fn on_lost(&mut self, packet: &PacketInfo<'_>) {
+        let CodeAdapter::Verify { window, .. } = &mut self.adapter else {
+            return;
+        };
+        for (i, r) in packet.ranges.iter().enumerate() {
+            let Some(id) = r.loss else {
+                continue;
+            };
+            let first_in_packet = !packet.ranges[..i].iter().any(|o| o.loss == Some(id));
+            let open = self.lineages.get(&id).is_some_and(|l| !l.recovered);
+            if first_in_packet && open {
+                window.push(true);
+            }
+        }
+    }
+
+    /// Round `lost.round` starts: choose its level, owe what it adds and schedule the first
+    /// duplicate.
+    fn on_round(
+        &mut self,
+        now: Instant,
+        lost: &LostData,
+        rng: &mut ChaCha8Rng,
+        spread: bool,
+        scheduled: &mut Schedule,
+    ) {
+        let lineage = self
+            .lineages
+            .entry(lost.id)
+            .or_insert_with(CodeLineage::new);
+        let need = match &mut self.adapter {
+            CodeAdapter::Verify {
+                window,
+                levels,
+                r_max,
+                fixed,
+            } => match (*fixed, levels.get_mut(round_index(lost.round))) {
+                (Some(r), _) => r,
+                (None, Some(level)) => {
+                    *level = adapt(*level, window.p_r_of_fill(), *r_max);
+                    *level
+                }
+                (None, None) => 1,
+            },
+            CodeAdapter::Bandit { bandit } => {
+                let arm = bandit.select(rng);
+                lineage.arms.push(arm);
+                lineage.round_starts.push(None);
+                arm
+            }
+        }
+        .max(1);
+        lineage.owed = need.saturating_sub(lineage.sent);
+        lineage.deadline = now.saturating_add(self.min_rtt);
+        if lineage.owed > 0 {
+            scheduled.push(Scheduled {
+                id: lost.id,
+                position: u64::MAX,
+                at: due_by_clock(now, lineage.deadline, rng, spread),
+            });
+        }
+    }
+
+    /// A duplicate of `id` was handed out at `now`: schedule the next one, if owed.
+    fn on_taken(
+        &mut self,
+        id: LossId,
+        now: Instant,
+        rng: &mut ChaCha8Rng,
+        spread: bool,
+        scheduled: &mut Schedule,
+    ) {
+        let Some(lineage) = self.lineages.get_mut(&id) else {
+            return;
+        };
+        lineage.sent = lineage.sent.saturating_add(1);
+        lineage.owed = lineage.owed.saturating_sub(1);
+        if lineage.owed > 0 {
+            scheduled.push(Scheduled {
+                id,
+                position: u64::MAX,
+                at: due_by_clock(now, lineage.deadline, rng, spread),
+            });
+        }
+    }
+}
+
+/// When the next duplicate is due: uniform in [now, deadline) (quic-art draws `rand() %
+/// time_left` µs, packet_out.c:578-585), at once when no time is left (packet_out.c:579-583)
+/// or the scheduler is off (the back-to-back ablation).
+fn due_by_clock(now: Instant, deadline: Instant, rng: &mut ChaCha8Rng, spread: bool) -> Instant {
+    let left = recoup_time::saturating_nanos(deadline.saturating_duration_since(now));
+    if !spread || left == 0 {
+        return now;
+    }
+    now + Duration::from_nanos(rng.gen_range(0..left))
 }
 
 /// Replica outcomes over ART's bitmap and a longer one (ours: ART's adapter sees only the short one).
@@ -288,36 +557,67 @@ pub struct Art {
 }
 
 impl Art {
-    /// `art`: the test-and-verification adapter.
+    /// `art`: the test-and-verification adapter. Under `reading=code` R always counts
+    /// duplicates (`level` is not read).
     #[must_use]
     pub fn new(cfg: &ArtConfig, seed: u64) -> Self {
         let r_max = cfg.r_max.max(1);
-        Self::with_adapter(
-            "art",
-            Adapter::Verify {
+        let adapter = match cfg.reading {
+            ArtReading::Text => Adapter::Verify {
                 window: OutcomeWindow::new(cfg.l_queue),
                 levels: vec![cfg.fixed.unwrap_or(1); TRACKED_ROUNDS],
                 r_max,
                 counts: cfg.level,
                 fixed: cfg.fixed,
             },
-            cfg.scheduler,
-            seed,
-        )
+            ArtReading::Code => Adapter::Code(CodeArt::new(CodeAdapter::Verify {
+                window: OutcomeWindow::new(cfg.l_queue),
+                // quic-art: sc_rounds_map[n] = 2n - 1, one table per connection
+                // (send_ctl.c:382-383); within r_max when one is given.
+                levels: (1..=TRACKED_ROUNDS as u32)
+                    .map(|n| cfg.fixed.unwrap_or((2 * n - 1).min(r_max)))
+                    .collect(),
+                r_max,
+                fixed: cfg.fixed,
+            })),
+        };
+        Self::with_adapter("art", adapter, cfg.scheduler, seed)
     }
 
     /// `art-mab`: the bandit adapter.
+    ///
+    /// Under `reading=code` the bandit's statistics live as long as the connection: quic-art
+    /// loads them from a file when a connection starts and saves them when it ends (send_ctl.c:
+    /// 384-403, 1914-1928 on branch `add_multi_armed_bandit`), so that learning carries over
+    /// between connections and runs. Here a run must be a function of its scenario and seed
+    /// alone, whatever order its connections (or the runs of a sweep, in parallel) end in, so
+    /// every connection starts afresh.
     #[must_use]
     pub fn new_mab(cfg: &ArtMabConfig, seed: u64) -> Self {
-        Self::with_adapter(
-            "art-mab",
-            Adapter::Bandit {
-                bandit: Bandit::new(cfg.algo, cfg.r_max, cfg.epsilon, cfg.ucb_c, cfg.eta),
+        let adapter = match cfg.reading {
+            ArtReading::Text => Adapter::Bandit {
+                bandit: Bandit::new(
+                    cfg.algo,
+                    cfg.r_max,
+                    cfg.epsilon,
+                    cfg.ucb_c,
+                    cfg.eta,
+                    UcbCounts::Pulls,
+                ),
                 playing: BTreeMap::new(),
             },
-            cfg.scheduler,
-            seed,
-        )
+            ArtReading::Code => Adapter::Code(CodeArt::new(CodeAdapter::Bandit {
+                bandit: Bandit::new(
+                    cfg.algo,
+                    cfg.r_max,
+                    cfg.epsilon,
+                    cfg.ucb_c,
+                    cfg.eta,
+                    UcbCounts::Rewards,
+                ),
+            })),
+        };
+        Self::with_adapter("art-mab", adapter, cfg.scheduler, seed)
     }
 
     /// `art-dqn` at inference: the configured network's greedy choice.
@@ -369,9 +669,17 @@ impl Art {
     #[must_use]
     pub fn redundancy(&self, round: u32) -> Option<u32> {
         match &self.adapter {
-            Adapter::Verify { levels, .. } => levels.get(round_index(round)).copied(),
+            Adapter::Verify { levels, .. }
+            | Adapter::Code(CodeArt {
+                adapter: CodeAdapter::Verify { levels, .. },
+                ..
+            }) => levels.get(round_index(round)).copied(),
             Adapter::Learned { state, .. } => state.levels.get(round_index(round)).copied(),
-            Adapter::Bandit { .. } => None,
+            Adapter::Bandit { .. }
+            | Adapter::Code(CodeArt {
+                adapter: CodeAdapter::Bandit { .. },
+                ..
+            }) => None,
         }
     }
 
@@ -381,7 +689,15 @@ impl Art {
         match &self.adapter {
             Adapter::Verify { window, .. } => Some(window.p_r()),
             Adapter::Learned { state, .. } => Some(state.short.p_r()),
-            Adapter::Bandit { .. } => None,
+            Adapter::Code(CodeArt {
+                adapter: CodeAdapter::Verify { window, .. },
+                ..
+            }) => Some(window.p_r_of_fill()),
+            Adapter::Bandit { .. }
+            | Adapter::Code(CodeArt {
+                adapter: CodeAdapter::Bandit { .. },
+                ..
+            }) => None,
         }
     }
 
@@ -389,8 +705,17 @@ impl Art {
     #[must_use]
     pub fn arm_mean(&self, r: u32) -> Option<f64> {
         match &self.adapter {
-            Adapter::Verify { .. } | Adapter::Learned { .. } => None,
-            Adapter::Bandit { bandit, .. } => bandit.mean(r),
+            Adapter::Bandit { bandit, .. }
+            | Adapter::Code(CodeArt {
+                adapter: CodeAdapter::Bandit { bandit },
+                ..
+            }) => bandit.mean(r),
+            Adapter::Verify { .. }
+            | Adapter::Learned { .. }
+            | Adapter::Code(CodeArt {
+                adapter: CodeAdapter::Verify { .. },
+                ..
+            }) => None,
         }
     }
 
@@ -402,10 +727,12 @@ impl Art {
             Adapter::Verify { .. } => 0,
             Adapter::Bandit { playing, .. } => playing.len(),
             Adapter::Learned { playing, .. } => playing.len(),
+            Adapter::Code(code) => code.lineages.len(),
         };
         self.unplaced.len() + self.scheduled.len() + playing
     }
 
+    /// `reading=text`: every retransmission's or copy's outcome goes into the window.
     fn record_replica(&mut self, packet: &PacketInfo<'_>, lost: bool) {
         if packet.kind == SendKind::New {
             return;
@@ -413,7 +740,7 @@ impl Art {
         match &mut self.adapter {
             Adapter::Verify { window, .. } => window.push(lost),
             Adapter::Learned { state, .. } => state.push(lost),
-            Adapter::Bandit { .. } => {}
+            Adapter::Bandit { .. } | Adapter::Code(_) => {}
         }
     }
 
@@ -495,15 +822,36 @@ impl RecoveryPolicy for Art {
 
     fn on_packet_sent(&mut self, _: Instant, packet: &PacketInfo<'_>) {
         self.largest_packet = self.largest_packet.max(packet.bytes as u64);
+        if let Adapter::Code(code) = &mut self.adapter {
+            if packet.kind != SendKind::New {
+                code.on_sent(packet);
+            }
+        }
     }
 
     fn on_packet_acked(&mut self, _: Instant, packet: &PacketInfo<'_>) {
-        self.record_replica(packet, false);
+        match &mut self.adapter {
+            Adapter::Code(code) => {
+                if packet.kind != SendKind::New {
+                    code.on_acked(packet, &mut self.scheduled);
+                }
+            }
+            _ => self.record_replica(packet, false),
+        }
     }
 
     fn on_packet_lost(&mut self, now: Instant, packet: &PacketInfo<'_>, _: LossTrigger) {
-        self.bursts.on_lost(now, packet.pn);
-        self.record_replica(packet, true);
+        match &mut self.adapter {
+            Adapter::Code(code) => {
+                if packet.kind != SendKind::New {
+                    code.on_lost(packet);
+                }
+            }
+            _ => {
+                self.bursts.on_lost(now, packet.pn);
+                self.record_replica(packet, true);
+            }
+        }
     }
 
     fn on_data_lost(&mut self, now: Instant, lost: &LostData) {
@@ -516,6 +864,12 @@ impl RecoveryPolicy for Art {
             1
         };
         let copies = match &mut self.adapter {
+            Adapter::Code(code) => {
+                // Scheduled by clock at once: nothing to place at the next poll.
+                let spread = self.scheduler.enabled;
+                code.on_round(now, lost, &mut self.rng, spread, &mut self.scheduled);
+                return;
+            }
             Adapter::Verify {
                 window,
                 levels,
@@ -590,12 +944,18 @@ impl RecoveryPolicy for Art {
                     state.resolved(false);
                 }
             }
+            Adapter::Code(code) => {
+                code.lineages.remove(&id);
+            }
             Adapter::Verify { .. } => {}
         }
     }
 
     fn on_rtt_update(&mut self, _: Instant, rtt: &RttSample) {
         self.srtt = Some(rtt.smoothed);
+        if let Adapter::Code(code) = &mut self.adapter {
+            code.min_rtt = rtt.min;
+        }
     }
 
     fn on_send_state(&mut self, _: Instant, _: SendState) {}
@@ -605,6 +965,10 @@ impl RecoveryPolicy for Art {
             self.place(now, ctx);
         }
         let id = self.scheduled.take_due(now, ctx.packets_sent)?;
+        if let Adapter::Code(code) = &mut self.adapter {
+            let spread = self.scheduler.enabled;
+            code.on_taken(id, now, &mut self.rng, spread, &mut self.scheduled);
+        }
         let beyond_cwnd = self.scheduler.opportunism.allows(ctx, self.largest_packet);
         Some(CopyRequest { id, beyond_cwnd })
     }
@@ -621,6 +985,12 @@ mod tests {
     use crate::config::BanditAlgo;
     use crate::config::Opportunism;
     use crate::testutil::{ctx, lost_round, ms, packet, ranges, rtt};
+
+    /// `art` as the paper's text reads it: the tests of the escape space, the levels starting at
+    /// 1 and the bitmap over L_queue slots.
+    fn text() -> ArtConfig {
+        ArtConfig::for_reading(ArtReading::Text)
+    }
 
     #[test]
     fn adapter_moves() {
@@ -684,7 +1054,7 @@ mod tests {
 
     #[test]
     fn redundancy_level_follows_replica_losses_per_round() {
-        let mut p = Art::new(&ArtConfig::default(), 1);
+        let mut p = Art::new(&text(), 1);
         // Fresh: R = 1, no copies at all.
         p.on_data_lost(ms(0), &lost_round(1, 1));
         assert_eq!(p.poll_copy(ms(0), &ctx(0)), None);
@@ -704,7 +1074,9 @@ mod tests {
 
     #[test]
     fn a_fixed_level_ignores_the_replica_outcomes() {
-        let art = |params: &str| match format!("art:{params}").parse::<crate::PolicySpec>() {
+        let art = |params: &str| match format!("art:reading=text,{params}")
+            .parse::<crate::PolicySpec>()
+        {
             Ok(crate::PolicySpec::Art(cfg)) => Ok(cfg),
             Ok(other) => panic!("{other:?}"),
             Err(e) => Err(e),
@@ -735,7 +1107,7 @@ mod tests {
     fn copies_spread_within_the_escape_space() {
         let mut spread_seen = false;
         for seed in 0..50 {
-            let mut p = Art::new(&ArtConfig::default(), seed);
+            let mut p = Art::new(&text(), seed);
             p.on_rtt_update(ms(0), &rtt(50));
             // A burst of 6 consecutive losses: B_max = 6, BDP = 100, escape space = 6.
             let new = ranges(None);
@@ -769,7 +1141,7 @@ mod tests {
 
     #[test]
     fn escape_space_is_capped_by_the_bdp() {
-        let mut p = Art::new(&ArtConfig::default(), 3);
+        let mut p = Art::new(&text(), 3);
         p.on_rtt_update(ms(0), &rtt(50));
         let new = ranges(None);
         for pn in 0..40 {
@@ -806,7 +1178,7 @@ mod tests {
                 enabled: false,
                 ..SchedulerConfig::default()
             },
-            ..ArtConfig::default()
+            ..text()
         };
         let mut p = Art::new(&cfg, 1);
         replica_outcomes(&mut p, 7, 3);
@@ -823,7 +1195,7 @@ mod tests {
     #[test]
     fn off_mode_copies_fall_due_by_time() {
         for seed in 0..20 {
-            let mut p = Art::new(&ArtConfig::default(), seed);
+            let mut p = Art::new(&text(), seed);
             p.on_rtt_update(ms(0), &rtt(100));
             let new = ranges(None);
             for pn in 0..10 {
@@ -859,7 +1231,7 @@ mod tests {
                 opportunism: Opportunism::Budget(2),
                 ..SchedulerConfig::default()
             },
-            ..ArtConfig::default()
+            ..text()
         };
         let mut p = Art::new(&cfg, 1);
         replica_outcomes(&mut p, 7, 3);
@@ -882,7 +1254,7 @@ mod tests {
                     enabled: false,
                     ..SchedulerConfig::default()
                 },
-                ..ArtConfig::default()
+                ..text()
             };
             let mut p = Art::new(&cfg, 1);
             // p_r = 0.7: R steps 1 -> 2 -> 3 over two losses.
@@ -907,7 +1279,7 @@ mod tests {
                     opportunism,
                     ..SchedulerConfig::default()
                 },
-                ..ArtConfig::default()
+                ..text()
             };
             let mut p = Art::new(&cfg, 1);
             replica_outcomes(&mut p, 7, 3);
@@ -1004,7 +1376,7 @@ mod tests {
                 enabled: false,
                 ..SchedulerConfig::default()
             },
-            ..ArtMabConfig::default()
+            ..ArtMabConfig::for_reading(ArtReading::Text)
         };
         let mut p = Art::new_mab(&cfg, 5);
         assert_eq!(p.name(), "art-mab");
@@ -1027,6 +1399,319 @@ mod tests {
         assert_eq!(mean(1), 0.0);
         assert!((mean(2) - 1.0 / 1.01).abs() < 1e-12);
         assert!((mean(4) - 1.0 / 1.01f64.powi(3)).abs() < 1e-12);
+    }
+
+    // ---- reading=code (quic-art) ----
+
+    fn code_off() -> ArtConfig {
+        ArtConfig {
+            scheduler: SchedulerConfig {
+                enabled: false,
+                ..SchedulerConfig::default()
+            },
+            ..ArtConfig::default()
+        }
+    }
+
+    fn all_copies(p: &mut Art, now: Instant) -> Vec<LossId> {
+        std::iter::from_fn(|| p.poll_copy(now, &ctx(0)).map(|c| c.id)).collect()
+    }
+
+    /// A retransmission or copy of one lineage.
+    struct Resent {
+        pn: u64,
+        kind: SendKind,
+        ranges: [SentRange; 1],
+    }
+
+    impl Resent {
+        fn info(&self) -> PacketInfo<'_> {
+            packet(self.pn, ms(0), self.kind, &self.ranges)
+        }
+    }
+
+    /// Sends packet `pn`, a retransmission or copy of lineage `id`.
+    fn resend(p: &mut Art, pn: u64, id: LossId, kind: SendKind) -> Resent {
+        let sent = Resent {
+            pn,
+            kind,
+            ranges: ranges(Some(id)),
+        };
+        p.on_packet_sent(ms(0), &sent.info());
+        sent
+    }
+
+    #[test]
+    fn code_levels_start_at_2n_minus_1_and_step_only_their_round() {
+        let p = Art::new(&ArtConfig::default(), 1);
+        for n in 1..=16 {
+            assert_eq!(p.redundancy(n), Some(2 * n - 1), "round {n}");
+        }
+        // Later rounds share the last level.
+        assert_eq!(p.redundancy(40), Some(31));
+        let capped = Art::new(
+            &ArtConfig {
+                r_max: 6,
+                ..ArtConfig::default()
+            },
+            1,
+        );
+        assert_eq!(capped.redundancy(4), Some(6));
+
+        let mut p = Art::new(&code_off(), 1);
+        // No outcome yet: p_r = 0, so E = R and round 2 steps 3 -> 2, then 2 -> 1.
+        p.on_data_lost(ms(0), &lost_round(1, 2));
+        assert_eq!(p.redundancy(2), Some(2));
+        p.on_data_lost(ms(0), &lost_round(2, 2));
+        assert_eq!(p.redundancy(2), Some(1));
+        // At R = 1, E = 1 holds it: the level never falls below one duplicate.
+        p.on_data_lost(ms(0), &lost_round(3, 2));
+        assert_eq!(p.redundancy(2), Some(1));
+        assert_eq!((p.redundancy(1), p.redundancy(3)), (Some(1), Some(5)));
+        // Round 1 sends its level's duplicate: R = 1 still means one copy.
+        p.on_data_lost(ms(0), &lost_round(4, 1));
+        assert_eq!(p.redundancy(1), Some(1));
+        let copies = all_copies(&mut p, ms(0));
+        assert_eq!(
+            copies.iter().filter(|&&id| id == 4).count(),
+            1,
+            "{copies:?}"
+        );
+        // Every retransmission lost: p_r = 1, and each loss entering round 3 adds one.
+        let lost = resend(&mut p, 100, 4, SendKind::Retransmission);
+        p.on_packet_lost(ms(1), &lost.info(), LossTrigger::PacketThreshold);
+        assert_eq!(p.p_r(), Some(1.0));
+        p.on_data_lost(ms(1), &lost_round(5, 3));
+        p.on_data_lost(ms(1), &lost_round(6, 3));
+        assert_eq!(p.redundancy(3), Some(7));
+    }
+
+    #[test]
+    fn code_duplicates_carry_over_between_rounds() {
+        let mut p = Art::new(&code_off(), 1);
+        let mut sent = Vec::new();
+        // With p_r = 0: R_1 = 1, R_2 = 3 -> 2, R_3 = 5 -> 4: 1, then 2 - 1, then 4 - 2.
+        for round in 1..=3 {
+            p.on_data_lost(ms(0), &lost_round(1, round));
+            sent.push(all_copies(&mut p, ms(0)).len());
+        }
+        assert_eq!(sent, [1, 1, 2]);
+        assert_eq!(p.redundancy(2), Some(2));
+        // A second range: R_1 = 1 again, R_2 = 2 -> 1, which adds nothing to the one sent.
+        p.on_data_lost(ms(0), &lost_round(2, 1));
+        assert_eq!(all_copies(&mut p, ms(0)), [2]);
+        p.on_data_lost(ms(0), &lost_round(2, 2));
+        assert_eq!(p.redundancy(2), Some(1));
+        assert_eq!(all_copies(&mut p, ms(0)), Vec::<LossId>::new());
+        // A level held by `fixed=` is sent once, in the first round.
+        let mut p = Art::new(
+            &ArtConfig {
+                fixed: Some(3),
+                ..code_off()
+            },
+            1,
+        );
+        p.on_data_lost(ms(0), &lost_round(1, 1));
+        assert_eq!(all_copies(&mut p, ms(0)), [1, 1, 1]);
+        p.on_data_lost(ms(0), &lost_round(1, 2));
+        assert_eq!(all_copies(&mut p, ms(0)), Vec::<LossId>::new());
+        p.on_data_acked(ms(0), 1);
+        assert_eq!(p.tracked(), 0);
+    }
+
+    #[test]
+    fn code_round_cut_short_leaves_its_duplicates_to_the_next() {
+        let mut p = Art::new(
+            &ArtConfig {
+                fixed: Some(3),
+                ..ArtConfig::default()
+            },
+            2,
+        );
+        p.on_rtt_update(ms(0), &rtt(40));
+        p.on_data_lost(ms(0), &lost_round(1, 1));
+        let Some(first) = p.poll_timeout() else {
+            panic!("a duplicate is owed")
+        };
+        assert_eq!(p.poll_copy(first, &ctx(0)).map(|c| c.id), Some(1));
+        // The transport ends the round before the other two went out: they are owed still.
+        p.on_data_lost(first, &lost_round(1, 2));
+        assert_eq!(all_copies(&mut p, ms(1000)), [1, 1]);
+        assert_eq!(p.poll_timeout(), None);
+    }
+
+    #[test]
+    fn code_p_r_is_over_the_outcomes_held_as_quic_art_records_them() {
+        let mut w = OutcomeWindow::new(10);
+        assert_eq!(w.p_r_of_fill(), 0.0);
+        for lost in [true, true, true, false] {
+            w.push(lost);
+        }
+        assert!((w.p_r_of_fill() - 0.75).abs() < 1e-12);
+        assert!((w.p_r() - 0.3).abs() < 1e-12);
+        for _ in 0..10 {
+            w.push(false);
+        }
+        assert_eq!(w.p_r_of_fill(), 0.0);
+
+        let mut p = Art::new(&code_off(), 1);
+        assert_eq!(p.p_r(), Some(0.0));
+        let new = ranges(None);
+        let original = packet(1, ms(0), SendKind::New, &new);
+        p.on_packet_sent(ms(0), &original);
+        p.on_packet_lost(ms(1), &original, LossTrigger::PacketThreshold);
+        // The original's loss is no replica outcome.
+        assert_eq!(p.p_r(), Some(0.0));
+        p.on_data_lost(ms(1), &lost_round(7, 1));
+        let retx = resend(&mut p, 2, 7, SendKind::Retransmission);
+        let copy = resend(&mut p, 3, 7, SendKind::Copy);
+        let late = resend(&mut p, 4, 7, SendKind::Copy);
+        p.on_packet_lost(ms(2), &retx.info(), LossTrigger::PacketThreshold);
+        assert_eq!(p.p_r(), Some(1.0));
+        // The first acknowledged send records the range's one 0...
+        p.on_packet_acked(ms(3), &copy.info());
+        assert_eq!(p.p_r(), Some(0.5));
+        // ...and ends its recording: nothing for its other sends, acknowledged or lost.
+        p.on_packet_lost(ms(3), &late.info(), LossTrigger::TimeThreshold);
+        p.on_packet_acked(ms(3), &retx.info());
+        assert_eq!(p.p_r(), Some(0.5));
+        p.on_data_acked(ms(3), 7);
+        assert_eq!(p.tracked(), 0);
+        // Sends of a range the policy no longer tracks record nothing.
+        p.on_packet_lost(ms(4), &late.info(), LossTrigger::TimeThreshold);
+        assert_eq!(p.p_r(), Some(0.5));
+    }
+
+    #[test]
+    fn code_acknowledgement_cancels_pending_duplicates() {
+        let mut p = Art::new(
+            &ArtConfig {
+                fixed: Some(4),
+                ..ArtConfig::default()
+            },
+            1,
+        );
+        p.on_rtt_update(ms(0), &rtt(40));
+        p.on_data_lost(ms(0), &lost_round(1, 1));
+        assert!(p.poll_timeout().is_some());
+        let retx = resend(&mut p, 1, 1, SendKind::Retransmission);
+        p.on_packet_acked(ms(5), &retx.info());
+        assert_eq!(p.poll_timeout(), None);
+        assert_eq!(all_copies(&mut p, ms(1000)), Vec::<LossId>::new());
+    }
+
+    /// The times at which `seed`'s policy hands out the 6 duplicates of a range lost at 100 ms
+    /// with min_rtt = 40 ms, asked for exactly when each falls due.
+    fn duplicate_times(seed: u64) -> Vec<Instant> {
+        let cfg = ArtConfig {
+            fixed: Some(6),
+            ..ArtConfig::default()
+        };
+        let mut p = Art::new(&cfg, seed);
+        p.on_rtt_update(ms(0), &rtt(40));
+        p.on_data_lost(ms(100), &lost_round(1, 1));
+        let mut times = Vec::new();
+        while let Some(due) = p.poll_timeout() {
+            let just_before = Instant::from_nanos(due.as_nanos() - 1);
+            if due > ms(100) {
+                assert_eq!(p.poll_copy(just_before, &ctx(0)), None);
+            }
+            assert_eq!(p.poll_copy(due, &ctx(0)).map(|c| c.id), Some(1));
+            times.push(due);
+        }
+        times
+    }
+
+    #[test]
+    fn code_scheduler_spreads_duplicates_within_min_rtt_one_after_another() {
+        let mut firsts = Duration::ZERO;
+        let mut lasts = Duration::ZERO;
+        let mut distinct = std::collections::BTreeSet::new();
+        for seed in 0..40 {
+            let times = duplicate_times(seed);
+            assert_eq!(times.len(), 6, "seed {seed}");
+            assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+            assert!(
+                times.iter().all(|&t| t >= ms(100) && t < ms(140)),
+                "seed {seed}: {times:?}"
+            );
+            assert_eq!(times, duplicate_times(seed), "seed {seed} repeats");
+            firsts += times[0] - ms(100);
+            lasts += times[5] - ms(100);
+            distinct.insert(times);
+        }
+        assert!(distinct.len() > 30, "the seed drives the draws");
+        // Each draw is within what remains after the previous one: the first averages about
+        // half of min_rtt, the sixth about 1 - 2^-6 of it.
+        let (first, last) = (firsts / 40, lasts / 40);
+        assert!(first > Duration::from_millis(12) && first < Duration::from_millis(28));
+        assert!(last > Duration::from_millis(34), "{last:?}");
+
+        // Asked for only after the window: the rest go at once.
+        let cfg = ArtConfig {
+            fixed: Some(3),
+            ..ArtConfig::default()
+        };
+        let mut p = Art::new(&cfg, 1);
+        p.on_rtt_update(ms(0), &rtt(40));
+        p.on_data_lost(ms(100), &lost_round(1, 1));
+        assert_eq!(all_copies(&mut p, ms(200)), [1, 1, 1]);
+        // Before any RTT sample min_rtt is 0: no time to spread over.
+        let mut p = Art::new(&cfg, 1);
+        p.on_data_lost(ms(100), &lost_round(1, 1));
+        assert_eq!(p.poll_timeout(), Some(ms(100)));
+        assert_eq!(all_copies(&mut p, ms(100)), [1, 1, 1]);
+    }
+
+    #[test]
+    fn code_bandit_pays_at_recovery_by_round() {
+        let cfg = ArtMabConfig {
+            scheduler: SchedulerConfig {
+                enabled: false,
+                ..SchedulerConfig::default()
+            },
+            ..ArtMabConfig::default()
+        };
+        assert_eq!(cfg.algo, BanditAlgo::Ucb);
+        let mut p = Art::new_mab(&cfg, 5);
+        // No reward yet: UCB plays the first arm, one duplicate, for every pull.
+        p.on_data_lost(ms(0), &lost_round(1, 1));
+        p.on_data_lost(ms(0), &lost_round(2, 1));
+        let retx1 = resend(&mut p, 1, 1, SendKind::Retransmission);
+        resend(&mut p, 2, 2, SendKind::Retransmission);
+        assert_eq!(all_copies(&mut p, ms(0)), [1, 2]);
+        let copy1 = resend(&mut p, 3, 1, SendKind::Copy);
+        let copy2 = resend(&mut p, 4, 2, SendKind::Copy);
+        // Range 1 loses round 1 (no reward for that yet) and is recovered in round 2.
+        p.on_packet_lost(ms(1), &copy1.info(), LossTrigger::PacketThreshold);
+        p.on_packet_lost(ms(1), &retx1.info(), LossTrigger::PacketThreshold);
+        p.on_data_lost(ms(1), &lost_round(1, 2));
+        assert_eq!(p.arm_mean(1), Some(0.0));
+        // Arm 1 again, whose one duplicate was sent in round 1 already.
+        assert_eq!(all_copies(&mut p, ms(1)), Vec::<LossId>::new());
+        let retx1 = resend(&mut p, 5, 1, SendKind::Retransmission);
+        p.on_packet_acked(ms(2), &retx1.info());
+        p.on_data_acked(ms(2), 1);
+        // Round 2 pays 1/(2 x 1), then round 1 -1.01 x 1 x 1.
+        let mean = |p: &Art, r| p.arm_mean(r).unwrap_or(f64::NAN);
+        assert!((mean(&p, 1) - (0.5 - 1.01) / 2.0).abs() < 1e-12);
+        // Range 2 is recovered by its round-1 duplicate: 1/(1 x 1).
+        p.on_packet_acked(ms(2), &copy2.info());
+        p.on_data_acked(ms(2), 2);
+        assert!((mean(&p, 1) - (0.5 - 1.01 + 1.0) / 3.0).abs() < 1e-12);
+        // Arm 2 has no reward: it is played next.
+        p.on_data_lost(ms(3), &lost_round(3, 1));
+        resend(&mut p, 6, 3, SendKind::Retransmission);
+        assert_eq!(all_copies(&mut p, ms(3)), [3, 3]);
+        let copy3 = resend(&mut p, 7, 3, SendKind::Copy);
+        resend(&mut p, 8, 3, SendKind::Copy);
+        // Round 2 (arm 2 again: still unrewarded) starts; round 1's duplicate recovers it.
+        p.on_data_lost(ms(4), &lost_round(3, 2));
+        resend(&mut p, 9, 3, SendKind::Retransmission);
+        p.on_packet_acked(ms(5), &copy3.info());
+        assert!((mean(&p, 2) - 0.5).abs() < 1e-12);
+        p.on_data_acked(ms(5), 3);
+        assert_eq!(p.tracked(), 0);
     }
 
     proptest::proptest! {

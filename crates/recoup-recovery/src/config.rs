@@ -121,10 +121,12 @@ pub struct SchedulerConfig {
     /// Spread replicas over the escape space; `scheduler=off` is the back-to-back ablation.
     #[serde(rename = "scheduler")]
     pub enabled: bool,
-    /// Scaling coefficient of the escape space, min(BDP, a * B_max); ART uses 1.
+    /// Scaling coefficient of the escape space, min(BDP, a * B_max); ART uses 1. Only under
+    /// `reading=text`: quic-art has no escape space.
     #[serde(deserialize_with = "scale")]
     pub a: f64,
-    /// B_max is the largest loss burst in this many last RTTs (ART: "5 ~ 10").
+    /// B_max is the largest loss burst in this many last RTTs (ART: "5 ~ 10"). Only under
+    /// `reading=text`: quic-art has no B_max.
     #[serde(deserialize_with = "rtts")]
     pub burst_rtts: u32,
     /// ART §6.4 introduces opportunism as part of ART ("in this paper, we introduce
@@ -159,20 +161,54 @@ pub enum LevelCounts {
     Copies,
 }
 
+/// Which reading of ART `art` and `art-mab` follow (DESIGN.md principle 6: where the paper is
+/// silent or reads two ways, the authors' released code decides, and the paper-text reading stays
+/// available by name). Given as `reading=code` or `reading=text`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArtReading {
+    /// As quic-art (the authors' LSQUIC fork) runs ART: R counts duplicates beyond the
+    /// retransmission; round n's level starts at 2n - 1; p_r is over the outcomes held; a lost
+    /// range's duplicate count carries over between rounds; duplicates are spread by clock within
+    /// min_rtt of the loss detection; `art-mab` is UCB with quic-art's reward. The `art` module
+    /// documents each rule with its source.
+    #[default]
+    Code,
+    /// recoup's reading of the paper's text before quic-art was read: R counts every send of the
+    /// round by default (`level`), each round's level starts at 1, p_r is over L_queue slots,
+    /// duplicates are placed at packet positions within an escape space of min(BDP, a B_max),
+    /// and `art-mab` rewards a recovered round with eta^-(R-1).
+    Text,
+}
+
+/// The `reading` parameter, taken before the rest: it decides the other parameters' defaults.
+#[derive(Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+struct ReadingParams {
+    reading: ArtReading,
+}
+
 /// `art`: ART's test-and-verification Redundancy Adapter (§6.1) with the Replica Scheduler.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ArtConfig {
+    /// Parsed from the same list by its own struct, before the fields below, whose defaults it
+    /// chooses ([`ArtConfig::for_reading`]).
+    #[serde(skip)]
+    pub reading: ArtReading,
     /// Length of the replica-outcome bitmap (ART: L_queue >= 10).
     #[serde(deserialize_with = "l_queue")]
     pub l_queue: usize,
     /// Largest redundancy level R.
     #[serde(deserialize_with = "one_to_64")]
     pub r_max: u32,
-    /// Whether R counts the retransmission.
+    /// Whether R counts the retransmission. `reading=code` counts duplicates only
+    /// ([`LevelCounts::Copies`]) and refuses `level=sends`.
     pub level: LevelCounts,
     /// Hold R at this level instead of adapting it: ART Fig. 18(b)'s "ART-fix" (with the
-    /// scheduler) and "ART-norand" (with `scheduler=off`). By default R adapts.
+    /// scheduler) and "ART-norand" (with `scheduler=off`). By default R adapts. Under
+    /// `reading=code` every round's level is R, so only the first round sends duplicates (the
+    /// count carries over between rounds).
     #[serde(deserialize_with = "some_one_to_64")]
     pub fixed: Option<u32>,
     /// Parsed from the same list by its own struct.
@@ -180,15 +216,45 @@ pub struct ArtConfig {
     pub scheduler: SchedulerConfig,
 }
 
+impl ArtConfig {
+    /// The defaults of `reading`.
+    #[must_use]
+    pub fn for_reading(reading: ArtReading) -> Self {
+        match reading {
+            ArtReading::Code => Self {
+                reading,
+                // quic-art: MAX_FEEDBACK_WINDOW_SIZE 10 (src/liblsquic/lsquic_send_ctl.h:14),
+                // copied into the connection's window at lsquic_send_ctl.c:375.
+                l_queue: 10,
+                // quic-art has no upper bound: the level grows by one per call while p_r = 1
+                // (lsquic_art_feedback.c:63-66; need = max(R, 1) at lsquic_send_ctl.c:1135).
+                // 64 is the largest level this parameter accepts.
+                r_max: 64,
+                // quic-art's R is `need`, the duplicates sent after the retransmission
+                // (lsquic_send_ctl.c:1135, 2739).
+                level: LevelCounts::Copies,
+                // quic-art always adapts (lsquic_art_feedback.c:57-69 on every new round).
+                fixed: None,
+                // The scheduler runs (the AL_ART_SCHE alarm, lsquic_send_ctl.c:2667-2672,
+                // 2736-2745), and duplicates skip the window check (opportunism on,
+                // lsquic_send_ctl.c:1750-1753; there they skip the pacer too).
+                scheduler: SchedulerConfig::default(),
+            },
+            ArtReading::Text => Self {
+                reading,
+                l_queue: 10,
+                r_max: 10,
+                level: LevelCounts::Sends,
+                fixed: None,
+                scheduler: SchedulerConfig::default(),
+            },
+        }
+    }
+}
+
 impl Default for ArtConfig {
     fn default() -> Self {
-        Self {
-            l_queue: 10,
-            r_max: 10,
-            level: LevelCounts::default(),
-            fixed: None,
-            scheduler: SchedulerConfig::default(),
-        }
+        Self::for_reading(ArtReading::default())
     }
 }
 
@@ -206,17 +272,23 @@ pub enum BanditAlgo {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ArtMabConfig {
+    /// Parsed from the same list by its own struct, before the fields below, whose defaults it
+    /// chooses ([`ArtMabConfig::for_reading`]).
+    #[serde(skip)]
+    pub reading: ArtReading,
     pub algo: BanditAlgo,
-    /// Penalty factor: each extra replica divides a success's reward by eta (ART: 1.01).
+    /// Penalty factor. `reading=text`: each extra replica divides a success's reward by eta.
+    /// `reading=code`: each lost round k of a recovered range pays -eta k R_k.
     #[serde(deserialize_with = "eta")]
     pub eta: f64,
     /// Exploration probability of epsilon-greedy.
     #[serde(deserialize_with = "probability")]
     pub epsilon: f64,
-    /// UCB exploration weight c in mean + sqrt(c ln t / n).
+    /// UCB exploration weight c in mean + sqrt(c ln N / n).
     #[serde(deserialize_with = "weight")]
     pub ucb_c: f64,
-    /// Arms are R = 1..=r_max (ART: 10).
+    /// Arms are R = 1..=r_max (sends of the round under `reading=text`, duplicates beyond the
+    /// retransmission under `reading=code`).
     #[serde(deserialize_with = "one_to_64")]
     pub r_max: u32,
     /// Parsed from the same list by its own struct.
@@ -224,16 +296,47 @@ pub struct ArtMabConfig {
     pub scheduler: SchedulerConfig,
 }
 
+impl ArtMabConfig {
+    /// The defaults of `reading`. quic-art's bandit is on branch `add_multi_armed_bandit`
+    /// (237dc91), in src/liblsquic/multi_armed_bandit.{c,h} and lsquic_send_ctl.c.
+    #[must_use]
+    pub fn for_reading(reading: ArtReading) -> Self {
+        match reading {
+            ArtReading::Code => Self {
+                reading,
+                // The epsilon-greedy call is commented out in favour of UCB
+                // (lsquic_send_ctl.c:1167-1168 on that branch).
+                algo: BanditAlgo::Ucb,
+                // A lost round k pays -1.01 k R_k (multi_armed_bandit.c:152).
+                eta: 1.01,
+                // EPSILON 0.1, never decayed (multi_armed_bandit.h:5).
+                epsilon: 0.1,
+                // The bonus 0.5 sqrt(2 ln N / n) (multi_armed_bandit.c:80) is sqrt(c ln N / n)
+                // with c = 0.5.
+                ucb_c: 0.5,
+                // NUM_OF_ARMS 10, arm i meaning i duplicates (multi_armed_bandit.h:4;
+                // lsquic_send_ctl.c:1168-1169 on that branch).
+                r_max: 10,
+                // As `art`'s: the bandit branch schedules duplicates as ART does
+                // (lsquic_send_ctl.c:1171 there).
+                scheduler: SchedulerConfig::default(),
+            },
+            ArtReading::Text => Self {
+                reading,
+                algo: BanditAlgo::EpsilonGreedy,
+                eta: 1.01,
+                epsilon: 0.1,
+                ucb_c: 2.0,
+                r_max: 10,
+                scheduler: SchedulerConfig::default(),
+            },
+        }
+    }
+}
+
 impl Default for ArtMabConfig {
     fn default() -> Self {
-        Self {
-            algo: BanditAlgo::EpsilonGreedy,
-            eta: 1.01,
-            epsilon: 0.1,
-            ucb_c: 2.0,
-            r_max: 10,
-            scheduler: SchedulerConfig::default(),
-        }
+        Self::for_reading(ArtReading::default())
     }
 }
 
@@ -510,6 +613,27 @@ fn fraction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     in_range(d, 0.0..=1.0, "a fraction in [0, 1] (`0.2` or `20%`)")
 }
 
+/// The Replica Scheduler's parameters that only `reading=text` has: quic-art spreads duplicates
+/// over min_rtt and has no escape space (the `art` module).
+const TEXT_ONLY_KEYS: [&str; 2] = ["a", "burst_rtts"];
+
+/// `art`'s and `art-mab`'s `reading`, refusing the parameters the other reading lacks.
+fn take_reading(p: &mut Params, policy: &'static str) -> Result<ArtReading, Error> {
+    let reading = p.take::<ReadingParams>()?.reading;
+    if reading == ArtReading::Code {
+        if let Some(key) = TEXT_ONLY_KEYS.into_iter().find(|key| p.given(key)) {
+            return Err(Error::Inconsistent {
+                policy,
+                detail: format!(
+                    "`{key}` applies only to `reading=text` (the escape space min(BDP, a B_max)); \
+                     `reading=code` spreads duplicates over min_rtt as quic-art does"
+                ),
+            });
+        }
+    }
+    Ok(reading)
+}
+
 /// A built-in policy with its parameters. Parse with [`str::parse`] or
 /// [`PolicySpec::from_name_params`]; build a [`Policy`](crate::Policy) with `PolicySpec::build`.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -588,12 +712,27 @@ impl PolicySpec {
                 variant: p.take::<Or3Params>()?.variant,
             },
             "art" => {
+                let reading = take_reading(&mut p, policy)?;
+                p.defaults_from(&ArtConfig::for_reading(reading));
                 let mut art: ArtConfig = p.take()?;
+                art.reading = reading;
+                if reading == ArtReading::Code && art.level == LevelCounts::Sends {
+                    return Err(Error::Inconsistent {
+                        policy,
+                        detail: "`level=sends` applies only to `reading=text`: under \
+                                 `reading=code` R counts the duplicates beyond the \
+                                 retransmission, as quic-art does (`level=copies`)"
+                            .to_owned(),
+                    });
+                }
                 art.scheduler = p.take()?;
                 Self::Art(art)
             }
             "art-mab" => {
+                let reading = take_reading(&mut p, policy)?;
+                p.defaults_from(&ArtMabConfig::for_reading(reading));
                 let mut mab: ArtMabConfig = p.take()?;
+                mab.reading = reading;
                 mab.scheduler = p.take()?;
                 Self::ArtMab(mab)
             }
@@ -666,12 +805,20 @@ impl fmt::Display for PolicySpec {
                 Some(&Or3Params::default()),
             ),
             Self::Art(c) => [
-                changed(c, Some(&ArtConfig::default())),
+                changed(
+                    &ReadingParams { reading: c.reading },
+                    Some(&ReadingParams::default()),
+                ),
+                changed(c, Some(&ArtConfig::for_reading(c.reading))),
                 changed(&c.scheduler, Some(&SchedulerConfig::default())),
             ]
             .concat(),
             Self::ArtMab(c) => [
-                changed(c, Some(&ArtMabConfig::default())),
+                changed(
+                    &ReadingParams { reading: c.reading },
+                    Some(&ReadingParams::default()),
+                ),
+                changed(c, Some(&ArtMabConfig::for_reading(c.reading))),
                 changed(&c.scheduler, Some(&SchedulerConfig::default())),
             ]
             .concat(),
@@ -735,17 +882,66 @@ mod tests {
                 variant: Or3Variant::TwoNPlusOne
             }
         );
-        let PolicySpec::Art(art) = parse("art:l_queue=10,a=1,scheduler=off") else {
+        let PolicySpec::Art(art) = parse("art:reading=text,l_queue=10,a=1,scheduler=off") else {
             panic!("art")
         };
+        assert_eq!(art.reading, ArtReading::Text);
         assert_eq!(art.l_queue, 10);
         assert!(!art.scheduler.enabled);
         assert_eq!(art.scheduler.a, 1.0);
-        let PolicySpec::ArtMab(mab) = parse("art-mab:algo=ucb") else {
+        let PolicySpec::ArtMab(mab) = parse("art-mab:algo=ucb,reading=text") else {
             panic!("art-mab")
         };
         assert_eq!(mab.algo, BanditAlgo::Ucb);
         assert_eq!(mab.eta, 1.01);
+        assert_eq!(mab.ucb_c, 2.0);
+        // Each reading has its own defaults; `reading=code` is the default reading.
+        assert_eq!(parse("art"), PolicySpec::Art(ArtConfig::default()));
+        assert_eq!(parse("art:reading=code"), parse("art"));
+        let PolicySpec::Art(code) = parse("art") else {
+            panic!("art")
+        };
+        assert_eq!(
+            (code.reading, code.r_max, code.level, code.l_queue),
+            (ArtReading::Code, 64, LevelCounts::Copies, 10)
+        );
+        let PolicySpec::Art(text) = parse("art:reading=text") else {
+            panic!("art")
+        };
+        assert_eq!((text.r_max, text.level), (10, LevelCounts::Sends));
+        let PolicySpec::ArtMab(code) = parse("art-mab") else {
+            panic!("art-mab")
+        };
+        assert_eq!(
+            (
+                code.reading,
+                code.algo,
+                code.ucb_c,
+                code.r_max,
+                code.epsilon,
+                code.eta
+            ),
+            (ArtReading::Code, BanditAlgo::Ucb, 0.5, 10, 0.1, 1.01)
+        );
+        let PolicySpec::ArtMab(text) = parse("art-mab:reading=text") else {
+            panic!("art-mab")
+        };
+        assert_eq!((text.algo, text.ucb_c), (BanditAlgo::EpsilonGreedy, 2.0));
+        // Parameters of both readings, given with `reading=code`.
+        let PolicySpec::Art(art) =
+            parse("art:r_max=6,fixed=2,scheduler=off,opportunism=3,l_queue=20,level=copies")
+        else {
+            panic!("art")
+        };
+        assert_eq!((art.r_max, art.fixed, art.l_queue), (6, Some(2), 20));
+        assert_eq!(art.scheduler.opportunism, Opportunism::Budget(3));
+        let PolicySpec::ArtMab(mab) = parse("art-mab:algo=eg,epsilon=0.2,r_max=4") else {
+            panic!("art-mab")
+        };
+        assert_eq!(
+            (mab.algo, mab.epsilon, mab.r_max),
+            (BanditAlgo::EpsilonGreedy, 0.2, 4)
+        );
         assert_eq!(
             parse("autorec:alpha=30ms,beta=0.3,gamma=0.2"),
             PolicySpec::AutoRec(AutoRecConfig::testbed())
@@ -797,18 +993,38 @@ mod tests {
             ("fixed", "fixed:r=1"),
             ("or3", "or3"),
             ("or3:variant=2n+1", "or3:variant=2n+1"),
-            ("art:l_queue=10,a=1,scheduler=off", "art:scheduler=off"),
+            ("art:l_queue=10,scheduler=off", "art:scheduler=off"),
+            ("art:reading=code,r_max=64,level=copies", "art"),
+            ("art:r_max=10,fixed=3", "art:r_max=10,fixed=3"),
+            ("art:reading=text", "art:reading=text"),
             (
-                "art:l_queue=20,a=2.5,burst_rtts=5,opportunism=4,r_max=6",
-                "art:l_queue=20,r_max=6,a=2.5,burst_rtts=5,opportunism=4",
+                "art:reading=text,l_queue=10,a=1,scheduler=off",
+                "art:reading=text,scheduler=off",
             ),
             (
-                "art:level=copies,opportunism=off",
-                "art:level=copies,opportunism=off",
+                "art:l_queue=20,a=2.5,burst_rtts=5,opportunism=4,r_max=6,reading=text",
+                "art:reading=text,l_queue=20,r_max=6,a=2.5,burst_rtts=5,opportunism=4",
             ),
-            ("art:opportunism=0,level=sends", "art:opportunism=off"),
+            (
+                "art:reading=text,level=copies,opportunism=off",
+                "art:reading=text,level=copies,opportunism=off",
+            ),
+            (
+                "art:opportunism=0,level=sends,reading=text",
+                "art:reading=text,opportunism=off",
+            ),
             ("art:opportunism=on", "art"),
-            ("art-mab:algo=ucb", "art-mab:algo=ucb"),
+            ("art-mab:algo=ucb", "art-mab"),
+            ("art-mab:algo=eg", "art-mab:algo=eg"),
+            ("art-mab:reading=text,algo=eg", "art-mab:reading=text"),
+            (
+                "art-mab:reading=text,algo=ucb",
+                "art-mab:reading=text,algo=ucb",
+            ),
+            (
+                "art-mab:eta=1.05,epsilon=0.2,ucb_c=1.5,scheduler=off,reading=text",
+                "art-mab:reading=text,eta=1.05,epsilon=0.2,ucb_c=1.5,scheduler=off",
+            ),
             (
                 "art-mab:eta=1.05,epsilon=0.2,ucb_c=1.5,scheduler=off",
                 "art-mab:eta=1.05,epsilon=0.2,ucb_c=1.5,scheduler=off",
@@ -875,6 +1091,26 @@ mod tests {
         assert!(e.contains("`on` or `off`"), "{e}");
         let e = err("art:l_queue=0");
         assert!(e.contains("1..=65536"), "{e}");
+        let e = err("art:reading=paper");
+        assert!(
+            e.contains("`paper`") && e.contains("`reading`") && e.contains("`code` or `text`"),
+            "{e}"
+        );
+        let e = err("art-mab:reading=lsquic");
+        assert!(
+            e.contains("`reading`") && e.contains("`code` or `text`"),
+            "{e}"
+        );
+        // Parameters of the other reading are refused by name.
+        for (spec, key) in [
+            ("art:a=2", "`a`"),
+            ("art:reading=code,burst_rtts=5", "`burst_rtts`"),
+            ("art-mab:a=1", "`a`"),
+            ("art:level=sends", "`level=sends`"),
+        ] {
+            let e = err(spec);
+            assert!(e.contains(key) && e.contains("reading=text"), "{spec}: {e}");
+        }
         let e = err("art:level=all");
         assert!(
             e.contains("`all`") && e.contains("`sends` or `copies`"),

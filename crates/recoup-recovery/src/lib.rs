@@ -46,8 +46,9 @@ pub use art::{adapt as art_adapt, Art, OutcomeWindow};
 pub use autorec::AutoRec;
 pub use autorec_modes::{OffMode, ReinjectionCount, TUnitSample};
 pub use config::{
-    ArtConfig, ArtDqnConfig, ArtMabConfig, AutoRecConfig, BanditAlgo, CrestConfig, LadrConfig,
-    LevelCounts, Opportunism, Or3Variant, PolicySpec, SchedulerConfig, TooConfig, POLICY_NAMES,
+    ArtConfig, ArtDqnConfig, ArtMabConfig, ArtReading, AutoRecConfig, BanditAlgo, CrestConfig,
+    LadrConfig, LevelCounts, Opportunism, Or3Variant, PolicySpec, SchedulerConfig, TooConfig,
+    POLICY_NAMES,
 };
 pub use crest::Crest;
 pub use error::Error;

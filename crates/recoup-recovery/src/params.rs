@@ -116,6 +116,12 @@ impl Params {
         }
     }
 
+    /// Whether `key` was given (before any [`Params::defaults_from`] adds it): a parameter that
+    /// the configuration chosen so far lacks can be refused by name.
+    pub(crate) fn given(&self, key: &str) -> bool {
+        self.items.iter().any(|it| it.key == key)
+    }
+
     /// Every item must have been well-formed and taken.
     pub(crate) fn finish(self) -> Result<(), Error> {
         let accepted = if self.accepted.is_empty() {

@@ -131,8 +131,12 @@ mod tests {
         "or3:variant=2n+1",
         "art",
         "art:scheduler=off",
+        "art:reading=text",
+        "art:reading=text,scheduler=off",
         "art-mab",
-        "art-mab:algo=ucb",
+        "art-mab:algo=eg",
+        "art-mab:reading=text",
+        "art-mab:reading=text,algo=ucb",
         "autorec",
         "autorec:k=3",
         "autorec:opportunistic=off",
@@ -298,7 +302,15 @@ mod tests {
 
     #[test]
     fn same_seed_same_decisions() {
-        for spec in ["art", "art-mab", "art-mab:algo=ucb", "crest"] {
+        for spec in [
+            "art",
+            "art:reading=text",
+            "art-mab",
+            "art-mab:algo=eg",
+            "art-mab:reading=text",
+            "art-mab:reading=text,algo=ucb",
+            "crest",
+        ] {
             let a = drive(&mut build(spec, 42), 7);
             let b = drive(&mut build(spec, 42), 7);
             assert_eq!(a, b, "{spec}");

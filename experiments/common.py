@@ -89,6 +89,15 @@ def art_path(rtt: str = "30ms", queue: str = ART_QUEUE) -> dict[str, str]:
     return {"rtt": rtt, "trace": str(mahimahi_constant_trace(ART_MBPS)), "queue": queue}
 
 
+# The path the ART authors' automation script runs (quic-art `tools/automation_test.sh`, line 29:
+# `mm-link 100Mbps_trace.up 100Mbps_trace.down mm-loss downlink $loss mm-delay 30`): mm-delay is
+# one way, so the RTT is 60 ms, and mm-link without queue arguments has an unbounded queue.
+ART_PATHS = {
+    "stated": lambda: art_path(),
+    "scripted": lambda: art_path(rtt="60ms", queue="infinite"),
+}
+
+
 def autorec_plan(
     name: str,
     bitrate: str,

@@ -1,5 +1,6 @@
 """ART Figs. 20-21: many 1 MB and 200 KB files at 1 % and 10 % random loss; N_max, redundancy
-cost and flow completion time of QUIC, OR3 and ART.
+cost and flow completion time of QUIC, OR3 and ART (both readings), on the paper's stated path
+and on the authors' script's (common.ART_PATHS).
 
     python3 experiments/art/fig20_21_files.py [--quick] [--files N] [--jobs N]
 
@@ -24,9 +25,11 @@ import common  # noqa: E402
 POLICIES = [
     {"label": "QUIC (arq)", "name": "arq"},
     {"label": "OR3", "name": "or3"},
+    # The authors' code's reading (the default) and the two readings of the text (see
+    # fig19_nmax.py).
     {"label": "ART", "name": "art"},
-    # The other reading of what R counts (see fig19_nmax.py).
-    {"label": "ART (level=copies)", "name": "art", "params": "level=copies"},
+    {"label": "ART (text)", "name": "art", "params": "reading=text"},
+    {"label": "ART (text, level=copies)", "name": "art", "params": "reading=text,level=copies"},
 ]
 LABELS = [p["label"] for p in POLICIES]
 # (figure, size, loss)
@@ -67,49 +70,55 @@ def main() -> None:
     results = common.RESULTS / "art-fig20-21"
 
     summary, reductions, cdfs, walls = [], [], {}, []
-    for fig, size, loss in CASES:
-        plan = common.art_plan(f"art-fig{fig}", size, loss, POLICIES, files, "10s")
-        rows = common.run(plan, results / fig / "scenario.toml", args)
-        wall = common.wall_seconds(results / fig)
-        walls.append(wall)
-        incomplete = int(rows["transfers_incomplete"].fillna(0).sum())
-        if incomplete:
-            print(f"warning: fig {fig}: {incomplete} file(s) did not complete")
-        g = rows.groupby("policy")
-        t = g.agg(
-            files=("seed", "count"),
-            n_max=("n_max", "mean"),
-            copies=("copies_sent", "mean"),
-            redundancy_cost=("redundancy_cost", "mean"),
-            fct_mean=("fct_ms", "mean"),
-            fct_p50=("fct_ms", "median"),
-            fct_p95=("fct_ms", lambda s: s.quantile(0.95)),
-            fct_p99=("fct_ms", lambda s: s.quantile(0.99)),
-        ).reindex(LABELS)
-        cdfs[fig] = {p: np.sort(rows.loc[rows["policy"] == p, "fct_ms"].dropna()) for p in t.index}
-        t["redundancy_cost"] *= 100
-        out = t.reset_index().rename(columns={"redundancy_cost": "redundancy_cost_%"})
-        out.insert(0, "case", f"{fig}: {size}, {loss}")
-        summary.append(out)
-        cost_red, nmax_red = reduction(t, "copies"), reduction(t, "n_max")
-        print(
-            f"fig {fig} ({size}, {loss}): {len(rows)} runs in {wall:.1f} s; ART vs OR3: "
-            f"cost reduction {cost_red:.0f} % (paper {PAPER[fig][0]} %), "
-            f"N_max reduction {nmax_red:.0f} % (paper {PAPER[fig][1]} %)"
-        )
-        reductions.append((fig, size, loss, cost_red, nmax_red))
+    for path_name, path in common.ART_PATHS.items():
+        for fig, size, loss in CASES:
+            plan = common.art_plan(f"art-fig{fig}", size, loss, POLICIES, files, "10s", path=path())
+            folder = results / path_name / fig
+            rows = common.run(plan, folder / "scenario.toml", args)
+            wall = common.wall_seconds(folder)
+            walls.append(wall)
+            incomplete = int(rows["transfers_incomplete"].fillna(0).sum())
+            if incomplete:
+                print(f"warning: fig {fig} ({path_name}): {incomplete} file(s) did not complete")
+            g = rows.groupby("policy")
+            t = g.agg(
+                files=("seed", "count"),
+                n_max=("n_max", "mean"),
+                copies=("copies_sent", "mean"),
+                redundancy_cost=("redundancy_cost", "mean"),
+                fct_mean=("fct_ms", "mean"),
+                fct_p50=("fct_ms", "median"),
+                fct_p95=("fct_ms", lambda s: s.quantile(0.95)),
+                fct_p99=("fct_ms", lambda s: s.quantile(0.99)),
+            ).reindex(LABELS)
+            cdfs[path_name, fig] = {
+                p: np.sort(rows.loc[rows["policy"] == p, "fct_ms"].dropna()) for p in t.index
+            }
+            t["redundancy_cost"] *= 100
+            out = t.reset_index().rename(columns={"redundancy_cost": "redundancy_cost_%"})
+            out.insert(0, "case", f"{fig}: {size}, {loss}")
+            out.insert(0, "path", path_name)
+            summary.append(out)
+            cost_red, nmax_red = reduction(t, "copies"), reduction(t, "n_max")
+            print(
+                f"fig {fig} ({size}, {loss}, {path_name} path): {len(rows)} runs in {wall:.1f} s; "
+                f"ART vs OR3: cost reduction {cost_red:.0f} % (paper {PAPER[fig][0]} %), "
+                f"N_max reduction {nmax_red:.0f} % (paper {PAPER[fig][1]} %)"
+            )
+            reductions.append((path_name, fig, size, loss, cost_red, nmax_red))
 
     table = pd.concat(summary, ignore_index=True)
     red = pd.DataFrame(
         [
             {
+                "path": path_name,
                 "case": f"{fig}: {size}, {loss}",
                 "cost reduction ours %": c,
                 "cost reduction paper %": PAPER[fig][0],
                 "N_max reduction ours %": n,
                 "N_max reduction paper %": PAPER[fig][1],
             }
-            for fig, size, loss, c, n in reductions
+            for path_name, fig, size, loss, c, n in reductions
         ]
     )
     md = common.frame_table(table) + "\nART against OR3 (1 - ART / OR3):\n\n"
@@ -117,30 +126,39 @@ def main() -> None:
     common.save_text(figs / "art-fig20-21.md", md)
     print(md)
 
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8), sharey=True)
-    for ax, (case, size, loss) in zip(axes, CASES):
-        for policy, xs in cdfs[case].items():
-            ax.plot(xs, np.arange(1, len(xs) + 1) / len(xs), label=policy)
-        ax.set_title(f"Fig. {case}: {size} files, {loss} loss")
-        ax.set_xlabel("FCT (ms)")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel(f"CDF over {files} files")
-    axes[0].legend()
+    paths = list(common.ART_PATHS)
+    fig, axes = plt.subplots(len(paths), 4, figsize=(16, 3.8 * len(paths)), sharey=True)
+    for row, path_name in zip(axes, paths):
+        for ax, (case, size, loss) in zip(row, CASES):
+            for policy, xs in cdfs[path_name, case].items():
+                ax.plot(xs, np.arange(1, len(xs) + 1) / len(xs), label=policy)
+            ax.set_title(f"Fig. {case}: {size}, {loss} loss ({path_name} path)")
+            ax.set_xlabel("FCT (ms)")
+            ax.grid(alpha=0.3)
+        row[0].set_ylabel(f"CDF over {files} files")
+    axes[0][0].legend()
+    fig.tight_layout()
     common.save_figure(fig, figs / "art-fig20-21-fct.png", dpi=120)
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.8))
+    fig, axes = plt.subplots(len(paths), 2, figsize=(12, 3.8 * len(paths)))
     width = 0.8 / len(POLICIES)
-    for i, policy in enumerate(LABELS):
-        sel = table[table["policy"] == policy]
-        x = np.arange(len(CASES)) + i * width
-        a.bar(x, sel["n_max"], width, label=policy)
-        b.bar(x, sel["copies"], width, label=policy)
-    for ax, label in ((a, "N_max (mean per file)"), (b, "copies beyond ARQ (mean per file)")):
-        ax.set_xticks(np.arange(len(CASES)) + width, [f"{s}, {p}" for _, s, p in CASES])
-        ax.set_ylabel(label)
-        ax.grid(axis="y", alpha=0.3)
-    a.legend()
-    fig.suptitle(f"ART Figs. 20-21 setting: 100 Mbit/s, 30 ms RTT, {files} files per case")
+    for (a, b), path_name in zip(axes, paths):
+        for i, policy in enumerate(LABELS):
+            sel = table[(table["policy"] == policy) & (table["path"] == path_name)]
+            x = np.arange(len(CASES)) + i * width
+            a.bar(x, sel["n_max"], width, label=policy)
+            b.bar(x, sel["copies"], width, label=policy)
+        for ax, label in ((a, "N_max (mean per file)"), (b, "copies beyond ARQ (mean per file)")):
+            ax.set_xticks(np.arange(len(CASES)) + width, [f"{s}, {p}" for _, s, p in CASES])
+            ax.set_ylabel(label)
+            ax.set_title(f"{path_name} path")
+            ax.grid(axis="y", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(
+        f"ART Figs. 20-21 setting: 100 Mbit/s, {files} files per case; stated path 30 ms RTT + "
+        "one-BDP queue, scripted 60 ms + unbounded"
+    )
+    fig.tight_layout()
     common.save_figure(fig, figs / "art-fig20-21-cost.png", dpi=120)
     print(f"wall time {sum(walls):.1f} s ({', '.join(f'{w:.1f}' for w in walls)})")
 

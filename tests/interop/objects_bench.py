@@ -302,9 +302,14 @@ def mean_ci(values):
 
 
 def summarise_qlog(path):
-    """Congestion window and bytes in flight, packets lost and PTOs of one qlog trace (JSON-SEQ
-    .sqlog or JSON lines), as lists and counts."""
-    cwnd, inflight, lost, pto_max, pto_events = [], [], 0, 0, 0
+    """Congestion window and bytes in flight over time (from recovery:metrics_updated, as
+    (ms, bytes) lists), packets lost per trigger, and PTO expiries of one qlog trace (JSON-SEQ
+    .sqlog or JSON lines). PTO expiries are recovery:loss_timer_updated `expired` events of the
+    `pto` timer, else increments of metrics_updated's pto_count; None when the trace has
+    neither (recoup's qlog logs no PTO)."""
+    cwnd, inflight, lost = [], [], {}
+    pto_timer = pto_count = None
+    last_count = 0
     with open(path, errors="replace") as f:
         for line in f:
             line = line.strip().lstrip("\x1e")
@@ -314,25 +319,46 @@ def summarise_qlog(path):
                 ev = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            name, data = ev.get("name", ""), ev.get("data") or {}
-            t = ev.get("time")
+            name, data, t = ev.get("name", ""), ev.get("data") or {}, ev.get("time")
             if name.endswith("metrics_updated"):
                 if "congestion_window" in data:
                     cwnd.append((t, data["congestion_window"]))
                 if "bytes_in_flight" in data:
                     inflight.append((t, data["bytes_in_flight"]))
                 if "pto_count" in data:
-                    pto_events += data["pto_count"] > 0
-                    pto_max = max(pto_max, data["pto_count"])
+                    pto_count = (pto_count or 0) + (data["pto_count"] > last_count)
+                    last_count = data["pto_count"]
+            elif name.endswith("loss_timer_updated"):
+                pto_timer = pto_timer or 0
+                if data.get("event_type") == "expired" and data.get("timer_type") == "pto":
+                    pto_timer += 1
             elif name.endswith("packet_lost"):
-                lost += 1
+                trigger = data.get("trigger", "unknown")
+                lost[trigger] = lost.get(trigger, 0) + 1
     return {
         "cwnd": cwnd,
         "bytes_in_flight": inflight,
-        "packets_lost": lost,
-        "pto_fired": pto_events,
-        "pto_count_max": pto_max,
+        "lost": lost,
+        "ptos": pto_timer if pto_timer is not None else pto_count,
     }
+
+
+def time_weighted(series):
+    """Mean and median of a step function given as (time, value) changes, weighted by how long
+    each value held (the last one holds for no time): implementations log at different moments
+    (quic-go on every send and ACK, recoup on every RTT sample), so counting samples would
+    compare different things."""
+    spans = [(v, t1 - t0) for (t0, v), (t1, _) in zip(series, series[1:]) if t1 > t0]
+    total = sum(d for _, d in spans)
+    if not total:
+        return math.nan, math.nan
+    mean = sum(v * d for v, d in spans) / total
+    acc = 0.0
+    for v, d in sorted(spans):
+        acc += d
+        if acc >= total / 2:
+            return mean, v
+    return mean, math.nan
 
 
 def qlog_rows(qlog_root):
@@ -342,23 +368,44 @@ def qlog_rows(qlog_root):
             continue
         loss, server = path.split(os.sep)[-4:-2]
         s = summarise_qlog(path)
-        cw = sorted(v for _, v in s["cwnd"])
-        bif = sorted(v for _, v in s["bytes_in_flight"])
+        cw_mean, cw_med = time_weighted(s["cwnd"])
+        bif_mean, _ = time_weighted(s["bytes_in_flight"])
+        lost = s["lost"]
         rows.append(
             [
                 loss,
                 server,
-                cw[0] if cw else "–",
-                percentile(cw, 0.5) if cw else "–",
-                cw[-1] if cw else "–",
-                percentile(bif, 0.5) if bif else "–",
-                bif[-1] if bif else "–",
-                s["packets_lost"],
-                s["pto_fired"],
+                min((v for _, v in s["cwnd"]), default=math.nan),
+                cw_med,
+                cw_mean,
+                max((v for _, v in s["cwnd"]), default=math.nan),
+                bif_mean,
+                sum(lost.values()),
+                ", ".join(f"{k} {n}" for k, n in sorted(lost.items())),
+                "not logged" if s["ptos"] is None else s["ptos"],
                 os.path.relpath(path, qlog_root),
             ]
         )
     return rows
+
+
+QLOG_HEADER = [
+    "loss",
+    "server",
+    "cwnd min",
+    "cwnd p50",
+    "cwnd mean",
+    "cwnd max",
+    "in flight mean",
+    "packets lost",
+    "lost by trigger",
+    "PTOs",
+    "trace",
+]
+
+
+def qlog_table(qlog_root):
+    return markdown_table(QLOG_HEADER, qlog_rows(qlog_root), spec=".0f")
 
 
 def report(records, skipped, args, vers, elapsed):
@@ -452,24 +499,13 @@ def report(records, skipped, args, vers, elapsed):
         lines += [
             "## Server qlog (first run of each)",
             "",
-            "From `recovery:metrics_updated` (congestion window, bytes in flight, in bytes), "
-            "`recovery:packet_lost`, and metrics updates with a non-zero `pto_count` (PTOs).",
+            "Congestion window and bytes in flight in bytes from `recovery:metrics_updated`, "
+            "weighted by the time each value held (quic-go logs them on every send and ACK, "
+            "recoup on every RTT sample, so its bytes in flight are seen only after ACKs); "
+            "`recovery:packet_lost` by trigger; PTO expiries from `recovery:loss_timer_updated` "
+            "(or `pto_count`), which recoup's qlog does not log.",
             "",
-            markdown_table(
-                [
-                    "loss",
-                    "server",
-                    "cwnd min",
-                    "cwnd p50",
-                    "cwnd max",
-                    "in flight p50",
-                    "in flight max",
-                    "packets lost",
-                    "PTOs",
-                    "trace",
-                ],
-                qlog_rows(args.qlog),
-            ),
+            qlog_table(args.qlog),
         ]
     return "\n".join(lines)
 
@@ -481,9 +517,7 @@ def main():
     ap.add_argument(
         "--recoup", default=os.environ.get("RECOUP_BIN"), help="recoup binary (or RECOUP_BIN)"
     )
-    ap.add_argument(
-        "--quicgo-dir", required=True, help="directory with the built quic-go server and client"
-    )
+    ap.add_argument("--quicgo-dir", help="directory with the built quic-go server and client")
     ap.add_argument("--runs", type=int, default=5, help="runs per server and loss rate")
     ap.add_argument("--first-seed", type=int, default=1, help="link seeds FIRST .. FIRST+RUNS-1")
     ap.add_argument("--loss", default="2%", help="loss rates, comma-separated (e.g. 2%%,5%%)")
@@ -504,7 +538,17 @@ def main():
         help="directory, or a .md file",
     )
     ap.add_argument("--pid-file", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--qlog-summary",
+        metavar="DIR",
+        help="only print the server qlog table of an earlier run's --qlog DIR",
+    )
     args = ap.parse_args()
+    if args.qlog_summary:
+        print(qlog_table(args.qlog_summary))
+        return 0
+    if not args.quicgo_dir:
+        ap.error("--quicgo-dir DIR is needed (scripts/objects-bench.sh passes it)")
     if not args.recoup:
         ap.error("the recoup binary: --recoup BIN or RECOUP_BIN")
     args.recoup = os.path.abspath(args.recoup)

@@ -116,3 +116,16 @@ python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --n
 python3 -m ruff check python experiments tests/interop tests/qlog
 python3 -m ruff format --check python experiments tests/interop tests/qlog
 python3 -m pytest -q python/tests
+
+step "objects benchmark against quic-go, smoke form (scripts/objects-bench.sh --quick)"
+# 12 KB objects at 10/s from quic-go's HTTP/3 server and recoup serve through recoup link at 2 %
+# loss, one 5 s run each: the benchmark's Go peer builds (Go modules) and every server it names
+# is measured (it reads its statistics helpers from experiments/common.py, so it runs after the
+# Python packages above). The measurement itself is a script (docs/OBJECTS-BENCH.md), not a test.
+if command -v go >/dev/null 2>&1; then
+  bash scripts/objects-bench.sh --recoup "${CARGO_TARGET_DIR:-target}/debug/recoup" --quick \
+    --out "$(mktemp -d)"
+else
+  echo "go not found: the objects benchmark's quic-go peer cannot be built" >&2
+  exit 1
+fi

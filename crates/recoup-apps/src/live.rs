@@ -21,6 +21,8 @@ use crate::{clock_tick, frames_in, unexpected, App, StreamKey, Write, WriteData}
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LiveConfig {
     pub encoder: EncoderConfig,
+    /// When the encoder captures its first frame.
+    pub start: LiveStart,
     /// Video buffered before playback starts.
     pub startup: Duration,
     /// Video buffered after a stall before playback resumes.
@@ -39,10 +41,24 @@ impl Default for LiveConfig {
                 key_ratio: 5.0,
                 size_noise: 0.1,
             },
+            start: LiveStart::Session,
             startup: Duration::from_secs(1),
             rebuffer: Duration::from_millis(500),
         }
     }
+}
+
+/// When a live encoder starts capturing, relative to the connection that carries it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LiveStart {
+    /// At the session's start, before the handshake: the frames captured while it completes
+    /// wait and leave together once it has, as a server that hands a joining viewer what it has
+    /// buffered (a GOP cache) does.
+    #[default]
+    Session,
+    /// At the live edge once the viewer is connected: the first frame is captured when the
+    /// connection first asks for data, so nothing has piled up behind the handshake.
+    Connect,
 }
 
 /// The encoder side: frames captured at `start + i / fps` for as long as `duration` lasts, all
@@ -52,6 +68,8 @@ pub struct LiveSource {
     encoder: EncoderConfig,
     rng: ChaCha8Rng,
     start: Instant,
+    /// With [`LiveStart::Connect`], whether `start` still waits for the connection.
+    start_at_connect: bool,
     /// Frames captured before this instant are sent.
     end: Instant,
     next_frame: u64,
@@ -66,6 +84,7 @@ impl LiveSource {
             encoder: config.encoder,
             rng,
             start,
+            start_at_connect: config.start == LiveStart::Connect,
             end: start + duration,
             next_frame: 0,
             pending: VecDeque::new(),
@@ -90,6 +109,11 @@ impl LiveSource {
 
 impl App for LiveSource {
     fn poll_write(&mut self, now: Instant, max: usize) -> Option<Write> {
+        if self.start_at_connect {
+            // The stream still ends when the session does.
+            self.start_at_connect = false;
+            self.start = self.start.max(now);
+        }
         loop {
             let t = self.capture_time(self.next_frame);
             if t > now || t >= self.end {
@@ -364,6 +388,7 @@ mod tests {
                 key_ratio: 5.0,
                 size_noise: 0.1,
             },
+            start: LiveStart::Session,
             startup: Duration::from_millis(startup_ms),
             rebuffer: Duration::from_millis(rebuffer_ms),
         }

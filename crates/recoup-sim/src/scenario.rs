@@ -26,7 +26,7 @@ use std::time::Duration;
 use recoup_apps::frame::MAX_PAYLOAD;
 use recoup_apps::gaming::GamingConfig;
 use recoup_apps::lbbc::LbbcConfig;
-use recoup_apps::live::LiveConfig;
+use recoup_apps::live::{LiveConfig, LiveStart};
 use recoup_apps::rtc::RtcConfig;
 use recoup_apps::source::EncoderConfig;
 use recoup_apps::transfer::{FileConfig, RpcConfig};
@@ -285,6 +285,7 @@ struct RawLive {
     size_noise: Option<f64>,
     startup: Option<Dur>,
     rebuffer: Option<Dur>,
+    start: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1164,10 +1165,24 @@ fn app(raw: Option<RawApp>, file: &str, cc: CcAlgorithm) -> Result<AppSpec, Scen
             size_noise,
             startup,
             rebuffer,
+            start,
         })) => {
             let d = LiveConfig::default();
+            let start = match start.as_deref() {
+                None => d.start,
+                Some("session") => LiveStart::Session,
+                Some("connect") => LiveStart::Connect,
+                Some(other) => {
+                    return Err(invalid(
+                        file,
+                        "app.start",
+                        format!("unknown start `{other}`: expected `session` or `connect`"),
+                    ))
+                }
+            };
             AppSpec::Live(LiveConfig {
                 encoder: encoder(bitrate, fps, gop, key_ratio, size_noise, d.encoder, file)?,
+                start,
                 startup: startup.map_or(d.startup, |x| x.0),
                 rebuffer: rebuffer.map_or(d.rebuffer, |x| x.0),
             })
@@ -1579,6 +1594,22 @@ mod tests {
         };
         assert_eq!((live.encoder.gop, live.encoder.key_ratio), (60, 3.5));
         assert_eq!(live.startup, Duration::from_secs(2));
+        assert_eq!(live.start, LiveStart::Session);
+        let s = one(&format!(
+            "{MINIMAL}[app]\nkind = \"live\"\nstart = \"connect\"\n"
+        ))
+        .expect("live at connect");
+        let AppSpec::Live(live) = s.app else {
+            panic!("live")
+        };
+        assert_eq!(live.start, LiveStart::Connect);
+        let e = err(&format!(
+            "{MINIMAL}[app]\nkind = \"live\"\nstart = \"now\"\n"
+        ));
+        assert!(
+            e.contains("app.start") && e.contains("`session` or `connect`"),
+            "{e}"
+        );
     }
 
     #[test]

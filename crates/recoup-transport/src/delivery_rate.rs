@@ -20,6 +20,12 @@ pub struct RateSnapshot {
     pub first_sent_time: Instant,
     /// Whether the connection was application-limited when this packet was sent.
     pub is_app_limited: bool,
+    /// Bytes in flight right after this packet was sent, itself included
+    /// (draft-ietf-ccwg-bbr-06 §4.1.2.1.2 "P.tx_in_flight").
+    pub tx_in_flight: u64,
+    /// Bytes declared lost before this packet was sent ("P.lost"; see
+    /// [`DeliveryRateEstimator::on_packet_lost`] for which losses count).
+    pub lost: u64,
 }
 
 /// One delivery-rate sample, produced per ACK that newly acknowledges in-flight packets (draft §3.3).
@@ -40,6 +46,12 @@ pub struct RateSample {
     pub is_app_limited: bool,
     /// RTT of the most recently sent packet acknowledged.
     pub rtt: Duration,
+    /// `tx_in_flight` of the most recently sent packet acknowledged (draft-ietf-ccwg-bbr-06
+    /// §2.3 "RS.tx_in_flight").
+    pub tx_in_flight: u64,
+    /// `lost` of the most recently sent packet acknowledged: the bytes lost since it was sent
+    /// ("RS.lost") are the connection's lost count after the ACK's losses minus this.
+    pub prior_lost: u64,
 }
 
 /// The connection-wide delivery counters ("C.*" in the draft).
@@ -50,6 +62,8 @@ pub struct DeliveryRateEstimator {
     first_sent_time: Instant,
     /// Draft §3.4: `delivered` value at which the app-limited period ends; 0 when not limited.
     app_limited_until: u64,
+    /// Bytes declared lost ("C.lost" of draft-ietf-ccwg-bbr-06 §2.2).
+    lost: u64,
 }
 
 /// Accumulates the acknowledgements of one ACK into a sample (draft §3.3 "UpdateRateSample").
@@ -64,10 +78,15 @@ impl DeliveryRateEstimator {
         Self::default()
     }
 
-    /// Take the snapshot for a packet sent at `now` (draft §3.2). `bytes_in_flight` is before the
-    /// packet is added.
+    /// Take the snapshot for a packet of `bytes` sent at `now` (draft §3.2). `bytes_in_flight` is
+    /// before the packet is added.
     #[must_use]
-    pub fn on_packet_sent(&mut self, now: Instant, bytes_in_flight: u64) -> RateSnapshot {
+    pub fn on_packet_sent(
+        &mut self,
+        now: Instant,
+        bytes: u64,
+        bytes_in_flight: u64,
+    ) -> RateSnapshot {
         if bytes_in_flight == 0 {
             // Starting from idle: the flight begins now.
             self.first_sent_time = now;
@@ -78,7 +97,17 @@ impl DeliveryRateEstimator {
             delivered_time: self.delivered_time,
             first_sent_time: self.first_sent_time,
             is_app_limited: self.app_limited_until != 0,
+            tx_in_flight: bytes_in_flight.saturating_add(bytes),
+            lost: self.lost,
         }
+    }
+
+    /// `bytes` of an in-flight packet were declared lost. The connection counts only the losses
+    /// it tells congestion control of (ARCHITECTURE.md "The path of a loss": not an older copy
+    /// of a round, not a path MTU probe), so a loss rate computed from these counts what the
+    /// controller would react to.
+    pub fn on_packet_lost(&mut self, bytes: u64) {
+        self.lost = self.lost.saturating_add(bytes);
     }
 
     /// The sender has nothing to send and is below its window (draft §3.4): samples taken until
@@ -152,6 +181,8 @@ impl DeliveryRateEstimator {
             delivery_rate,
             is_app_limited: p.is_app_limited,
             rtt: now.saturating_duration_since(time_sent),
+            tx_in_flight: p.tx_in_flight,
+            prior_lost: p.lost,
         })
     }
 
@@ -159,6 +190,12 @@ impl DeliveryRateEstimator {
     #[must_use]
     pub fn delivered(&self) -> u64 {
         self.delivered
+    }
+
+    /// Bytes declared lost so far ([`Self::on_packet_lost`]).
+    #[must_use]
+    pub fn lost(&self) -> u64 {
+        self.lost
     }
 
     /// Whether samples are currently marked app-limited.
@@ -180,7 +217,9 @@ mod tests {
     fn steady_flight_measures_the_ack_rate() {
         let mut e = DeliveryRateEstimator::new();
         // Ten 1000-byte packets sent back to back at t=0, acknowledged 1 ms apart from t=100.
-        let snaps: Vec<_> = (0..10).map(|i| e.on_packet_sent(at(0), i * 1000)).collect();
+        let snaps: Vec<_> = (0..10)
+            .map(|i| e.on_packet_sent(at(0), 1000, i * 1000))
+            .collect();
         let mut last = None;
         for (i, s) in snaps.iter().enumerate() {
             let now = at(100 + i as u64);
@@ -198,11 +237,31 @@ mod tests {
         assert_eq!(last.rtt, Duration::from_millis(109));
     }
 
+    /// What BBRv3 reads of a sample besides the rate (draft-ietf-ccwg-bbr-06 §4.1.2.2): the
+    /// data in flight when the newest acknowledged packet left, itself included, and the losses
+    /// counted before it left.
+    #[test]
+    fn samples_carry_in_flight_at_send_and_losses_before_it() {
+        let mut e = DeliveryRateEstimator::new();
+        let first = e.on_packet_sent(at(0), 1200, 0);
+        e.on_packet_lost(1200);
+        let second = e.on_packet_sent(at(1), 1000, 2400);
+        assert_eq!((first.tx_in_flight, first.lost), (1200, 0));
+        assert_eq!((second.tx_in_flight, second.lost), (3400, 1200));
+        e.on_packet_lost(500);
+        assert_eq!(e.lost(), 1700);
+        let mut sampler = DeliveryRateEstimator::sampler();
+        e.on_packet_acked(&mut sampler, at(50), 1200, at(0), &first);
+        e.on_packet_acked(&mut sampler, at(50), 1000, at(1), &second);
+        let rs = e.finish(sampler, at(50), Duration::ZERO).expect("sample");
+        assert_eq!((rs.tx_in_flight, rs.prior_lost), (3400, 1200));
+    }
+
     #[test]
     fn short_intervals_give_no_rate_and_app_limited_marks_clear() {
         let mut e = DeliveryRateEstimator::new();
         e.on_app_limited(0);
-        let s = e.on_packet_sent(at(0), 0);
+        let s = e.on_packet_sent(at(0), 1200, 0);
         assert!(s.is_app_limited);
         let mut sampler = DeliveryRateEstimator::sampler();
         e.on_packet_acked(&mut sampler, at(10), 1200, at(0), &s);
@@ -214,7 +273,7 @@ mod tests {
         assert_eq!(rs.delivery_rate, None);
         // Delivered (1200) passed the mark (1): no longer app-limited.
         assert!(!e.is_app_limited());
-        assert!(!e.on_packet_sent(at(11), 0).is_app_limited);
+        assert!(!e.on_packet_sent(at(11), 1200, 0).is_app_limited);
         assert_eq!(
             e.finish(DeliveryRateEstimator::sampler(), at(12), Duration::ZERO),
             None

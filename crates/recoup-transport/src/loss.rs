@@ -476,7 +476,9 @@ impl<T> LossDetection<T> {
                 s.time_of_last_ack_eliciting = Some(packet.time_sent);
                 s.ack_eliciting_in_flight += 1;
             }
-            packet.rate = self.rate.on_packet_sent(packet.time_sent, bytes_in_flight);
+            packet.rate =
+                self.rate
+                    .on_packet_sent(packet.time_sent, packet.size as u64, bytes_in_flight);
             self.bytes_in_flight = self.bytes_in_flight.saturating_add(packet.size as u64);
         }
         self.space_mut(space).sent.push(packet);
@@ -937,6 +939,12 @@ impl<T> LossDetection<T> {
     /// The sender is application-limited (draft-cheng-iccrg-delivery-rate-estimation §3.4).
     pub fn on_app_limited(&mut self) {
         self.rate.on_app_limited(self.bytes_in_flight);
+    }
+
+    /// An in-flight packet of `bytes` was declared lost and congestion control hears of it: the
+    /// rate sampler counts it lost ([`DeliveryRateEstimator::on_packet_lost`]).
+    pub fn on_congestion_loss(&mut self, bytes: u64) {
+        self.rate.on_packet_lost(bytes);
     }
 
     /// Bytes of in-flight packets not yet acknowledged, lost or discarded.

@@ -621,6 +621,7 @@ mod tests {
                         prior_in_flight: out.prior_bytes_in_flight,
                         in_flight: ld.bytes_in_flight(),
                         app_limited: !has_data,
+                        lost_total: 0,
                     });
                 }
                 (_, None) => panic!("stalled at {now:?}: nothing to send and nothing in flight"),

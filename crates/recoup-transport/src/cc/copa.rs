@@ -449,6 +449,7 @@ mod tests {
             prior_in_flight: 0,
             in_flight: 0,
             app_limited,
+            lost_total: 0,
         });
     }
 

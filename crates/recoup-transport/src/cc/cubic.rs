@@ -236,6 +236,7 @@ mod tests {
             prior_in_flight: 0,
             in_flight: 0,
             app_limited: app,
+            lost_total: 0,
         });
     }
 

@@ -62,6 +62,18 @@ impl AckedPacket {
     }
 }
 
+/// An in-flight packet declared lost whose loss congestion control hears of (ARCHITECTURE.md "The
+/// path of a loss": not an older copy of a round, not a path MTU probe), as a controller sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LostPacket {
+    pub time_sent: Instant,
+    pub bytes: u64,
+    pub rate: RateSnapshot,
+    /// Bytes declared lost so far, this packet included ("C.lost" of draft-ietf-ccwg-bbr-06
+    /// §2.2): minus `rate.lost`, the losses since this packet left.
+    pub lost_total: u64,
+}
+
 /// Everything a controller learns from one ACK frame.
 #[derive(Clone, Copy, Debug)]
 pub struct AckEvent<'a> {
@@ -78,6 +90,10 @@ pub struct AckEvent<'a> {
     /// The sender was application-limited: it had nothing more to send while below the window,
     /// so the window was not the limit and must not grow (RFC 9002 §7.8).
     pub app_limited: bool,
+    /// Bytes declared lost so far whose loss congestion control heard of, this ACK's losses
+    /// included ("C.lost" of draft-ietf-ccwg-bbr-06 §2.2): minus the sample's `prior_lost`, the
+    /// losses since the newest acknowledged packet left ("RS.lost").
+    pub lost_total: u64,
 }
 
 /// Controller settings shared by the built-ins.
@@ -126,6 +142,14 @@ pub trait CongestionController: fmt::Debug + Send {
 
     /// Packets were acknowledged.
     fn on_ack(&mut self, ack: &AckEvent<'_>);
+
+    /// An in-flight packet was declared lost and its loss signals congestion. Called for each
+    /// such packet of a loss event, before [`Self::on_congestion_event`] for the event, for
+    /// controllers that look at each loss (BBRv3's per-loss steps, draft-ietf-ccwg-bbr-06
+    /// §5.2.4).
+    fn on_packet_lost(&mut self, now: Instant, lost: &LostPacket) {
+        let _ = (now, lost);
+    }
 
     /// In-flight packets were declared lost by one ACK or one timer expiry; the newest was sent at
     /// `largest_lost_sent_time` (RFC 9002 §7.3.2: a new reduction only if it was sent after the
@@ -271,6 +295,10 @@ impl CongestionController for Controller {
 
     fn on_ack(&mut self, ack: &AckEvent<'_>) {
         dispatch!(self, c => c.on_ack(ack));
+    }
+
+    fn on_packet_lost(&mut self, now: Instant, lost: &LostPacket) {
+        dispatch!(self, c => c.on_packet_lost(now, lost));
     }
 
     fn on_congestion_event(

@@ -20,7 +20,7 @@ use smallvec::SmallVec;
 
 use super::send::packet_type_name;
 use super::Connection;
-use crate::cc::{AckEvent, AckedPacket, CcConfig, CongestionController, Controller};
+use crate::cc::{AckEvent, AckedPacket, CcConfig, CongestionController, Controller, LostPacket};
 use crate::config::{CopiesBeyondCwnd, TransportConfig};
 use crate::crypto::Side;
 use crate::error::TransportError;
@@ -502,6 +502,19 @@ impl Connection {
             } else if signals && p.in_flight {
                 newest_signal = newest_signal.max(Some(p.time_sent));
                 signal_bytes += p.size as u64;
+                // The rate sampler counts the losses congestion control hears of, so the loss
+                // rate BBRv3 computes from them is over the same losses.
+                let recovery = &mut self.recovery;
+                recovery.loss.on_congestion_loss(p.size as u64);
+                recovery.cc.on_packet_lost(
+                    now,
+                    &LostPacket {
+                        time_sent: p.time_sent,
+                        bytes: p.size as u64,
+                        rate: p.rate,
+                        lost_total: recovery.loss.delivery_rate().lost(),
+                    },
+                );
             } else if p.in_flight {
                 self.stats.losses_hidden_from_cc += 1;
             }
@@ -640,6 +653,7 @@ impl Connection {
                 prior_in_flight: outcome.prior_bytes_in_flight,
                 in_flight: recovery.loss.bytes_in_flight(),
                 app_limited,
+                lost_total: recovery.loss.delivery_rate().lost(),
             });
         }
         recovery.loss.recycle_acked(outcome.acked);

@@ -517,131 +517,24 @@ const GRANULARITY_RATE_FLOOR: u64 = 1_000_000_000 / GRANULARITY.as_nanos() as u6
 
 #[cfg(test)]
 mod tests {
-    use std::collections::VecDeque;
-
     use super::*;
-    use crate::cc::AckedPacket;
-    use crate::loss::{LossConfig, LossDetection, SentPacket, SpaceId};
-    use crate::pacing::Pacer;
-
-    const MDS: u64 = 1200;
-
-    /// What the sender has to send: always something (bulk), or frames of `frame` bytes every
-    /// `interval` (an application-limited live stream).
-    #[derive(Clone, Copy)]
-    enum Source {
-        Bulk,
-        Frames { frame: u64, interval: Duration },
-    }
-
-    /// A sender with loss detection, BBR and a pacer over a lossless bottleneck of `rate` bytes/s
-    /// with a base RTT of `base_rtt` and an unlimited queue; acknowledgements come back one per
-    /// packet. Runs until `until` and returns the controller and the largest RTT sample seen after
-    /// `settle`.
-    fn closed_loop(
-        rate: u64,
-        base_rtt: Duration,
-        until: Instant,
-        settle: Instant,
-        source: Source,
-    ) -> (Bbr, Duration) {
-        let mut ld = LossDetection::<()>::new(LossConfig {
-            server: true,
-            ..LossConfig::default()
-        });
-        let mut cc = Bbr::new(&CcConfig::default(), Instant::ZERO);
-        let mut pacer = Pacer::new(MDS, 10, Instant::ZERO);
-        let mut acks: VecDeque<(Instant, u64)> = VecDeque::new();
-        let mut link_free = Instant::ZERO;
-        let service = Duration::from_nanos(MDS * 1_000_000_000 / rate);
-        let mut now = Instant::ZERO;
-        let mut pn = 0;
-        let mut max_rtt_after_settle = Duration::ZERO;
-        // Bytes the application has handed over and not yet sent, and its next frame.
-        let mut backlog = 0;
-        let mut next_frame = Some(Instant::ZERO);
-        while now < until {
-            if let (Source::Frames { frame, interval }, Some(at)) = (source, next_frame) {
-                if at <= now {
-                    backlog += frame;
-                    next_frame = Some(at + interval);
-                }
-            }
-            let has_data = matches!(source, Source::Bulk) || backlog > 0;
-            if !has_data {
-                ld.on_app_limited();
-            }
-            let send_at = if has_data && ld.bytes_in_flight() + MDS <= cc.window() {
-                let srtt = ld.rtt().smoothed();
-                let at = pacer.next_send_time(now, cc.window(), srtt, cc.pacing_rate(), MDS);
-                Some(at.unwrap_or(now))
-            } else {
-                None
-            };
-            let ack_at = acks.front().map(|&(t, _)| t);
-            let frame_at = next_frame.filter(|_| matches!(source, Source::Frames { .. }));
-            let send_first = send_at.is_some_and(|s| ack_at.is_none_or(|a| s < a));
-            if let Some(f) =
-                frame_at.filter(|&f| send_at.is_none_or(|s| f < s) && ack_at.is_none_or(|a| f < a))
-            {
-                now = f;
-                continue;
-            }
-            match (send_at, ack_at) {
-                (Some(s), _) if send_first => {
-                    now = s;
-                    let in_flight = ld.bytes_in_flight();
-                    let p = SentPacket::new(pn, now, MDS as usize, true, true, ());
-                    assert!(ld.on_packet_sent(SpaceId::Data, p, now).is_none());
-                    cc.on_packet_sent(now, MDS, in_flight);
-                    pacer.on_sent(now, MDS);
-                    backlog = backlog.saturating_sub(MDS);
-                    link_free = link_free.max(now + base_rtt / 2) + service;
-                    acks.push_back((link_free + base_rtt / 2, pn));
-                    pn += 1;
-                }
-                (_, Some(a)) => {
-                    now = a;
-                    let Some((_, acked_pn)) = acks.pop_front() else {
-                        break;
-                    };
-                    let out = ld
-                        .on_ack_received(SpaceId::Data, &[acked_pn..=acked_pn], Duration::ZERO, now)
-                        .expect("valid ack");
-                    assert!(out.losses.lost.is_empty(), "lossless link");
-                    let acked = AckedPacket::in_flight_of(&out.acked);
-                    if now > settle {
-                        max_rtt_after_settle = max_rtt_after_settle.max(ld.rtt().latest());
-                    }
-                    cc.on_ack(&AckEvent {
-                        now,
-                        acked: &acked,
-                        rate_sample: out.rate_sample.as_ref(),
-                        rtt: ld.rtt(),
-                        prior_in_flight: out.prior_bytes_in_flight,
-                        in_flight: ld.bytes_in_flight(),
-                        app_limited: !has_data,
-                        lost_total: 0,
-                    });
-                }
-                (_, None) => panic!("stalled at {now:?}: nothing to send and nothing in flight"),
-            }
-        }
-        (cc, max_rtt_after_settle)
-    }
+    use crate::cc::test_support::{closed_loop, Path, Source, MDS};
 
     #[test]
     fn finds_the_bottleneck_in_a_closed_loop() {
         // 10 Mbit/s, 40 ms: BDP 50 000 bytes.
         let rate = 1_250_000;
         let base = Duration::from_millis(40);
-        let (cc, max_rtt) = closed_loop(
-            rate,
-            base,
+        let mut cc = Bbr::new(&CcConfig::default(), Instant::ZERO);
+        let run = closed_loop(
+            &mut cc,
+            Path::lossless(rate, base),
             Instant::ZERO + Duration::from_secs(4),
             Instant::ZERO + Duration::from_secs(2),
             Source::Bulk,
         );
+        assert_eq!(run.packets_lost, 0, "lossless link");
+        let max_rtt = run.max_rtt;
         assert!(cc.filled_pipe(), "Startup never exited");
         assert_ne!(cc.bbr_state(), BbrState::Startup);
         let bw = cc.bandwidth_estimate().expect("an estimate");
@@ -654,10 +547,17 @@ mod tests {
             rt_prop >= base && rt_prop < base + Duration::from_millis(3),
             "{rt_prop:?}"
         );
-        // Once drained, the queue stays within about one BDP (cwnd_gain 2 over ProbeBW).
+        // Once drained, the queue stays within about one BDP (cwnd_gain 2 over ProbeBW), and a
+        // few milliseconds on average, while the link stays busy.
         assert!(
             max_rtt < base * 2 + Duration::from_millis(10),
             "max RTT {max_rtt:?}"
+        );
+        assert!(run.mean_rtt < base * 5 / 4, "mean RTT {:?}", run.mean_rtt);
+        assert!(
+            run.delivered * 100 >= 2 * rate * 95,
+            "{} bytes in 2 s",
+            run.delivered
         );
         // The window follows 2 · BDP + 3 datagrams.
         let target = 2 * 50_000 + 3 * MDS;
@@ -674,9 +574,10 @@ mod tests {
         // fills, so the pacing rate is whatever the first RTT sample and the bandwidth samples
         // since made it, never the 1 ms initial-window rate (2.885 x 12 000 B / 1 ms, 277 Mbit/s).
         let frame: u64 = 4_000_000 / 8 / 30;
-        let (cc, _) = closed_loop(
-            12_000_000 / 8,
-            Duration::from_millis(200),
+        let mut cc = Bbr::new(&CcConfig::default(), Instant::ZERO);
+        closed_loop(
+            &mut cc,
+            Path::lossless(12_000_000 / 8, Duration::from_millis(200)),
             Instant::ZERO + Duration::from_secs(1),
             Instant::ZERO,
             Source::Frames {

@@ -11,6 +11,8 @@ pub mod copa;
 pub mod cubic;
 pub mod newreno;
 pub mod none;
+#[cfg(test)]
+mod test_support;
 
 use std::fmt;
 use std::str::FromStr;

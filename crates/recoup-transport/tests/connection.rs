@@ -209,6 +209,39 @@ fn copa_delivers_byte_exact_and_keeps_the_queue_short() {
     assert!(cubic > bound, "cubic {cubic:?}");
 }
 
+/// BBRv3 through the connection: byte-exact under loss, whose signalling losses reach its
+/// per-loss steps and the rate sampler's loss count, and a bounded queue on a clean bottleneck
+/// with an unlimited buffer, where CUBIC's smoothed RTT reaches seconds: ProbeBW_UP may fill
+/// its 2.25-BDP window for a few rounds, the other phases pace at or under the bandwidth.
+#[test]
+fn bbr3_delivers_byte_exact_under_loss_and_keeps_the_queue_short() {
+    let s = seed(22);
+    let _g = SeedGuard(s);
+    let bbr3 = queueing_under(CcAlgorithm::Bbr3, s);
+    eprintln!("max srtt after 2 s: bbr3 {bbr3:?}");
+    assert!(bbr3 < Duration::from_millis(90), "bbr3 {bbr3:?}");
+    let net = NetConfig {
+        loss: 0.02,
+        rate: 1_500_000,
+        ..NetConfig::default()
+    };
+    let transport = TransportConfig {
+        cc: CcAlgorithm::Bbr3,
+        ..TransportConfig::default()
+    };
+    let mut p = Pair::new(s, net, transport);
+    let payload = data(4 * 1024 * 1024, s);
+    let got = transfer(&mut p, &payload, Duration::from_secs(60), |_| {});
+    assert!(got == payload, "received bytes differ from sent bytes");
+    let stats = p.client_conn().stats();
+    eprintln!("2 % loss: done at {:?}, {stats:?}", p.now);
+    assert!(
+        stats.packets_lost > 0 && stats.congestion_events > 0,
+        "{stats:?}"
+    );
+    assert_eq!(stats.send_stalls, 0, "{stats:?}");
+}
+
 #[test]
 fn hundred_concurrent_streams_arrive_intact() {
     let s = seed(9);

@@ -356,7 +356,7 @@ impl Bbr {
 }
 
 /// `value · gain`, saturating.
-fn gain_of(value: u64, gain: f64) -> u64 {
+pub(super) fn gain_of(value: u64, gain: f64) -> u64 {
     let v = value as f64 * gain;
     if v >= u64::MAX as f64 {
         u64::MAX
@@ -366,7 +366,7 @@ fn gain_of(value: u64, gain: f64) -> u64 {
 }
 
 /// A step of the splitmix64 generator: deterministic, seeded randomness for one phase choice.
-fn splitmix64(x: u64) -> u64 {
+pub(super) fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -513,7 +513,7 @@ impl CongestionController for Bbr {
 
 /// A floor under the pacing rate: one byte per timer granularity, so a collapsed estimate never
 /// reads as "do not send".
-const GRANULARITY_RATE_FLOOR: u64 = 1_000_000_000 / GRANULARITY.as_nanos() as u64;
+pub(super) const GRANULARITY_RATE_FLOOR: u64 = 1_000_000_000 / GRANULARITY.as_nanos() as u64;
 
 #[cfg(test)]
 mod tests {

@@ -7,6 +7,7 @@
 //! through the [`Controller`] enum; user controllers go in [`Controller::Custom`].
 
 pub mod bbr;
+pub mod bbr3;
 pub mod copa;
 pub mod cubic;
 pub mod newreno;
@@ -26,6 +27,7 @@ use crate::loss::SentPacket;
 use crate::rtt::RttEstimator;
 
 pub use bbr::Bbr;
+pub use bbr3::Bbr3;
 pub use copa::Copa;
 pub use cubic::Cubic;
 pub use newreno::NewReno;
@@ -203,6 +205,8 @@ pub enum CcAlgorithm {
     Cubic,
     /// BBRv1 (draft-cardwell-iccrg-bbr-congestion-control-00).
     Bbr,
+    /// BBRv3 (draft-ietf-ccwg-bbr-06).
+    Bbr3,
     /// Copa (Arun & Balakrishnan, NSDI 2018) with δ = 0.5.
     Copa,
     /// No congestion control (a constant-bitrate real-time sender, AutoRec §VII Fig. 20).
@@ -211,7 +215,7 @@ pub enum CcAlgorithm {
 
 impl CcAlgorithm {
     /// Accepted names, in the order of the error message.
-    pub const NAMES: [&'static str; 5] = ["newreno", "cubic", "bbr", "copa", "none"];
+    pub const NAMES: [&'static str; 6] = ["newreno", "cubic", "bbr", "bbr3", "copa", "none"];
 
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -219,6 +223,7 @@ impl CcAlgorithm {
             CcAlgorithm::NewReno => "newreno",
             CcAlgorithm::Cubic => "cubic",
             CcAlgorithm::Bbr => "bbr",
+            CcAlgorithm::Bbr3 => "bbr3",
             CcAlgorithm::Copa => "copa",
             CcAlgorithm::None => "none",
         }
@@ -239,6 +244,7 @@ impl FromStr for CcAlgorithm {
             "newreno" | "reno" => Ok(CcAlgorithm::NewReno),
             "cubic" => Ok(CcAlgorithm::Cubic),
             "bbr" | "bbr1" | "bbrv1" => Ok(CcAlgorithm::Bbr),
+            "bbr3" | "bbrv3" => Ok(CcAlgorithm::Bbr3),
             "copa" => Ok(CcAlgorithm::Copa),
             "none" => Ok(CcAlgorithm::None),
             _ => Err(DecodeError::invalid(
@@ -258,6 +264,7 @@ pub enum Controller {
     NewReno(NewReno),
     Cubic(Cubic),
     Bbr(Box<Bbr>),
+    Bbr3(Box<Bbr3>),
     Copa(Box<Copa>),
     None(NoControl),
     Custom(Box<dyn CongestionController>),
@@ -271,6 +278,7 @@ impl Controller {
             CcAlgorithm::NewReno => Controller::NewReno(NewReno::new(config)),
             CcAlgorithm::Cubic => Controller::Cubic(Cubic::new(config)),
             CcAlgorithm::Bbr => Controller::Bbr(Box::new(Bbr::new(config, now))),
+            CcAlgorithm::Bbr3 => Controller::Bbr3(Box::new(Bbr3::new(config, now))),
             CcAlgorithm::Copa => Controller::Copa(Box::new(Copa::new(config))),
             CcAlgorithm::None => Controller::None(NoControl),
         }
@@ -283,6 +291,7 @@ macro_rules! dispatch {
             Controller::NewReno($c) => $e,
             Controller::Cubic($c) => $e,
             Controller::Bbr($c) => $e,
+            Controller::Bbr3($c) => $e,
             Controller::Copa($c) => $e,
             Controller::None($c) => $e,
             Controller::Custom($c) => $e,
@@ -422,11 +431,12 @@ mod tests {
             assert_eq!(c.window(), initial);
         }
         assert_eq!(" BBR ".parse::<CcAlgorithm>().ok(), Some(CcAlgorithm::Bbr));
+        assert_eq!("BBRv3".parse::<CcAlgorithm>().ok(), Some(CcAlgorithm::Bbr3));
         let err = "vegas".parse::<CcAlgorithm>().expect_err("unknown");
         assert_eq!(
             err.to_string(),
             "invalid congestion controller: unknown name \"vegas\"; accepted: newreno, cubic, bbr, \
-             copa, none"
+             bbr3, copa, none"
         );
     }
 

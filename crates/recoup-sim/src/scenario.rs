@@ -430,7 +430,7 @@ impl DirectionSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TransportSpec {
-    /// Congestion controller (`newreno`, `cubic`, `bbr`, `copa`).
+    /// Congestion controller (`newreno`, `cubic`, `bbr`, `bbr3`, `copa`, `none`).
     #[serde(deserialize_with = "from_str")]
     pub cc: CcAlgorithm,
     /// Initial congestion window in packets; `None` keeps the transport's default.
@@ -1535,6 +1535,14 @@ mod tests {
         .expect("valid");
         assert_eq!(s.transport.cc, CcAlgorithm::Copa);
         assert_eq!(s.transport.copies_beyond_cwnd, CopiesBeyondCwnd::OffMode);
+        let s = one(&format!("{MINIMAL}[transport]\ncc = \"bbr3\"\n")).expect("valid");
+        assert_eq!(s.transport.cc, CcAlgorithm::Bbr3);
+        let e = err(&format!("{MINIMAL}[transport]\ncc = \"vegas\"\n"));
+        assert!(
+            e.contains("unknown name \"vegas\"")
+                && e.contains("accepted: newreno, cubic, bbr, bbr3, copa, none"),
+            "{e}"
+        );
         let v = load_str(
             &format!(
                 "{MINIMAL}[sweep]\n\"transport.copies_beyond_cwnd\" = [\"policy\", \"always\"]\n"

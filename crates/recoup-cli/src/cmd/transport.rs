@@ -13,7 +13,8 @@ pub struct TransportArgs {
     /// Loss-recovery policy, e.g. `arq`, `fixed:2`, `autorec:alpha=30ms` (see recoup-recovery).
     #[arg(long, default_value = "arq", value_parser = parse_policy)]
     pub policy: PolicySpec,
-    /// Congestion controller: newreno, cubic, bbr, copa or none (no congestion control).
+    /// Congestion controller: newreno, cubic, bbr (BBRv1), bbr3 (BBRv3), copa or none (no
+    /// congestion control).
     #[arg(long, default_value = "cubic", value_parser = parse_cc)]
     pub cc: CcAlgorithm,
     /// Loss detection: rfc9002 (RFC 9002 §6 thresholds) or rack-tlp (RFC 8985).

@@ -201,6 +201,9 @@ pub struct RunRow {
     pub rebuffer_s: Option<f64>,
     pub bitrate_switches: Option<u64>,
     pub segments_incomplete: Option<u64>,
+    /// Median flow completion time (file, rpc): with `fct_p95_ms`, the typical transfer next to
+    /// its tail.
+    pub fct_p50_ms: Option<f64>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -364,6 +367,7 @@ pub fn run_row(
         rebuffer_s: None,
         bitrate_switches: None,
         segments_incomplete: None,
+        fct_p50_ms: None,
     };
     match app {
         Some(AppOutcome::Live(o)) => {
@@ -378,6 +382,7 @@ pub fn run_row(
         Some(AppOutcome::Transfer(o)) => {
             let fct = sorted(o.fct.iter().copied().map(ms).collect());
             row.fct_ms = mean(&fct);
+            row.fct_p50_ms = percentile(&fct, 0.5);
             row.fct_p95_ms = percentile(&fct, 0.95);
             row.fct_max_ms = fct.last().copied();
             row.transfers_incomplete = Some(o.expected.saturating_sub(fct.len() as u64));
@@ -563,6 +568,7 @@ impl RunRow {
                 "segments_incomplete",
                 self.segments_incomplete.map(|v| v as f64),
             ),
+            ("fct_p50_ms", self.fct_p50_ms),
         ]
     }
 }
@@ -954,6 +960,7 @@ mod tests {
         });
         let row = run_row("arq", 1, &[], &counters(), Some(&file));
         assert!(close(row.fct_ms, 20.0));
+        assert!(close(row.fct_p50_ms, 20.0));
         assert!(close(row.fct_max_ms, 30.0));
         assert_eq!(row.transfers_incomplete, Some(1));
         assert_eq!(row.app_error.as_deref(), Some("bad"));

@@ -91,13 +91,38 @@ pub struct AckEvent<'a> {
     pub prior_in_flight: u64,
     /// Bytes in flight after it (acknowledged and lost packets removed).
     pub in_flight: u64,
-    /// The sender was application-limited: it had nothing more to send while below the window,
-    /// so the window was not the limit and must not grow (RFC 9002 §7.8).
+    /// The sender was application-limited ([`app_limited`]): the window was not the limit, so
+    /// it must not grow (RFC 9002 §7.8).
     pub app_limited: bool,
     /// Bytes declared lost so far whose loss congestion control heard of, this ACK's losses
     /// included ("C.lost" of draft-ietf-ccwg-bbr-06 §2.2): minus the sample's `prior_lost`, the
     /// losses since the newest acknowledged packet left ("RS.lost").
     pub lost_total: u64,
+}
+
+/// Packets of the window a flight may leave unused and still count as using it: quic-go's
+/// `maxBurstPackets`.
+pub const CWND_LIMITED_SLACK_PACKETS: u64 = 3;
+
+/// Whether an ACK finds the sender application-limited: it has nothing queued to send
+/// (`has_new_data` false) and the flight before the ACK, `prior_in_flight`, left more than
+/// [`CWND_LIMITED_SLACK_PACKETS`] datagrams of `window` unused.
+///
+/// RFC 9002 §7.8 calls the window underutilized "when bytes in flight is smaller than the
+/// congestion window and sending is not pacing limited", and RFC 9438 §5.8 calls a flow
+/// application-limited when it is "currently sending less than what is allowed by the congestion
+/// window": the test is the flight against the window, not whether data is queued when the ACK
+/// comes. An empty queue alone would call a flight that filled the window application-limited
+/// because the application wrote nothing more within the RTT, so a sender of objects no larger
+/// than the window would never grow it while every loss still cut it. A window within a few
+/// packets of full still counts as used, as quic-go's `isCwndLimited` does
+/// (internal/congestion/cubic_sender.go:267-275 and `maxBurstPackets` at :17, commit 2cfe6ee):
+/// a flight whose last packets waited for the window, or for the pacer, leaves a little of it
+/// free.
+#[must_use]
+pub fn app_limited(has_new_data: bool, prior_in_flight: u64, window: u64, mds: u64) -> bool {
+    let slack = CWND_LIMITED_SLACK_PACKETS.saturating_mul(mds);
+    !has_new_data && prior_in_flight.saturating_add(slack) < window
 }
 
 /// Controller settings shared by the built-ins.
@@ -368,6 +393,21 @@ mod tests {
         let acked = AckedPacket::in_flight_of(&sent);
         assert_eq!(acked.len(), 1);
         assert_eq!((acked[0].time_sent, acked[0].bytes), (t, 1200));
+    }
+
+    /// RFC 9002 §7.8: application-limited means the flight did not use the window, not that the
+    /// queue was empty when the ACK came.
+    #[test]
+    fn app_limited_is_a_flight_below_the_window() {
+        let (mds, window) = (1200, 12_000);
+        // Queued data: never application-limited, whatever the flight.
+        assert!(!app_limited(true, 0, window, mds));
+        // The flight filled the window, or came within three datagrams of it.
+        assert!(!app_limited(false, window, window, mds));
+        assert!(!app_limited(false, window - 3 * mds, window, mds));
+        // More than three datagrams of it unused.
+        assert!(app_limited(false, window - 3 * mds - 1, window, mds));
+        assert!(app_limited(false, 0, window, mds));
     }
 
     #[test]

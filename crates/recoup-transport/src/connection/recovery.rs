@@ -20,7 +20,9 @@ use smallvec::SmallVec;
 
 use super::send::packet_type_name;
 use super::Connection;
-use crate::cc::{AckEvent, AckedPacket, CcConfig, CongestionController, Controller, LostPacket};
+use crate::cc::{
+    app_limited, AckEvent, AckedPacket, CcConfig, CongestionController, Controller, LostPacket,
+};
 use crate::config::{CopiesBeyondCwnd, TransportConfig};
 use crate::crypto::Side;
 use crate::error::TransportError;
@@ -615,6 +617,7 @@ impl Connection {
             self.recovery.policy.on_rtt_update(now, &sample);
             self.fec_on_rtt_update(now, &sample);
         }
+        let mds = self.path.max_datagram_size as u64;
         let recovery = &mut self.recovery;
         if outcome.rtt_updated {
             if let Some(q) = self.qlog.as_mut() {
@@ -641,18 +644,21 @@ impl Connection {
         }
         let acked = AckedPacket::in_flight_of(&outcome.acked);
         if !acked.is_empty() {
-            let app_limited = !self.streams.has_new_data();
-            if app_limited {
+            let has_new_data = self.streams.has_new_data();
+            if !has_new_data {
+                // Rate samples (BBR's) are marked on an empty queue (draft-cheng-iccrg-delivery-
+                // rate-estimation §3.4); the window's own test is the flight's, below.
                 recovery.loss.on_app_limited();
             }
+            let prior_in_flight = outcome.prior_bytes_in_flight;
             recovery.cc.on_ack(&AckEvent {
                 now,
                 acked: &acked,
                 rate_sample: outcome.rate_sample.as_ref(),
                 rtt: recovery.loss.rtt(),
-                prior_in_flight: outcome.prior_bytes_in_flight,
+                prior_in_flight,
                 in_flight: recovery.loss.bytes_in_flight(),
-                app_limited,
+                app_limited: app_limited(has_new_data, prior_in_flight, recovery.cc.window(), mds),
                 lost_total: recovery.loss.delivery_rate().lost(),
             });
         }

@@ -1877,7 +1877,8 @@ mod tests {
                 "bulk.toml",
                 "default.toml",
                 "ge-burst.toml",
-                "lte-trace.toml"
+                "lte-trace.toml",
+                "objects.toml"
             ]
         );
         for f in &files {
@@ -1925,5 +1926,11 @@ mod tests {
             down.display()
         );
         assert_eq!(lte[0].name, "lte-trace");
+        let objects = load_one("objects.toml");
+        assert_eq!(objects.len(), 6);
+        let AppSpec::File(file) = &objects[0].app else {
+            panic!("file transfers")
+        };
+        assert_eq!((file.size, file.count), (12 * 1024, 600));
     }
 }

@@ -290,6 +290,7 @@ fn add_flow(
         policy: policy.spec.clone(),
         cc: scenario.transport.cc,
         initial_window: scenario.transport.initial_window,
+        hystart: scenario.transport.hystart.unwrap_or(defaults.hystart),
         loss_detection: scenario.transport.loss_detection,
         // One buffer for the connection and its streams: a single-stream transfer is held by
         // the smaller of the two windows.

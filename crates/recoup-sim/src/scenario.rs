@@ -436,6 +436,9 @@ pub struct TransportSpec {
     /// Initial congestion window in packets; `None` keeps the transport's default.
     #[serde(deserialize_with = "initial_window")]
     pub initial_window: Option<u64>,
+    /// HyStart++ (RFC 9406) in the initial slow start of `cubic` and `newreno`; `None` keeps the
+    /// transport's default (on).
+    pub hystart: Option<bool>,
     /// Loss detection: `rfc9002` (RFC 9002 §6) or `rack-tlp` (RFC 8985).
     #[serde(deserialize_with = "from_str")]
     pub loss_detection: LossDetectionMode,
@@ -1684,11 +1687,13 @@ mod tests {
         let s = one(MINIMAL).expect("valid");
         assert_eq!(s.transport.loss_detection, LossDetectionMode::Rfc9002);
         let s = one(&format!(
-            "{MINIMAL}[transport]\nloss_detection = \"rack-tlp\"\ninitial_window = 20\n"
+            "{MINIMAL}[transport]\nloss_detection = \"rack-tlp\"\ninitial_window = 20\nhystart = false\n"
         ))
         .expect("valid");
         assert_eq!(s.transport.loss_detection, LossDetectionMode::RackTlp);
         assert_eq!(s.transport.initial_window, Some(20));
+        assert_eq!(s.transport.hystart, Some(false));
+        assert_eq!(one(MINIMAL).expect("valid").transport.hystart, None);
         let e = err(&format!("{MINIMAL}[transport]\nloss_detection = \"bbr\"\n"));
         assert!(
             e.starts_with("t.toml:4:18: ")
@@ -1747,6 +1752,7 @@ mod tests {
             [
                 "cc",
                 "initial_window",
+                "hystart",
                 "loss_detection",
                 "receive_window",
                 "send_buffer",

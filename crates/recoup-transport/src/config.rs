@@ -74,6 +74,8 @@ pub struct TransportConfig {
     pub initial_window: Option<u64>,
     /// Pace packets (RFC 9002 §7.7).
     pub pacing: bool,
+    /// HyStart++ (RFC 9406) in the initial slow start of CUBIC and NewReno.
+    pub hystart: bool,
     /// Packets pacing lets leave back to back after an idle period.
     pub pacing_burst: u64,
     /// An upper bound on the pacing rate, bytes per second, on top of the congestion
@@ -141,6 +143,7 @@ impl Default for TransportConfig {
             cc: CcAlgorithm::default(),
             initial_window: None,
             pacing: true,
+            hystart: true,
             pacing_burst: crate::pacing::DEFAULT_BURST_PACKETS,
             max_pacing_rate: None,
             copies_beyond_cwnd: CopiesBeyondCwnd::default(),

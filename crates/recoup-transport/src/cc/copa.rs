@@ -446,6 +446,7 @@ mod tests {
             acked: &acked,
             rate_sample: None,
             rtt: est,
+            rtt_sampled: true,
             prior_in_flight: 0,
             in_flight: 0,
             app_limited,

@@ -1,7 +1,9 @@
-//! CUBIC (RFC 9438), with RFC 9002's recovery period and persistent congestion rules.
+//! CUBIC (RFC 9438), with RFC 9002's recovery period and persistent congestion rules, and
+//! HyStart++ (RFC 9406) in its initial slow start.
 
 use recoup_time::Instant;
 
+use super::hystart::HyStart;
 use super::{AckEvent, CcConfig, CongestionController};
 use crate::rtt::RttEstimator;
 
@@ -33,6 +35,10 @@ pub struct Cubic {
     recovery_start: Option<Instant>,
     recovering: bool,
     last_ack: Option<Instant>,
+    /// HyStart++ while the initial slow start lasts (RFC 9406 §4.2: "only for the initial slow
+    /// start"; later slow starts stop at the ssthresh a loss set); `None` once it ended or when
+    /// turned off.
+    hystart: Option<HyStart>,
 }
 
 impl Cubic {
@@ -52,6 +58,7 @@ impl Cubic {
             recovery_start: None,
             recovering: false,
             last_ack: None,
+            hystart: config.hystart.then(|| HyStart::new(config.paced)),
         }
     }
 
@@ -108,20 +115,10 @@ impl Cubic {
             self.cwnd += (target - self.cwnd) * bytes / self.cwnd;
         }
     }
-}
 
-fn to_bytes(w: f64) -> u64 {
-    if w >= u64::MAX as f64 {
-        u64::MAX
-    } else {
-        w as u64
-    }
-}
-
-impl CongestionController for Cubic {
-    fn on_packet_sent(&mut self, _now: Instant, _bytes: u64, _bytes_in_flight: u64) {}
-
-    fn on_ack(&mut self, ack: &AckEvent<'_>) {
+    /// Grows the window for the packets `ack` acknowledged; `hystart_growth` is HyStart++'s
+    /// growth for the whole ACK while the initial slow start lasts.
+    fn grow(&mut self, ack: &AckEvent<'_>, hystart_growth: Option<u64>) {
         let now = ack.now;
         if ack.app_limited {
             // RFC 9438 §5.8: time spent application-limited does not count toward t, and the
@@ -145,10 +142,53 @@ impl CongestionController for Cubic {
             self.recovering = false;
             let bytes = p.bytes as f64;
             if self.cwnd < self.ssthresh {
-                // RFC 9438 §4.10: standard slow start.
-                self.cwnd += bytes;
+                if hystart_growth.is_none() {
+                    // RFC 9438 §4.10: standard slow start.
+                    self.cwnd += bytes;
+                }
             } else {
                 self.congestion_avoidance(now, bytes, srtt);
+            }
+        }
+        if let Some(growth) = hystart_growth {
+            // HyStart++ grows the window once per ACK (RFC 9406 §4.2); its slow start lasts
+            // until a loss or the end of CSS, with no ssthresh to cross.
+            self.cwnd += growth as f64;
+        }
+    }
+}
+
+fn to_bytes(w: f64) -> u64 {
+    if w >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        w as u64
+    }
+}
+
+impl CongestionController for Cubic {
+    fn on_packet_sent(&mut self, now: Instant, _bytes: u64, _bytes_in_flight: u64) {
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_packet_sent(now);
+        }
+    }
+
+    fn on_ack(&mut self, ack: &AckEvent<'_>) {
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_ack(ack.rtt_sampled.then(|| ack.rtt.latest()));
+        }
+        let hystart_growth = self.hystart.as_ref().map(|h| {
+            let acked = ack.acked.iter().map(|p| p.bytes).sum::<u64>();
+            h.growth(acked, self.mds as u64)
+        });
+        self.grow(ack, hystart_growth);
+        let newest_sent = ack.acked.iter().map(|p| p.time_sent).max();
+        if let (Some(h), Some(newest)) = (self.hystart.as_mut(), newest_sent) {
+            if h.end_of_ack(newest) {
+                // RFC 9406 §4.2: CSS_ROUNDS rounds of CSS: "enter congestion avoidance by
+                // setting the ssthresh to the current cwnd".
+                self.ssthresh = self.cwnd;
+                self.hystart = None;
             }
         }
     }
@@ -162,6 +202,9 @@ impl CongestionController for Cubic {
         _rtt: &RttEstimator,
     ) {
         if !self.in_recovery(largest_lost_sent_time) {
+            // RFC 9406 §4.2: a loss in slow start or CSS ends HyStart++; the reduction below
+            // sets the ssthresh later slow starts stop at.
+            self.hystart = None;
             self.recovery_start = Some(now);
             self.recovering = true;
             self.epoch_start = None;
@@ -212,6 +255,7 @@ impl CongestionController for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::hystart::CSS_ROUNDS;
     use crate::cc::AckedPacket;
     use crate::delivery_rate::RateSnapshot;
     use std::time::Duration;
@@ -233,6 +277,7 @@ mod tests {
             acked: &acked,
             rate_sample: None,
             rtt,
+            rtt_sampled: true,
             prior_in_flight: 0,
             in_flight: 0,
             app_limited: app,
@@ -352,6 +397,106 @@ mod tests {
         assert_eq!(cc.cwnd, w);
         let shifted = cc.epoch_start.expect("epoch") - epoch;
         assert!((shifted.as_secs_f64() - 5.0).abs() < 1e-6, "{shifted:?}");
+    }
+
+    /// Slow start by round trips: each round sends the window at `t` and acknowledges it one
+    /// packet per ACK at `t + rtt_ms`, every ACK with an RTT sample of `rtt_ms`. Returns the
+    /// time after the round.
+    fn slow_start_round(cc: &mut Cubic, t: f64, rtt_ms: f64) -> f64 {
+        let mut rtt = RttEstimator::new(Duration::from_secs_f64(rtt_ms / 1e3));
+        let now = at_secs(t + rtt_ms / 1e3);
+        rtt.update(now, rtt.latest(), Duration::ZERO, Duration::ZERO, true);
+        let packets = (cc.cwnd / MDS) as u64;
+        for _ in 0..packets {
+            cc.on_packet_sent(at_secs(t), 1200, 0);
+        }
+        for _ in 0..packets {
+            ack_one(cc, &rtt, now, at_secs(t), false);
+        }
+        t + rtt_ms / 1e3
+    }
+
+    /// HyStart++ (RFC 9406 §4.2) in CUBIC's initial slow start: a round whose RTT rose by the
+    /// threshold enters CSS, which grows the window a quarter as fast; after CSS_ROUNDS rounds
+    /// of it the window becomes the ssthresh and congestion avoidance begins.
+    #[test]
+    fn hystart_css_then_congestion_avoidance() {
+        let mut cc = Cubic::new(&CcConfig::default());
+        let mut t = slow_start_round(&mut cc, 0.0, 100.0);
+        assert_eq!(cc.window(), 20 * 1200, "standard slow start doubles");
+        t = slow_start_round(&mut cc, t, 100.0);
+        assert_eq!(cc.window(), 40 * 1200);
+        // 12.5 ms more (100 ms / 8): CSS from the 8th RTT sample of this round on, that ACK
+        // included.
+        t = slow_start_round(&mut cc, t, 112.5);
+        assert!(cc.hystart.as_ref().is_some_and(HyStart::in_css));
+        assert_eq!(cc.window(), (40 * 4 + 7 * 4 + 33) * 1200 / 4);
+        let before = cc.window();
+        t = slow_start_round(&mut cc, t, 112.5);
+        let acked = before / 1200 * 1200;
+        assert_eq!(
+            cc.window(),
+            before + acked / 4,
+            "CSS grows a quarter as fast"
+        );
+        assert_eq!(cc.ssthresh(), u64::MAX);
+        // Each round ends with its first ACK here (the window leaves at once), so CSS began
+        // between rounds; five rounds of it end slow start.
+        let mut rounds = 1;
+        while cc.hystart.is_some() {
+            assert_eq!(cc.state(), "slow_start");
+            let w = cc.window();
+            t = slow_start_round(&mut cc, t, 112.5);
+            rounds += 1;
+            if cc.hystart.is_none() {
+                // The round's first ACK set the ssthresh to the window; the rest of the
+                // round's ACKs grew it in congestion avoidance, by less than a datagram.
+                assert!(cc.ssthresh() >= w && cc.ssthresh() <= cc.window());
+                assert!(cc.window() - cc.ssthresh() < 1200, "{cc:?}");
+            }
+        }
+        assert_eq!(rounds, CSS_ROUNDS);
+        assert_eq!(cc.state(), "congestion_avoidance");
+    }
+
+    /// A round back below the CSS baseline was a spurious exit: standard slow start again.
+    #[test]
+    fn hystart_resumes_slow_start_when_the_rtt_falls_back() {
+        let mut cc = Cubic::new(&CcConfig::default());
+        let mut t = slow_start_round(&mut cc, 0.0, 100.0);
+        t = slow_start_round(&mut cc, t, 120.0);
+        assert!(cc.hystart.as_ref().is_some_and(HyStart::in_css));
+        t = slow_start_round(&mut cc, t, 100.0);
+        assert!(cc.hystart.as_ref().is_some_and(|h| !h.in_css()));
+        let w = cc.window();
+        slow_start_round(&mut cc, t, 100.0);
+        assert_eq!(cc.window(), 2 * w);
+    }
+
+    /// Without HyStart++ the RTT does not matter to slow start; a loss ends HyStart++.
+    #[test]
+    fn hystart_off_and_after_a_loss() {
+        let config = CcConfig {
+            hystart: false,
+            ..CcConfig::default()
+        };
+        let mut cc = Cubic::new(&config);
+        let mut t = 0.0;
+        for rtt in [100.0, 100.0, 150.0] {
+            t = slow_start_round(&mut cc, t, rtt);
+        }
+        assert_eq!(cc.window(), 80 * 1200);
+
+        let mut cc = Cubic::new(&CcConfig::default());
+        let t = slow_start_round(&mut cc, 0.0, 100.0);
+        cc.on_congestion_event(
+            at_secs(t),
+            at_secs(t - 0.05),
+            1200,
+            false,
+            &RttEstimator::default(),
+        );
+        assert!(cc.hystart.is_none());
     }
 
     #[test]

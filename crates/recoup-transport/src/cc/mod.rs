@@ -10,6 +10,7 @@ pub mod bbr;
 pub mod bbr3;
 pub mod copa;
 pub mod cubic;
+pub mod hystart;
 pub mod newreno;
 pub mod none;
 #[cfg(test)]
@@ -87,6 +88,8 @@ pub struct AckEvent<'a> {
     pub rate_sample: Option<&'a RateSample>,
     /// The RTT estimate after this ACK's sample.
     pub rtt: &'a RttEstimator,
+    /// The ACK gave an RTT sample (RFC 9002 §5.1), now `rtt.latest()`.
+    pub rtt_sampled: bool,
     /// Bytes in flight before the ACK was processed.
     pub prior_in_flight: u64,
     /// Bytes in flight after it (acknowledged and lost packets removed).
@@ -134,6 +137,10 @@ pub struct CcConfig {
     pub initial_window: Option<u64>,
     /// Seeds the controller's randomness (BBR's starting ProbeBW phase).
     pub seed: u64,
+    /// HyStart++ (RFC 9406) in the initial slow start of CUBIC and NewReno.
+    pub hystart: bool,
+    /// The sender paces its packets (HyStart++'s L, RFC 9406 §4.3).
+    pub paced: bool,
 }
 
 impl Default for CcConfig {
@@ -142,6 +149,8 @@ impl Default for CcConfig {
             max_datagram_size: DEFAULT_MAX_DATAGRAM_SIZE,
             initial_window: None,
             seed: 0,
+            hystart: true,
+            paced: true,
         }
     }
 }

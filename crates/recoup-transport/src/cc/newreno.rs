@@ -1,7 +1,8 @@
-//! NewReno (RFC 9002 §7 and Appendix B).
+//! NewReno (RFC 9002 §7 and Appendix B), with HyStart++ (RFC 9406) in its initial slow start.
 
 use recoup_time::Instant;
 
+use super::hystart::HyStart;
 use super::{AckEvent, CcConfig, CongestionController};
 use crate::rtt::RttEstimator;
 
@@ -21,6 +22,9 @@ pub struct NewReno {
     bytes_acked: u64,
     /// RFC 9002 §7.3.2: recovery ends when a packet sent during it is acknowledged.
     recovering: bool,
+    /// HyStart++ while the initial slow start lasts (RFC 9406 §4.2: "only for the initial slow
+    /// start"); `None` once it ended or when turned off.
+    hystart: Option<HyStart>,
 }
 
 impl NewReno {
@@ -34,6 +38,7 @@ impl NewReno {
             recovery_start: None,
             bytes_acked: 0,
             recovering: false,
+            hystart: config.hystart.then(|| HyStart::new(config.paced)),
         }
     }
 
@@ -50,10 +55,21 @@ impl NewReno {
 }
 
 impl CongestionController for NewReno {
-    fn on_packet_sent(&mut self, _now: Instant, _bytes: u64, _bytes_in_flight: u64) {}
+    fn on_packet_sent(&mut self, now: Instant, _bytes: u64, _bytes_in_flight: u64) {
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_packet_sent(now);
+        }
+    }
 
     /// RFC 9002 Appendix B.5 OnPacketsAcked.
     fn on_ack(&mut self, ack: &AckEvent<'_>) {
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_ack(ack.rtt_sampled.then(|| ack.rtt.latest()));
+        }
+        let hystart_growth = self.hystart.as_ref().map(|h| {
+            let acked = ack.acked.iter().map(|p| p.bytes).sum::<u64>();
+            h.growth(acked, self.mds)
+        });
         for p in ack.acked {
             // RFC 9002 §7.3.2: no growth during recovery; §7.8: none while app-limited.
             if self.in_recovery(p.time_sent) {
@@ -64,8 +80,10 @@ impl CongestionController for NewReno {
                 continue;
             }
             if self.cwnd < self.ssthresh {
-                // RFC 9002 §7.3.1: slow start.
-                self.cwnd = self.cwnd.saturating_add(p.bytes);
+                if hystart_growth.is_none() {
+                    // RFC 9002 §7.3.1: slow start.
+                    self.cwnd = self.cwnd.saturating_add(p.bytes);
+                }
             } else {
                 // RFC 9002 §7.3.3: one datagram per window of acknowledged bytes.
                 self.bytes_acked = self.bytes_acked.saturating_add(p.bytes);
@@ -73,6 +91,20 @@ impl CongestionController for NewReno {
                     self.bytes_acked -= self.cwnd;
                     self.cwnd = self.cwnd.saturating_add(self.mds);
                 }
+            }
+        }
+        if let Some(growth) = hystart_growth.filter(|_| !ack.app_limited) {
+            // HyStart++ grows the window once per ACK (RFC 9406 §4.2); its slow start lasts
+            // until a loss or the end of CSS, with no ssthresh to cross.
+            self.cwnd = self.cwnd.saturating_add(growth);
+        }
+        let newest_sent = ack.acked.iter().map(|p| p.time_sent).max();
+        if let (Some(h), Some(newest)) = (self.hystart.as_mut(), newest_sent) {
+            if h.end_of_ack(newest) {
+                // RFC 9406 §4.2: CSS_ROUNDS rounds of CSS: "enter congestion avoidance by
+                // setting the ssthresh to the current cwnd".
+                self.ssthresh = self.cwnd;
+                self.hystart = None;
             }
         }
     }
@@ -87,6 +119,8 @@ impl CongestionController for NewReno {
         _rtt: &RttEstimator,
     ) {
         if !self.in_recovery(largest_lost_sent_time) {
+            // RFC 9406 §4.2: a loss in slow start or CSS ends HyStart++.
+            self.hystart = None;
             self.recovery_start = Some(now);
             self.ssthresh = (self.cwnd / LOSS_REDUCTION.1 * LOSS_REDUCTION.0).max(self.min_window);
             self.cwnd = self.ssthresh;
@@ -151,6 +185,7 @@ mod tests {
             acked: &acked,
             rate_sample: None,
             rtt,
+            rtt_sampled: true,
             prior_in_flight: 0,
             in_flight: 0,
             app_limited: app,
@@ -190,6 +225,41 @@ mod tests {
         // A loss of a packet sent after recovery began is a new congestion event.
         cc.on_congestion_event(at(400), at(250), 1200, false, &rtt);
         assert_eq!(cc.window(), 6600);
+    }
+
+    /// HyStart++ (RFC 9406) in NewReno's initial slow start: a round whose RTT rose by the
+    /// threshold moves to CSS, where the window grows a quarter as fast.
+    #[test]
+    fn hystart_conservative_slow_start() {
+        let mut cc = NewReno::new(&CcConfig::default());
+        let mut t = 0;
+        for rtt_ms in [100, 100, 113, 113] {
+            let mut rtt = RttEstimator::new(Duration::from_millis(rtt_ms));
+            rtt.update(
+                at(t + rtt_ms),
+                rtt.latest(),
+                Duration::ZERO,
+                Duration::ZERO,
+                true,
+            );
+            let packets = cc.window() / 1200;
+            for _ in 0..packets {
+                cc.on_packet_sent(at(t), 1200, 0);
+            }
+            let before = cc.window();
+            for _ in 0..packets {
+                ack(&mut cc, &rtt, at(t + rtt_ms), at(t), 1, false);
+            }
+            let grown = cc.window() - before;
+            match rtt_ms {
+                100 => assert_eq!(grown, packets * 1200, "slow start doubles"),
+                // CSS from the 8th sample of the round on.
+                _ if t == 200 => assert_eq!(grown, 7 * 1200 + (packets - 7) * 300),
+                _ => assert_eq!(grown, packets * 300, "CSS: a quarter"),
+            }
+            t += rtt_ms;
+        }
+        assert_eq!(cc.state(), "slow_start");
     }
 
     #[test]

@@ -186,6 +186,7 @@ pub(super) fn closed_loop<C: CongestionController>(
                 acked: &acked,
                 rate_sample: out.rate_sample.as_ref(),
                 rtt: ld.rtt(),
+                rtt_sampled: out.rtt_updated,
                 prior_in_flight: out.prior_bytes_in_flight,
                 in_flight: ld.bytes_in_flight(),
                 app_limited: !has_data,

@@ -662,6 +662,7 @@ impl Connection {
                 acked: &acked,
                 rate_sample: outcome.rate_sample.as_ref(),
                 rtt: recovery.loss.rtt(),
+                rtt_sampled: outcome.rtt_updated,
                 prior_in_flight,
                 in_flight: recovery.loss.bytes_in_flight(),
                 app_limited: app_limited(has_new_data, prior_in_flight, recovery.cc.window(), mds),
@@ -709,6 +710,8 @@ fn new_controller(config: &TransportConfig, now: Instant) -> Controller {
             max_datagram_size: mds,
             initial_window: config.initial_window.map(|p| p.saturating_mul(mds)),
             seed: config.seed,
+            hystart: config.hystart,
+            paced: config.pacing,
         },
         now,
     )

@@ -133,6 +133,7 @@ impl Feed {
             acked: &acked,
             rate_sample: Some(&rs),
             rtt: &self.rtt,
+            rtt_sampled: true,
             prior_in_flight: a.in_flight + a.bytes,
             in_flight: a.in_flight,
             app_limited: a.app_limited,

@@ -14,8 +14,10 @@ pub struct TransportArgs {
     #[arg(long, default_value = "arq", value_parser = parse_policy)]
     pub policy: PolicySpec,
     /// Congestion controller: newreno, cubic, bbr (BBRv1), bbr3 (BBRv3), copa or none (no
-    /// congestion control).
-    #[arg(long, default_value = "cubic", value_parser = parse_cc)]
+    /// congestion control). The default, bbr, was chosen by measurement: under random loss the
+    /// loss-based controllers hold a window below one object and lose to quic-go's server at p95
+    /// (docs/OBJECTS-BENCH.md, docs/cc-objects.md).
+    #[arg(long, default_value = "bbr", value_parser = parse_cc)]
     pub cc: CcAlgorithm,
     /// Loss detection: rfc9002 (RFC 9002 §6 thresholds) or rack-tlp (RFC 8985).
     #[arg(long, default_value = "rfc9002", value_parser = parse_loss_detection)]

@@ -6,7 +6,6 @@ mod common;
 use std::time::Duration;
 
 use common::{data, drain, pump, seed, NetConfig, Pair, SeedGuard};
-use recoup_time::Instant;
 use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::TransportConfig;
 
@@ -95,85 +94,5 @@ fn objects_far_below_the_window_do_not_grow_it() {
     for cc in [CcAlgorithm::Cubic, CcAlgorithm::NewReno] {
         let window = window_after_objects(cc, 3_000, 20, Duration::from_millis(100));
         assert_eq!(window, initial, "{cc}");
-    }
-}
-
-/// What the first flight of an object of `size` bytes, written at once into an idle connection
-/// without pacing, left: (object bytes not sent, window bytes unused, the last datagram's
-/// length). Asserts that bytes in flight stay within the window (RFC 9002 §7).
-fn first_flight(size: usize, initial_window: Option<u64>) -> (u64, u64, u64) {
-    let s = seed(6);
-    let _g = SeedGuard(s);
-    let transport = TransportConfig {
-        // Pacing would spread the flight; the window alone is under test.
-        pacing: false,
-        initial_window,
-        ..TransportConfig::default()
-    };
-    let mut p = Pair::new(s, NetConfig::default(), transport);
-    p.handshake();
-    // Idle until everything of the handshake is acknowledged.
-    p.run_until(p.now - Instant::ZERO + Duration::from_secs(1), |_| false);
-    let now = p.now;
-    let server = p.server_conn().expect("server connection");
-    let (_, window, before) = server.path_stats();
-    assert_eq!(before, 0, "size {size}: the handshake is acknowledged");
-    let id = server.open_stream(false).expect("stream");
-    let object = data(size, s);
-    let (mut written, mut fin) = (0, false);
-    pump(server, id, &object, &mut written, &mut fin);
-    assert!(fin, "size {size}: written at once");
-    let mut last = 0;
-    while let Some(t) = p.server.poll_transmit(now) {
-        last = t.contents.len() as u64;
-    }
-    let server = p.server_conn().expect("server connection");
-    let (_, _, in_flight) = server.path_stats();
-    assert!(
-        in_flight <= window,
-        "size {size}: {in_flight} in flight over {window}"
-    );
-    let left = size as u64 - server.stats().stream_bytes_new;
-    (left, window - in_flight, last)
-}
-
-/// RFC 9002 §7: a packet may not take bytes in flight over the window, and its own size is
-/// what counts. An object leaves whole in the first flight whenever its last, short packet fits
-/// the window's rest, even when a full datagram would not.
-#[test]
-fn the_last_short_packet_of_an_object_uses_the_window_rest() {
-    let mds = TransportConfig::default().max_datagram_size as u64;
-    let mut short_last_packets = 0;
-    for size in (11_000..13_600).step_by(50) {
-        let (left, room, last) = first_flight(size, None);
-        // What stays behind would not fit the window's rest in one packet: a short header
-        // with the longest CID and packet number, a STREAM frame header and the AEAD tag
-        // take under 64 bytes.
-        assert!(
-            left == 0 || room < left + 64,
-            "size {size}: {left} bytes wait with {room} bytes of window left"
-        );
-        // Under a full-datagram test the last packet would have waited for an ACK.
-        if left == 0 && room + last < mds {
-            short_last_packets += 1;
-        }
-    }
-    assert!(
-        short_last_packets > 0,
-        "no size exercised a short last packet"
-    );
-}
-
-/// A backlog larger than the window fills it down to less than half a datagram: a short
-/// packet goes into a rest of half a datagram or more (RFC 1122 §4.2.3.4's fraction).
-#[test]
-fn a_backlog_fills_the_window_to_within_half_a_datagram() {
-    let mds = TransportConfig::default().max_datagram_size as u64;
-    // 80 datagrams of window: the full packets, each a few bytes short of a datagram, leave
-    // more than half a datagram of it.
-    for size in (120_000..130_000).step_by(2_000) {
-        let (left, room, _) = first_flight(size, Some(80));
-        assert!(left > 0, "size {size}: a backlog");
-        assert!(room < mds / 2, "size {size}: {room} bytes of window unused");
     }
 }

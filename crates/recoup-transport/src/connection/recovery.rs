@@ -203,11 +203,6 @@ impl RecoveryHost {
         self.loss.bytes_in_flight() + mds as u64 > self.cc.window()
     }
 
-    /// Bytes the congestion window has left.
-    pub fn cwnd_room(&self) -> u64 {
-        self.cc.window().saturating_sub(self.loss.bytes_in_flight())
-    }
-
     /// Whether the waiting copy may exceed the congestion window: the policy marked it (ART
     /// §6.4 "opportunism"), or the `copies_beyond_cwnd` setting lets it (`has_new_data`: the
     /// sender is in on-mode).
@@ -331,8 +326,7 @@ impl RecoveryHost {
             return None;
         }
         if self.cwnd_full(mds) && !self.copy_exempt_from_cwnd(has_new_data) {
-            // An acknowledgement opens the window; no timer needed. (A short packet for the
-            // window's rest has its own wake-up: `Connection::short_packet_room`.)
+            // An acknowledgement opens the window; no timer needed.
             return None;
         }
         self.pacing_delay(now, mds)

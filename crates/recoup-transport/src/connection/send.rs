@@ -3,7 +3,7 @@
 use recoup_recovery::{
     data_send_key, packet_key, DataRange, LossId, RecoveryPolicy, SendKind, SentRange,
 };
-use recoup_time::{earliest, Instant};
+use recoup_time::Instant;
 
 use super::{Connection, SentFrames, State, Transmit, TransmitInfo};
 use crate::cc::CongestionController;
@@ -22,9 +22,6 @@ use crate::streams::{Chunk, ControlFrame, StreamId};
 const TAG_LEN: usize = 16;
 /// At most this many stream frames in one packet (the `fins` bitmask is a u64).
 const MAX_STREAM_FRAMES: usize = 64;
-/// The STREAM frame header `write_new_data` sizes its chunks for: four-byte stream ID and
-/// offset, a two-byte length.
-const NEW_DATA_FRAME_HEADER: usize = 11;
 
 /// A packet being written into the datagram, sealed once its contents are final.
 pub(super) struct Open {
@@ -133,13 +130,8 @@ impl Connection {
                 // A waiting FEC repair symbol is not counted: asking the scheme has it decide
                 // (`poll_repair`), which would move its decisions in time.
                 let control = self.control_waiting();
-                let full =
-                    self.recovery
-                        .pacing_wakeup_at(now, self.streams.has_new_data(), control, mds);
-                let short = self
-                    .short_packet_room()
-                    .and_then(|room| self.recovery.pacing_delay(now, room as usize));
-                earliest(full, short)
+                self.recovery
+                    .pacing_wakeup_at(now, self.streams.has_new_data(), control, mds)
             } else {
                 None
             };
@@ -222,61 +214,12 @@ impl Connection {
         {
             return true;
         }
-        if !can_send && self.short_packet_due(now).is_some() {
-            return true;
-        }
         if !self.recovery.policy_has_copy(now, mds) {
             return false;
         }
         let has_new_data = self.streams.has_new_data();
         self.recovery.note_copy_held(now, has_new_data, mds);
         can_send || self.recovery.copy_may_exceed_cwnd(now, has_new_data, mds)
-    }
-
-    /// The window's rest, when it is less than a full datagram but a short packet of new data
-    /// may use it: the rest is at least half a datagram, or the packet takes all the new data
-    /// waiting. Retransmissions, copies and control frames still wait for a full datagram.
-    ///
-    /// RFC 9002 §7 forbids a packet that "would cause bytes_in_flight ... to be larger than the
-    /// congestion window": the packet's own size counts, not a full datagram's. Waiting for a
-    /// full datagram of window leaves up to a datagram of every window unused, and holds the
-    /// short last packet of a response for a round trip whenever the window ends within a
-    /// datagram of it. quiche likewise sizes each packet to the window left (`send_single`:
-    /// `left = cmp::min(left, self.recovery.cwnd_available())`). A short packet goes only when
-    /// it is worth its headers, as RFC 1122 §4.2.3.4's sender-side silly window avoidance sends
-    /// a segment only if it is full, holds all the queued data, or fills at least a fraction
-    /// (1/2) of the window.
-    fn short_packet_room(&mut self) -> Option<u64> {
-        let mds = self.path.max_datagram_size as u64;
-        let room = self.recovery.cwnd_room();
-        if room >= mds
-            || self.state != State::Established
-            || !self.streams.has_new_data()
-            || self.recovery.lineage.has_retransmit()
-            || self.recovery.pending_copy.is_some()
-            || self.control_waiting()
-        {
-            return None;
-        }
-        if room >= mds / 2 {
-            return Some(room);
-        }
-        // A short header (RFC 9000 §17.3.1) with the longest packet number, and the AEAD tag;
-        // an ACK frame written first may leave a few bytes for a later packet.
-        let overhead = 1 + self.cids.remote().len() + 4 + TAG_LEN;
-        let frames = usize::try_from(room).ok()?.checked_sub(overhead)?;
-        self.streams
-            .new_data_fits(frames, NEW_DATA_FRAME_HEADER)
-            .then_some(room)
-    }
-
-    /// [`Connection::short_packet_room`], if pacing lets a packet of that size go now.
-    fn short_packet_due(&mut self, now: Instant) -> Option<u64> {
-        let room = self.short_packet_room()?;
-        self.recovery
-            .pacing_delay(now, room as usize)
-            .is_none()
-            .then_some(room)
     }
 
     /// Whether 1-RTT control frames wait for congestion control and pacing: HANDSHAKE_DONE,
@@ -373,14 +316,6 @@ impl Connection {
             || self
                 .recovery
                 .congestion_allows(now, self.path.max_datagram_size);
-        // Without a full datagram of window, perhaps a short packet of new data: the whole
-        // packet, from `start`, within the window's rest.
-        let short_end = if data && !can_send {
-            self.short_packet_due(now)
-                .map(|room| (start + room as usize - TAG_LEN).min(end))
-        } else {
-            None
-        };
         if data {
             let q = qlog.then_some(&mut pkt.qlog_frames);
             if self.write_path_frames(buf, end, q) {
@@ -407,10 +342,6 @@ impl Connection {
             // Without window, only a copy the policy lets exceed it.
             let stream_end = self.fec_stream_end(end);
             self.write_stream_data(now, buf, stream_end, &mut pkt, qlog, can_send);
-            if let Some(short_end) = short_end.filter(|_| pkt.frames.kind.is_none()) {
-                let stream_end = self.fec_stream_end(short_end);
-                self.write_new_data(buf, stream_end, &mut pkt, qlog);
-            }
         }
         if can_send {
             if probe && !pkt.ack_eliciting && buf.len() < end {
@@ -660,11 +591,7 @@ impl Connection {
             // goes in the next packet, before new data.
             return;
         }
-        self.write_new_data(buf, end, pkt, qlog);
-    }
-
-    /// New stream data, round-robin over streams, up to `end`.
-    fn write_new_data(&mut self, buf: &mut Vec<u8>, end: usize, pkt: &mut Open, qlog: bool) {
+        // New data.
         while pkt.frames.stream.len() < MAX_STREAM_FRAMES && buf.len() + 8 < end {
             let space = end - buf.len();
             // Size the chunk for the worst-case header of a 4-byte offset and stream id.

@@ -494,25 +494,6 @@ impl Streams {
         !self.sendable.is_empty()
     }
 
-    /// Whether all the new data waiting, one STREAM frame per stream with a header of
-    /// `frame_header` bytes, fits in `space` bytes.
-    #[must_use]
-    pub fn new_data_fits(&self, space: usize, frame_header: usize) -> bool {
-        let mut need = 0u64;
-        for id in &self.sendable {
-            let Some(send) = self.streams.get(id).and_then(|s| s.send.as_ref()) else {
-                continue;
-            };
-            need = need
-                .saturating_add(send.new_len())
-                .saturating_add(frame_header as u64);
-            if need > space as u64 {
-                return false;
-            }
-        }
-        true
-    }
-
     /// The next piece of new data (at most `max_len` bytes), round-robin over streams.
     pub fn poll_new(&mut self, max_len: usize) -> Option<Chunk> {
         let mut cursor = self.last_sent;

@@ -204,16 +204,6 @@ impl SendStream {
         self.reset.is_none() && (self.sent < self.written() || self.fin == Fin::Queued)
     }
 
-    /// New bytes not yet sent (0 once reset).
-    #[must_use]
-    pub(crate) fn new_len(&self) -> u64 {
-        if self.reset.is_some() {
-            0
-        } else {
-            self.written() - self.sent
-        }
-    }
-
     /// The next new piece, at most `max_len` bytes.
     pub(crate) fn poll_new(&mut self, max_len: usize) -> Option<Piece> {
         if self.reset.is_some() {

@@ -45,7 +45,8 @@ pub use error::Error;
 pub use link::{Link, Service};
 pub use log::{DropReason, EventLog, LogEvent};
 pub use loss::{
-    load_replay, FourStateParams, GeParams, Loss, LossForecast, LossSpec, DEFAULT_CRN_SLOT,
+    load_replay, BurstSizes, FourStateParams, GeParams, Loss, LossForecast, LossSpec,
+    DEFAULT_CRN_SLOT, MAX_BURST,
 };
 pub use mtu::{Mtu, MtuSpec};
 pub use node::{ElementStats, Node, Output};

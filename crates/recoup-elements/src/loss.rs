@@ -1,6 +1,6 @@
 //! Loss models: Bernoulli (`mm-loss`, netem `loss random`), netem `gemodel` and 4-state `state`
-//! with the kernel's exact decision order, time-slotted Gilbert-Elliott, replay from a file, and
-//! `mm-onoff` outages.
+//! with the kernel's exact decision order, time-slotted Gilbert-Elliott, bursts of measured sizes
+//! (`bursts`), replay from a file, and `mm-onoff` outages.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -19,7 +19,9 @@ use crate::rng::fnv1a64;
 use crate::trace::read_bounded;
 use crate::units::{parse_duration, parse_percent, Prob};
 
+mod bursts;
 mod crn;
+pub use bursts::{BurstSizes, MAX_BURST};
 pub use crn::{LossForecast, DEFAULT_CRN_SLOT};
 
 /// netem Gilbert-Elliott parameters as the kernel holds them (`struct tc_netem_gemodel`).
@@ -152,6 +154,30 @@ pub enum LossSpec {
         /// Transition and loss probabilities, as for `gemodel`.
         params: GeParams,
     },
+    /// Loss in bursts of measured sizes: `bursts RATE [pace=DUR] SIZE:SHARE ...`, e.g. `bursts
+    /// 4% pace=10ms 1:37.2% 13:90% 27:95% 125:99% 183:100%`. Burst sizes (consecutive lost
+    /// packets) are drawn independently from `sizes` ([`BurstSizes`]: the points of their CDF,
+    /// log-linear between them). After a burst comes a gap of `1 + N` delivered packets, `N`
+    /// geometric (every packet of a gap after its first starts a burst with probability `q`), so
+    /// bursts never merge and the gaps have mean `1 / q = E[size] (1 - rate) / rate`: the
+    /// long-run loss rate is `rate`. The element starts in a gap (the first packet may start a
+    /// burst). `rate` may be at most [`BurstSizes::max_loss_rate`] (every gap one packet).
+    ///
+    /// Without `pace` a burst lasts until `size` packets are lost, however long that takes. With
+    /// `pace`, a burst of `size` packets also ends `size` x `pace` after its first loss: the
+    /// burst is an outage as long as `size` packets sent one per `pace`. Packets that come at
+    /// least that fast are lost in bursts of exactly the drawn sizes; a sender that slows down
+    /// during the outage (a full window, probe timeouts backing off) loses fewer, and the loss
+    /// rate falls below `rate` accordingly. (Without it, a sender that stops until it hears an
+    /// ACK can wait forever for a long burst to end.)
+    Bursts {
+        /// Stationary loss rate, a fraction.
+        rate: f64,
+        /// The time a burst may take per packet of its size.
+        pace: Option<Duration>,
+        /// Distribution of a burst's size.
+        sizes: BurstSizes,
+    },
     /// Replay a loss pattern from a file: one line per packet, `1` lost, `0` delivered; blank
     /// lines and lines starting with `#` are skipped; the pattern repeats.
     Replay(PathBuf),
@@ -179,8 +205,9 @@ impl FromStr for LossSpec {
 
     /// Forms: `none`; `bernoulli 5%`; netem's verbatim `[loss] random 5%`, `[loss] 5%`,
     /// `[loss] gemodel p [r [1-h [1-k]]]`, `[loss] state p13 [p31 [p32 [p23 [p14]]]]`;
-    /// `slotted-gemodel 30ms p [r [1-h [1-k]]]`; `replay FILE`; `onoff ON OFF` (durations; a bare
-    /// number is seconds, as for mm-onoff). Percentages follow tc: `5` and `5%` both mean 5 %.
+    /// `slotted-gemodel 30ms p [r [1-h [1-k]]]`; `bursts RATE SIZE:SHARE ...`; `replay FILE`;
+    /// `onoff ON OFF` (durations; a bare number is seconds, as for mm-onoff). Percentages follow
+    /// tc: `5` and `5%` both mean 5 %.
     fn from_str(input: &str) -> Result<Self, Error> {
         let mut words: Vec<&str> = input.split_whitespace().collect();
         if words.first() == Some(&"loss") || words.first() == Some(&"drop") {
@@ -223,6 +250,7 @@ impl FromStr for LossSpec {
                     params: GeParams::parse(input, rest)?,
                 })
             }
+            "bursts" => parse_bursts(input, args),
             "replay" => match args {
                 [file] => Ok(Self::Replay(PathBuf::from(file))),
                 [] => Err(Error::spec(input, kind, "missing file")),
@@ -249,7 +277,7 @@ impl FromStr for LossSpec {
             _ => Err(Error::spec(
                 input,
                 kind,
-                "unknown loss model (none, bernoulli, random, gemodel, state, slotted-gemodel, replay, onoff, crn)",
+                "unknown loss model (none, bernoulli, random, gemodel, state, slotted-gemodel, bursts, replay, onoff, crn)",
             )),
         }
     }
@@ -289,6 +317,64 @@ fn parse_crn(input: &str, args: &[&str]) -> Result<LossSpec, Error> {
             "crn draws support bernoulli, gemodel, slotted-gemodel and replay",
         )),
     }
+}
+
+/// `bursts RATE [pace=DUR] SIZE:SHARE ...`.
+fn parse_bursts(input: &str, args: &[&str]) -> Result<LossSpec, Error> {
+    const FORM: &str = "expected `bursts RATE [pace=DUR] SIZE:SHARE ...`, the burst sizes' CDF \
+                        from `1:SHARE` (single-packet bursts) to `MAX:100%`, e.g. \
+                        `bursts 4% pace=10ms 1:37.2% 13:90% 183:100%`";
+    let Some((rate_token, mut point_tokens)) = args.split_first() else {
+        return Err(Error::spec(
+            input,
+            "bursts",
+            format!("missing the loss rate: {FORM}"),
+        ));
+    };
+    let rate = parse_percent(rate_token).map_err(|d| Error::spec(input, rate_token, d))?;
+    let mut pace = None;
+    if let Some((first, rest)) = point_tokens.split_first() {
+        if let Some(value) = first.strip_prefix("pace=") {
+            let d = parse_duration(value).map_err(|d| Error::spec(input, first, d))?;
+            if d.is_zero() {
+                return Err(Error::spec(input, first, "pace must be > 0"));
+            }
+            pace = Some(d);
+            point_tokens = rest;
+        }
+    }
+    if point_tokens.is_empty() {
+        return Err(Error::spec(
+            input,
+            rate_token,
+            format!("missing the burst sizes: {FORM}"),
+        ));
+    }
+    let mut points = Vec::with_capacity(point_tokens.len());
+    for token in point_tokens {
+        let bad = |d: &str| Error::spec(input, token, d);
+        let (size, share) = token.split_once(':').ok_or_else(|| bad(FORM))?;
+        let size: u32 = size
+            .parse()
+            .map_err(|_| bad("the size is not a whole number of packets"))?;
+        let share = parse_percent(share).map_err(|d| bad(&d))?;
+        points.push((size, share));
+    }
+    let sizes = BurstSizes::new(points)
+        .map_err(|(i, d)| Error::spec(input, point_tokens[i], format!("{d}: {FORM}")))?;
+    if rate > sizes.max_loss_rate() {
+        return Err(Error::spec(
+            input,
+            rate_token,
+            format!(
+                "above {:.4} %, the highest loss rate with these bursts (mean {:.3} packets, \
+                 every gap one packet)",
+                sizes.max_loss_rate() * 100.0,
+                sizes.mean()
+            ),
+        ));
+    }
+    Ok(LossSpec::Bursts { rate, pace, sizes })
 }
 
 fn onoff_duration(input: &str, token: &str) -> Result<Duration, Error> {
@@ -348,6 +434,7 @@ enum Model {
         slot: u64,
         state_rng: Box<ChaCha8Rng>,
     },
+    Bursts(Box<bursts::Bursts>),
     Replay {
         pattern: Arc<[bool]>,
         pos: usize,
@@ -396,6 +483,9 @@ impl Loss {
                     slot: 0,
                     state_rng: Box::new(rand_chacha::rand_core::SeedableRng::from_seed(seed)),
                 }
+            }
+            LossSpec::Bursts { rate, pace, sizes } => {
+                Model::Bursts(Box::new(bursts::Bursts::new(*rate, *pace, sizes.clone())))
             }
             LossSpec::Replay(path) => Model::Replay {
                 pattern: load_replay(path)?.into(),
@@ -457,6 +547,7 @@ impl Loss {
                     rnd < params.k1.0
                 }
             }
+            Model::Bursts(b) => b.step(now, || rng.gen::<f64>()),
             Model::Replay { pattern, pos } => {
                 let lost = pattern[*pos];
                 *pos = (*pos + 1) % pattern.len();

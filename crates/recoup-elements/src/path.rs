@@ -98,7 +98,7 @@ impl ElementSpec {
 }
 
 const QUEUE_KINDS: [&str; 4] = ["infinite", "droptail", "drophead", "codel"];
-const LOSS_KINDS: [&str; 11] = [
+const LOSS_KINDS: [&str; 12] = [
     "crn",
     "none",
     "bernoulli",
@@ -108,6 +108,7 @@ const LOSS_KINDS: [&str; 11] = [
     "gemodel",
     "state",
     "slotted-gemodel",
+    "bursts",
     "replay",
     "onoff",
 ];
@@ -200,7 +201,7 @@ impl FromStr for PathSpec {
                     input,
                     kind,
                     "unknown element (rate, trace, delay, infinite, droptail, drophead, codel, \
-                         none, bernoulli, random, gemodel, state, slotted-gemodel, replay, onoff, \
+                         none, bernoulli, random, gemodel, state, slotted-gemodel, bursts, replay, onoff, \
                          corrupt, blackhole, duplicate, mtu)",
                 )),
             };

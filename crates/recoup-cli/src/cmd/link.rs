@@ -62,7 +62,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Loss model: "bernoulli 5%", "gemodel 1% 10% 70% 0.1%", "state 1% 10%", "onoff 1s 100ms",
-    /// "slotted-gemodel 30ms 1% 10%", "replay FILE", "none".
+    /// "slotted-gemodel 30ms 1% 10%", "bursts 4% 1:37.2% 13:90% 183:100%", "replay FILE",
+    /// "none".
     #[arg(long, value_parser = parse_loss)]
     pub loss: Option<LossSpec>,
     /// Queue in front of the link: "infinite", "droptail packets=100", "drophead bytes=150000",
@@ -372,6 +373,11 @@ fn describe(path: &PathSpec) -> String {
             }
             ElementSpec::Loss(LossSpec::GilbertElliott(_)) => "gemodel".into(),
             ElementSpec::Loss(LossSpec::FourState(_)) => "state".into(),
+            ElementSpec::Loss(LossSpec::Bursts { rate, sizes, .. }) => format!(
+                "bursts {:.3}% (mean burst {:.2} packets)",
+                rate * 100.0,
+                sizes.mean()
+            ),
             ElementSpec::Loss(LossSpec::Replay(file)) => format!("replay {}", file.display()),
             ElementSpec::Loss(LossSpec::OnOff { mean_on, mean_off }) => {
                 format!("onoff {} on, {} off", ms(*mean_on), ms(*mean_off))

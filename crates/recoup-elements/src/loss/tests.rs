@@ -448,3 +448,272 @@ fn crn_rejects_models_it_cannot_key() {
         assert!(e.contains(&format!("`{part}`")), "{bad}: {e}");
     }
 }
+
+/// ART §3.2's burst sizes (37.2 % single, p90 13, p95 27, p99 125) with the p95-p99 slope
+/// continued to a largest burst of 183 packets.
+const ART_SIZES: &str = "1:37.2% 13:90% 27:95% 125:99% 183:100%";
+
+fn burst_sizes(points: &str) -> BurstSizes {
+    let LossSpec::Bursts { sizes, .. } = spec(&format!("bursts 1% {points}")) else {
+        panic!()
+    };
+    sizes
+}
+
+/// The sizes of the bursts (runs of losses) in `seq`, a run cut by either end included.
+fn burst_lengths(seq: &[bool]) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut run = 0;
+    for &lost in seq {
+        if lost {
+            run += 1;
+        } else if run > 0 {
+            out.push(run);
+            run = 0;
+        }
+    }
+    if run > 0 {
+        out.push(run);
+    }
+    out
+}
+
+#[test]
+fn bursts_parse_and_print_back() {
+    let LossSpec::Bursts { rate, pace, sizes } = spec(&format!("bursts 4% {ART_SIZES}")) else {
+        panic!()
+    };
+    assert!((rate - 0.04).abs() < 1e-12 && pace.is_none());
+    let want = [(1, 0.372), (13, 0.9), (27, 0.95), (125, 0.99), (183, 1.0)];
+    assert_eq!(sizes.points().len(), want.len());
+    for (&(s, c), (ws, wc)) in sizes.points().iter().zip(want) {
+        assert!(s == ws && (c - wc).abs() < 1e-12, "{s}:{c}");
+    }
+    assert_eq!(sizes.to_string(), ART_SIZES);
+    assert_eq!(
+        spec(&format!("loss bursts 4 {ART_SIZES}")),
+        spec(&format!("bursts 4% {ART_SIZES}"))
+    );
+    // Single-packet bursts only: the largest loss rate has every gap one packet.
+    let LossSpec::Bursts { sizes, .. } = spec("bursts 50% 1:100%") else {
+        panic!()
+    };
+    assert_eq!((sizes.mean(), sizes.max_loss_rate()), (1.0, 0.5));
+    assert_eq!(
+        run("bursts 50% 1:100%", 3, 8),
+        [true, false, true, false, true, false, true, false]
+    );
+}
+
+#[test]
+fn bad_bursts_name_the_bad_point_and_the_accepted_form() {
+    for (bad, part, what) in [
+        ("bursts", "bursts", "missing the loss rate"),
+        ("bursts 4%", "4%", "missing the burst sizes"),
+        ("bursts x 1:100%", "x", "not a percentage"),
+        (
+            "bursts 4% 2:50% 10:100%",
+            "2:50%",
+            "the first point is size 1",
+        ),
+        (
+            "bursts 4% 1:37.2% 27:90% 13:95% 125:100%",
+            "13:95%",
+            "size 13 does not exceed",
+        ),
+        (
+            "bursts 4% 1:37.2% 13:95% 27:90% 125:100%",
+            "27:90%",
+            "share 0.9 does not exceed",
+        ),
+        ("bursts 4% 1:0% 10:100%", "1:0%", "outside (0, 1]"),
+        (
+            "bursts 4% 1:37.2% 13:90%",
+            "13:90%",
+            "the last point is the largest burst",
+        ),
+        ("bursts 4% 1:37.2% 13", "13", "SIZE:SHARE"),
+        ("bursts 4% 1:37.2% 1.5:100%", "1.5:100%", "whole number"),
+        ("bursts 4% 1:37.2% 13:190%", "13:190%", "between 0 and 100"),
+        (
+            "bursts 4% 1:37.2% 200000:100%",
+            "200000:100%",
+            "outside 1..=100000",
+        ),
+        (
+            "bursts 51% 1:100%",
+            "51%",
+            "the highest loss rate with these bursts",
+        ),
+        ("bursts 4% pace=0ms 1:100%", "pace=0ms", "pace must be > 0"),
+        ("bursts 4% pace=10 1:100%", "pace=10", "missing unit"),
+        ("bursts 4% 1:100% pace=10ms", "pace=10ms", "SIZE:SHARE"),
+    ] {
+        let e = bad.parse::<LossSpec>().expect_err(bad).to_string();
+        assert!(
+            e.contains(&format!("`{part}`")) && e.contains(what),
+            "{bad:?} -> {e}"
+        );
+    }
+    // The accepted form is spelled out for a bad point.
+    let e = "bursts 4% 1:37.2% 13"
+        .parse::<LossSpec>()
+        .expect_err("bad")
+        .to_string();
+    assert!(e.contains("bursts RATE [pace=DUR] SIZE:SHARE"), "{e}");
+    let e = "crn bursts 4% 1:100%"
+        .parse::<LossSpec>()
+        .expect_err("crn")
+        .to_string();
+    assert!(e.contains("crn draws support"), "{e}");
+}
+
+#[test]
+fn burst_sizes_points_are_exact_quantiles_and_log_linear_between() {
+    let sizes = burst_sizes(ART_SIZES);
+    for &(s, c) in sizes.points() {
+        assert!((sizes.cdf(s) - c).abs() < 1e-12, "cdf({s})");
+        assert_eq!(sizes.quantile(c), s, "quantile({c})");
+        // The point is the smallest size that reaches its share.
+        assert!(sizes.cdf(s - 1) < c, "cdf({})", s - 1);
+    }
+    // Log-linear: halfway in log size between 1 and 13 is halfway in share.
+    let mid = 13f64.sqrt();
+    let (lo, hi) = (sizes.cdf(mid.floor() as u32), sizes.cdf(mid.ceil() as u32));
+    assert!(
+        lo < (0.372 + 0.9) / 2.0 && (0.372 + 0.9) / 2.0 < hi,
+        "{lo} {hi}"
+    );
+    assert_eq!(
+        (sizes.cdf(0), sizes.cdf(183), sizes.cdf(1000)),
+        (0.0, 1.0, 1.0)
+    );
+    assert_eq!((sizes.quantile(1e-9), sizes.quantile(1.0)), (1, 183));
+    // The mean is the sum of the probabilities.
+    let direct: f64 = (1..=183)
+        .map(|s| f64::from(s) * (sizes.cdf(s) - sizes.cdf(s - 1)))
+        .sum();
+    assert!(
+        (sizes.mean() - direct).abs() < 1e-9,
+        "{} {direct}",
+        sizes.mean()
+    );
+    assert!((8.0..8.5).contains(&sizes.mean()), "mean {}", sizes.mean());
+}
+
+#[test]
+fn bursts_follow_the_sizes_and_the_loss_rate_over_many_draws() {
+    // 40 seeds x 250,000 packets at 4 %: about 50,000 bursts.
+    let sizes = burst_sizes(ART_SIZES);
+    let rate = 0.04;
+    let mut bursts = Vec::new();
+    let (mut lost, mut packets) = (0u64, 0u64);
+    for seed in 0..40 {
+        let seq = run(&format!("bursts 4% {ART_SIZES}"), seed, 250_000);
+        lost += seq.iter().filter(|&&l| l).count() as u64;
+        packets += seq.len() as u64;
+        bursts.extend(burst_lengths(&seq));
+    }
+    let n = bursts.len() as f64;
+    bursts.sort_unstable();
+    // Each point's share within 5 standard errors, and the empirical quantile at the point's
+    // share between the distribution's quantiles 5 standard errors either side.
+    for &(s, c) in &sizes.points()[..sizes.points().len() - 1] {
+        let se = (c * (1.0 - c) / n).sqrt();
+        let share = bursts.iter().filter(|&&b| b <= s).count() as f64 / n;
+        assert!(
+            (share - c).abs() <= 5.0 * se,
+            "P(size <= {s}) = {share}, want {c} +- {se}"
+        );
+        let q = bursts[((c * n).ceil() as usize).max(1) - 1];
+        let (lo, hi) = (sizes.quantile(c - 5.0 * se), sizes.quantile(c + 5.0 * se));
+        assert!(
+            (lo..=hi).contains(&q),
+            "{c} quantile {q} outside {lo}..={hi}"
+        );
+        eprintln!("{c}: share <= {s} {share:.4} (se {se:.4}), quantile {q} ({lo}..={hi})");
+    }
+    assert!(bursts.iter().all(|&b| (1..=183).contains(&b)));
+    // The loss rate: a renewal process of cycles burst B + gap G, G = 1 + geometric with mean
+    // 1 / q; SE of lost / packets = sd(B (1 - rate) - rate G) / (E[B + G] sqrt(cycles)).
+    let mean_b = sizes.mean();
+    let var_b: f64 = (1..=sizes.max())
+        .map(|s| (f64::from(s) - mean_b).powi(2) * (sizes.cdf(s) - sizes.cdf(s - 1)))
+        .sum();
+    let mean_g = mean_b * (1.0 - rate) / rate;
+    let var_g = mean_g * (mean_g - 1.0);
+    let cycles = packets as f64 / (mean_b + mean_g);
+    let se = ((1.0 - rate).powi(2) * var_b + rate * rate * var_g).sqrt()
+        / ((mean_b + mean_g) * cycles.sqrt());
+    let got = lost as f64 / packets as f64;
+    eprintln!("loss rate {got:.5}, want {rate} +- {se:.5}; {n} bursts");
+    assert!(
+        (got - rate).abs() <= 5.0 * se,
+        "loss rate {got}, want {rate} +- {se}"
+    );
+    // Deterministic per seed; different seeds differ.
+    let spec = format!("bursts 4% {ART_SIZES}");
+    assert_eq!(run(&spec, 5, 20_000), run(&spec, 5, 20_000));
+    assert_ne!(run(&spec, 5, 20_000), run(&spec, 6, 20_000));
+}
+
+#[test]
+fn bursts_rates_at_the_extremes() {
+    assert!(run(&format!("bursts 0% {ART_SIZES}"), 1, 10_000)
+        .iter()
+        .all(|&l| !l));
+    // A gap is never empty, so two bursts never merge: at 30 % every run of losses is one burst,
+    // at most the largest size, and the runs' mean is the sizes' mean.
+    let seq = run(&format!("bursts 30% {ART_SIZES}"), 2, 1_000_000);
+    assert!(burst_lengths(&seq).iter().all(|&b| b <= 183));
+    let (rate, mean) = rate_and_mean_burst(&seq);
+    assert_close("bursts 30% loss", rate, 0.30, 0.05, 2);
+    assert_close(
+        "bursts 30% mean burst",
+        mean,
+        burst_sizes(ART_SIZES).mean(),
+        0.08,
+        2,
+    );
+}
+
+/// Loss sequence of `n` packets, one per `interval_us` microseconds.
+fn run_every(s: &str, seed: u64, n: u64, interval_us: u64) -> Vec<bool> {
+    let mut loss = Loss::new(&spec(s), element_rng(seed, "loss")).expect("model");
+    (0..n)
+        .map(|i| loss.decide(Instant::from_nanos(i * interval_us * 1000), i))
+        .collect()
+}
+
+#[test]
+fn a_paced_burst_is_an_outage_of_its_size_in_packet_times() {
+    let LossSpec::Bursts { pace, .. } = spec(&format!("bursts 4% pace=10ms {ART_SIZES}")) else {
+        panic!()
+    };
+    assert_eq!(pace, Some(Duration::from_millis(10)));
+    // Packets one per pace, or faster: every burst runs its full size, so the sequence is the
+    // one without a pace (the same draws).
+    let free = run_every(&format!("bursts 4% {ART_SIZES}"), 9, 200_000, 10_000);
+    for pace in ["10ms", "20ms"] {
+        let paced = run_every(
+            &format!("bursts 4% pace={pace} {ART_SIZES}"),
+            9,
+            200_000,
+            10_000,
+        );
+        assert_eq!(paced, free, "pace {pace}");
+    }
+    // Packets ten times slower than the pace: a burst of s packets loses the ceil(s / 10) that
+    // arrive within its s x 10 ms, and the loss rate falls with it.
+    let slow = run_every(
+        &format!("bursts 4% pace=1ms {ART_SIZES}"),
+        9,
+        200_000,
+        10_000,
+    );
+    let longest = burst_lengths(&slow).into_iter().max().unwrap_or(0);
+    assert!((2..=19).contains(&longest), "longest burst {longest}");
+    let (rate, _) = rate_and_mean_burst(&slow);
+    let (free_rate, _) = rate_and_mean_burst(&free);
+    assert!(rate < 0.6 * free_rate, "{rate} vs {free_rate}");
+}

@@ -13,6 +13,7 @@ experiments/figures/fleet.md.
 
 from __future__ import annotations
 
+import re
 import resource
 import shutil
 import subprocess
@@ -72,14 +73,20 @@ CDFS = [
 
 
 def slotted_bursts(out: Path) -> Path:
-    """The deployment file with its Gilbert-Elliott streams time-slotted (the state changes once
-    per 30 ms slot, as in AutoRec Fig. 20, so a burst of 1-4 slots lasts 30-120 ms, about an
-    RTT, and a retransmission can fall into the burst that lost the original), and 30 s
-    streams: the experiment behind the deterioration rate's verdict."""
+    """The deployment file with its bursty streams replaced by time-slotted Gilbert-Elliott
+    streams (the state changes once per 30 ms slot, as in AutoRec Fig. 20, with a mean burst of
+    1-4 slots drawn per stream, so a burst lasts 30-120 ms, about an RTT, and a retransmission
+    can fall into the burst that lost the original), and 30 s streams: the experiment behind
+    the deterioration rate's verdict."""
     text = SCENARIO.read_text()
-    old = 'kind = "gemodel"\nweight = 0.4\n'
-    assert old in text and 'duration = "100s"' in text, "deployment.toml changed shape"
-    text = text.replace(old, old + 'slot = "30ms"\n')
+    bursts = re.search(r'kind = "bursts"\nweight = 0\.4\nburst = \{[^}\n]*\}\n', text)
+    headroom = re.search(r"(?m)^headroom = \{.*\}\n", text)
+    assert bursts and headroom and 'duration = "100s"' in text, "deployment.toml changed shape"
+    text = text.replace(bursts.group(0), 'kind = "gemodel"\nweight = 0.4\nslot = "30ms"\n')
+    text = text.replace(
+        headroom.group(0),
+        headroom.group(0) + 'burst = { dist = "uniform", min = 1.0, max = 4.0 }\n',
+    )
     text = text.replace('duration = "100s"', 'duration = "30s"')
     text = text.replace('"../../../shared/', f'"{SCENARIO.parent}/../../../shared/')
     path = out.with_suffix(".toml")

@@ -28,8 +28,13 @@
 //! burst = { dist = "uniform", min = 1.0, max = 4.0 }
 //!
 //! [[loss_model]]
-//! kind = "bernoulli"          # bernoulli | gemodel | trace
+//! kind = "bernoulli"          # bernoulli | gemodel | bursts | trace
 //! weight = 0.5
+//!
+//! [[loss_model]]
+//! kind = "bursts"
+//! weight = 0.3
+//! burst = { single = 0.372, p90 = 13, p95 = 27, p99 = 125, max = 183 }
 //!
 //! [[loss_model]]
 //! kind = "trace"
@@ -48,18 +53,31 @@
 //!
 //! Draws: `bitrate` (the stream's encoding rate), `srtt` (the path's RTT), `loss` (the
 //! stream's mean packet loss rate, a fraction), `headroom` (the link rate as a multiple of the
-//! bitrate, for the `bernoulli` and `gemodel` models) and `burst` (gemodel's mean burst length
-//! in packets). A distribution is `const` (`value`), `uniform` (`min`, `max`) or `lognormal`
-//! (`mean`, `cv` = standard deviation / mean; optional `min` / `max` clamp the draw); values
-//! are numbers in the key's base unit (bit/s, ms, fraction, factor) or strings with a unit
-//! (`"984.5kbps"`, `"95.5ms"`). The loss
-//! models, drawn by `weight`:
+//! bitrate, for the `bernoulli`, `gemodel` and `bursts` models) and `burst` (gemodel's mean
+//! burst length in packets). A distribution is `const` (`value`), `uniform` (`min`, `max`) or
+//! `lognormal` (`mean`, `cv` = standard deviation / mean; optional `min` / `max` clamp the draw;
+//! for `loss`, optional `zero`: the share of draws that are exactly 0, the others log-normal
+//! with mean `mean / (1 - zero)` and this cv, so that `mean` is the mean of all draws before the
+//! clamp); values are numbers in the key's base unit (bit/s, ms, fraction, factor) or strings
+//! with a unit (`"984.5kbps"`, `"95.5ms"`). The loss models, drawn by `weight`:
 //! - `bernoulli`: independent loss at the drawn rate (`mm-loss`), on a link of
 //!   bitrate x headroom;
 //! - `gemodel`: netem `gemodel p r 100% 0%` with the drawn rate as its stationary loss rate
 //!   p / (p + r) and r = 1 / burst (a bad state lasts `burst` packets on average); with
 //!   `slot = "30ms"`, time-slotted (`slotted-gemodel 30ms p r 100% 0%`, the state changes once
 //!   per slot, as in AutoRec Fig. 20), so a bad state lasts `burst` slots;
+//! - `bursts`: the `bursts` loss element (`recoup_elements::LossSpec::Bursts`) at the drawn rate:
+//!   burst sizes (consecutive lost packets) drawn per burst from the model's `burst` table, the
+//!   same for every stream, with geometric gaps between bursts; on a link of bitrate x headroom.
+//!   A burst of n packets also ends after n full datagrams' time at the stream's bitrate (`pace`:
+//!   an outage, which a stalled sender cannot stretch by sending nothing).
+//!   `burst` gives the distribution of a burst's size by points of its CDF: `single`, the share
+//!   of bursts of one packet (in (0, 1)); any percentiles `pNN = SIZE` (`p90 = 13`: 90 % of
+//!   bursts have at most 13 packets; sizes whole numbers that grow with the percentile, each
+//!   percentile above `single`); and `max`, the largest burst (above every percentile, at most
+//!   `recoup_elements::MAX_BURST`). Between the points the CDF is linear in log size, so each
+//!   given percentile is exact. The drawn loss may not exceed the rate at which every gap is one
+//!   packet (mean / (mean + 1)): `draw.loss`'s largest value is checked against it;
 //! - `trace`: one of `traces` (mm-link files, picked uniformly) as the downlink, with Bernoulli
 //!   loss at the drawn rate besides the trace's own queue drops.
 //!
@@ -75,7 +93,7 @@ use std::path::{Path, PathBuf};
 
 use rand_chacha::rand_core::RngCore;
 use rand_chacha::ChaCha8Rng;
-use recoup_elements::{element_rng, parse_duration, parse_rate};
+use recoup_elements::{element_rng, parse_duration, parse_rate, BurstSizes, MAX_BURST};
 use serde::Deserialize;
 
 use crate::metrics::{mean, metric_values, percentile, RunRow};
@@ -101,6 +119,7 @@ struct RawDist {
     cv: Option<f64>,
     min: Option<Quantity>,
     max: Option<Quantity>,
+    zero: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -120,6 +139,7 @@ struct RawLossModel {
     weight: f64,
     traces: Option<Vec<String>>,
     slot: Option<String>,
+    burst: Option<toml::Table>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -145,12 +165,15 @@ pub enum Dist {
         min: f64,
         max: f64,
     },
-    /// Log-normal with this mean and coefficient of variation, clamped to `[min, max]`.
+    /// Log-normal with this mean and coefficient of variation, clamped to `[min, max]`; with
+    /// `zero > 0`, a draw is 0 with probability `zero` and otherwise log-normal with mean
+    /// `mean / (1 - zero)` and this cv, so that `mean` stays the mean of all draws.
     LogNormal {
         mean: f64,
         cv: f64,
         min: f64,
         max: f64,
+        zero: f64,
     },
 }
 
@@ -167,16 +190,36 @@ impl Dist {
         let u = unit(rng);
         let v = unit(rng);
         // Box-Muller: a standard normal from two uniforms (1 - u is in (0, 1]).
-        let z = (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+        let normal = |u: f64| (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos();
         match *self {
             Self::Const(v) => v,
             Self::Uniform { min, max } => min + u * (max - min),
-            Self::LogNormal { mean, cv, min, max } => {
+            Self::LogNormal {
+                mean,
+                cv,
+                min,
+                max,
+                zero,
+            } => {
+                if u < zero {
+                    return 0f64.clamp(min, max);
+                }
+                // The rest of u, again uniform in [0, 1) (u itself when zero is 0).
+                let u = (u - zero) / (1.0 - zero);
                 // mean = exp(mu + sigma^2 / 2), cv^2 = exp(sigma^2) - 1.
                 let s2 = cv.mul_add(cv, 1.0).ln();
-                let mu = mean.ln() - s2 / 2.0;
-                (mu + s2.sqrt() * z).exp().clamp(min, max)
+                let mu = (mean / (1.0 - zero)).ln() - s2 / 2.0;
+                (mu + s2.sqrt() * normal(u)).exp().clamp(min, max)
             }
+        }
+    }
+
+    /// The largest value a draw can take.
+    #[must_use]
+    pub fn upper(&self) -> f64 {
+        match *self {
+            Self::Const(v) => v,
+            Self::Uniform { max, .. } | Self::LogNormal { max, .. } => max,
         }
     }
 }
@@ -286,6 +329,7 @@ fn dist(raw: &RawDist, kind: Kind, file: &str, key: &str) -> Result<Dist, Scenar
     let d = match raw.dist.as_str() {
         "const" => {
             unused(&[
+                ("zero", raw.zero.is_some()),
                 ("mean", raw.mean.is_some()),
                 ("cv", raw.cv.is_some()),
                 ("min", raw.min.is_some()),
@@ -298,6 +342,7 @@ fn dist(raw: &RawDist, kind: Kind, file: &str, key: &str) -> Result<Dist, Scenar
                 ("value", raw.value.is_some()),
                 ("mean", raw.mean.is_some()),
                 ("cv", raw.cv.is_some()),
+                ("zero", raw.zero.is_some()),
             ])?;
             Dist::Uniform {
                 min: get("min", &raw.min)?,
@@ -320,11 +365,35 @@ fn dist(raw: &RawDist, kind: Kind, file: &str, key: &str) -> Result<Dist, Scenar
             if mean <= 0.0 {
                 return Err(err(file, &format!("{key}.mean"), "must be > 0"));
             }
+            let zero = raw.zero.unwrap_or(0.0);
+            if raw.zero.is_some() && !kind.zero {
+                return Err(err(
+                    file,
+                    &format!("{key}.zero"),
+                    "this key cannot be 0 (a share of zero draws is for loss rates)",
+                ));
+            }
+            if !(0.0..1.0).contains(&zero) {
+                return Err(err(
+                    file,
+                    &format!("{key}.zero"),
+                    format!("{zero} is not a share in [0, 1)"),
+                ));
+            }
+            let min = opt("min", &raw.min, kind.low)?;
+            if zero > 0.0 && min > 0.0 {
+                return Err(err(
+                    file,
+                    &format!("{key}.zero"),
+                    format!("zero draws need `min` 0, not {min}"),
+                ));
+            }
             Dist::LogNormal {
                 mean,
                 cv,
-                min: opt("min", &raw.min, kind.low)?,
+                min,
                 max: opt("max", &raw.max, kind.high)?,
+                zero,
             }
         }
         other => {
@@ -351,8 +420,106 @@ pub enum LossModel {
     GilbertElliott {
         slot: Option<String>,
     },
+    /// Bursts of sizes drawn from this distribution, the same for every stream.
+    Bursts(BurstSizes),
     /// A downlink trace, picked uniformly from these (resolved, existing) files.
     Trace(Vec<PathBuf>),
+}
+
+/// What a `burst` table accepts, for its errors.
+const BURST_FORM: &str = "`burst = { single = SHARE, pNN = SIZE ..., max = SIZE }`: `single` the \
+                          share of one-packet bursts in (0, 1), percentiles `pNN` (0 < NN < 100) \
+                          of whole packets growing with NN, `max` the largest burst";
+
+/// A `[[loss_model]]`'s `burst` table (see the module documentation) as CDF points.
+fn burst_sizes(table: &toml::Table, file: &str, key: &str) -> Result<BurstSizes, ScenarioError> {
+    let bad = |k: &str, detail: String| err(file, &format!("{key}.{k}"), detail);
+    let whole = |k: &str, v: &toml::Value| -> Result<u32, ScenarioError> {
+        let n = match v {
+            toml::Value::Integer(n) => Some(*n),
+            toml::Value::Float(f) if f.fract() == 0.0 && f.is_finite() => Some(*f as i64),
+            _ => None,
+        };
+        match n {
+            Some(n) if (1..=i64::from(MAX_BURST)).contains(&n) => Ok(n as u32),
+            _ => Err(bad(
+                k,
+                format!("{v} is not a whole number of packets in 1..={MAX_BURST}; {BURST_FORM}"),
+            )),
+        }
+    };
+    let mut single = None;
+    let mut max = None;
+    let mut percentiles: Vec<(f64, u32, &str)> = Vec::new();
+    for (k, v) in table {
+        match k.as_str() {
+            "single" => {
+                let share = v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
+                match share {
+                    Some(c) if c > 0.0 && c < 1.0 => single = Some(c),
+                    _ => {
+                        return Err(bad(
+                            k,
+                            format!("{v} is not a share in (0, 1) (0.372 is 37.2 %); {BURST_FORM}"),
+                        ))
+                    }
+                }
+            }
+            "max" => max = Some(whole(k, v)?),
+            _ => {
+                let nn = k
+                    .strip_prefix('p')
+                    .and_then(|nn| nn.parse::<f64>().ok())
+                    .filter(|nn| *nn > 0.0 && *nn < 100.0);
+                let Some(nn) = nn else {
+                    return Err(bad(k, format!("unknown key; {BURST_FORM}")));
+                };
+                percentiles.push((nn / 100.0, whole(k, v)?, k));
+            }
+        }
+    }
+    let single = single.ok_or_else(|| bad("single", format!("missing; {BURST_FORM}")))?;
+    let max = max.ok_or_else(|| bad("max", format!("missing; {BURST_FORM}")))?;
+    percentiles.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut points = vec![(1, single)];
+    let mut prev_key = "single";
+    for &(c, size, k) in &percentiles {
+        if c <= single {
+            return Err(bad(
+                k,
+                format!(
+                    "{k} is not above `single` ({single}): that share of bursts is one packet \
+                     already; {BURST_FORM}"
+                ),
+            ));
+        }
+        let (prev_size, _) = points[points.len() - 1];
+        if size <= prev_size {
+            let prev = if prev_key == "single" {
+                "1 (`single`)".to_owned()
+            } else {
+                format!("{prev_size} ({prev_key})")
+            };
+            return Err(bad(
+                k,
+                format!(
+                    "{k} = {size} is not above {prev}: a higher percentile needs a larger \
+                     burst; {BURST_FORM}"
+                ),
+            ));
+        }
+        points.push((size, c));
+        prev_key = k;
+    }
+    let largest = points[points.len() - 1].0;
+    if max <= largest {
+        return Err(bad(
+            "max",
+            format!("{max} is not above the largest percentile's {largest}; {BURST_FORM}"),
+        ));
+    }
+    points.push((max, 1.0));
+    BurstSizes::new(points).map_err(|(_, d)| err(file, key, format!("{d}; {BURST_FORM}")))
 }
 
 /// A checked population file.
@@ -384,11 +551,11 @@ pub struct StreamParams {
     pub bitrate_kbps: f64,
     pub srtt_ms: f64,
     pub loss_rate: f64,
-    /// `bernoulli`, `gemodel` or `trace`.
+    /// `bernoulli`, `gemodel`, `bursts` or `trace`.
     pub loss_model: &'static str,
-    /// Link rate (bernoulli, gemodel); empty under a trace.
+    /// Link rate (bernoulli, gemodel, bursts); empty under a trace.
     pub link_mbps: Option<f64>,
-    /// Mean burst length in packets (gemodel).
+    /// Mean burst length in packets (gemodel: drawn; bursts: the mean of the burst sizes).
     pub burst: Option<f64>,
     /// The trace's file name (trace).
     pub trace: Option<String>,
@@ -478,8 +645,28 @@ pub fn parse(
                 Err(e) => return Err(err(file, &key, e)),
             }
         }
+        match (&m.burst, m.kind.as_str()) {
+            (Some(_), "bursts") | (None, _) => {}
+            (Some(_), other) => {
+                return Err(err(
+                    file,
+                    &format!("{key}.burst"),
+                    format!("only for kind `bursts`, not `{other}`"),
+                ))
+            }
+        }
         let model = match (m.kind.as_str(), &m.traces) {
             ("bernoulli", None) => LossModel::Bernoulli,
+            ("bursts", None) => {
+                let table = m.burst.as_ref().ok_or_else(|| {
+                    err(
+                        file,
+                        &format!("{key}.burst"),
+                        format!("kind `bursts` needs {BURST_FORM}"),
+                    )
+                })?;
+                LossModel::Bursts(burst_sizes(table, file, &format!("{key}.burst"))?)
+            }
             ("gemodel", None) => LossModel::GilbertElliott {
                 slot: m.slot.clone(),
             },
@@ -508,7 +695,7 @@ pub fn parse(
                     "`trace` needs a non-empty list of trace files",
                 ))
             }
-            ("bernoulli" | "gemodel", Some(_)) => {
+            ("bernoulli" | "gemodel" | "bursts", Some(_)) => {
                 return Err(err(
                     file,
                     &format!("{key}.traces"),
@@ -519,7 +706,7 @@ pub fn parse(
                 return Err(err(
                     file,
                     &format!("{key}.kind"),
-                    format!("unknown loss model `{other}` (bernoulli, gemodel, trace)"),
+                    format!("unknown loss model `{other}` (bernoulli, gemodel, bursts, trace)"),
                 ))
             }
         };
@@ -532,6 +719,25 @@ pub fn parse(
     if raw.policy.is_empty() {
         return Err(err(file, "policy", "needs at least one [[policy]]"));
     }
+    let loss = dist(&raw.draw.loss, PROBABILITY, file, "draw.loss")?;
+    for (i, (m, _)) in models.iter().enumerate() {
+        if let LossModel::Bursts(sizes) = m {
+            if loss.upper() > sizes.max_loss_rate() {
+                return Err(err(
+                    file,
+                    "draw.loss",
+                    format!(
+                        "may draw up to {}, above {:.4}, the highest loss rate of \
+                         loss_model[{i}]'s bursts (mean {:.3} packets, every gap one packet): \
+                         set a lower `max`",
+                        loss.upper(),
+                        sizes.max_loss_rate(),
+                        sizes.mean()
+                    ),
+                ));
+            }
+        }
+    }
     let pop = Population {
         name: raw.name.unwrap_or_else(|| default_name.to_owned()),
         seed: raw.seed.unwrap_or(1),
@@ -542,7 +748,7 @@ pub fn parse(
             .unwrap_or_else(|| "droptail packets=100".to_owned()),
         bitrate: dist(&raw.draw.bitrate, RATE, file, "draw.bitrate")?,
         srtt: dist(&raw.draw.srtt, DURATION, file, "draw.srtt")?,
-        loss: dist(&raw.draw.loss, PROBABILITY, file, "draw.loss")?,
+        loss,
         headroom,
         burst,
         loss_models: models,
@@ -625,6 +831,21 @@ impl Population {
                 params.loss_model = "gemodel";
                 params.link_mbps = Some(link / 1e6);
                 params.burst = Some(burst);
+            }
+            LossModel::Bursts(sizes) => {
+                // A burst is an outage as long as its packets take at the stream's bitrate: a
+                // sender that keeps sending loses the drawn size, one that stalls loses fewer.
+                let datagram = recoup_transport::TransportConfig::default().max_datagram_size;
+                let pace_ns = (datagram as f64 * 8.0 / bitrate * 1e9).round().max(1.0);
+                down.insert("rate".into(), rate_text(link).into());
+                down.insert(
+                    "loss".into(),
+                    format!("bursts {} pace={pace_ns}ns {sizes}", percent(loss)).into(),
+                );
+                up.insert("rate".into(), rate_text(link).into());
+                params.loss_model = "bursts";
+                params.link_mbps = Some(link / 1e6);
+                params.burst = Some(sizes.mean());
             }
             LossModel::Trace(files) => {
                 let idx = ((trace_pick * files.len() as f64) as usize).min(files.len() - 1);
@@ -866,6 +1087,65 @@ weight = 1
     }
 
     #[test]
+    fn a_share_of_zero_loss_draws_keeps_the_mean() {
+        let base = "loss = { dist = \"lognormal\", mean = 0.04, cv = 1.0, max = 0.5 }";
+        let zero = |z: &str| {
+            text(SRTT, MODELS).replace(
+                base,
+                &format!(
+                    "loss = {{ dist = \"lognormal\", mean = 0.04, cv = 1.0, max = 0.5, zero = {z} }}"
+                ),
+            )
+        };
+        // zero = 0 draws what no `zero` draws.
+        let (plain, zero0) = (parse_ok(&text(SRTT, MODELS)), parse_ok(&zero("0.0")));
+        for i in 0..50 {
+            assert_eq!(
+                plain.stream(i).expect("stream").params,
+                zero0.stream(i).expect("stream").params
+            );
+        }
+        let pop = parse_ok(&zero("0.6"));
+        let n = 4000;
+        let loss: Vec<f64> = (0..n)
+            .map(|i| pop.stream(i).expect("stream").params.loss_rate)
+            .collect();
+        let zeros = loss.iter().filter(|&&l| l == 0.0).count() as f64 / n as f64;
+        assert!((zeros - 0.6).abs() < 0.03, "zero share {zeros}");
+        // The others: log-normal with mean 10 %, clamped at 50 % (which takes 0.18 pp off).
+        let mean = loss.iter().sum::<f64>() / n as f64;
+        assert!((mean / 0.0393 - 1.0).abs() < 0.1, "mean {mean}");
+        // A zero loss is a stream without random loss.
+        let s = (0..20)
+            .map(|i| pop.stream(i).expect("stream"))
+            .find(|s| s.params.loss_rate == 0.0)
+            .expect("a lossless stream");
+        assert!(
+            s.scenario.down.loss == LossSpec::Bernoulli(recoup_elements::Prob::ZERO)
+                || matches!(&s.scenario.down.loss, LossSpec::GilbertElliott(g) if g.p == recoup_elements::Prob::ZERO),
+            "{:?}",
+            s.scenario.down.loss
+        );
+        for (bad, key) in [("1.0", "draw.loss.zero"), ("-0.1", "draw.loss.zero")] {
+            let e = parse_err(&zero(bad));
+            assert!(e.contains(key) && e.contains("share in [0, 1)"), "{e}");
+        }
+        let e = parse_err(&text(
+            r#"{ dist = "lognormal", mean = "95.5ms", cv = 0.8, zero = 0.5 }"#,
+            MODELS,
+        ));
+        assert!(e.contains("draw.srtt.zero"), "{e}");
+        let e = parse_err(&text(SRTT, MODELS).replace(
+            base,
+            "loss = { dist = \"uniform\", min = 0.0, max = 0.1, zero = 0.5 }",
+        ));
+        assert!(
+            e.contains("draw.loss.zero") && e.contains("not a parameter of `uniform`"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn gemodel_streams_lose_at_the_drawn_rate_in_bursts_of_the_drawn_length() {
         let pop = parse_ok(&text(SRTT, MODELS));
         let s = (0..50)
@@ -882,6 +1162,148 @@ weight = 1
             s.scenario.up.loss,
             LossSpec::Bernoulli(recoup_elements::Prob::ZERO)
         );
+    }
+
+    const BURSTS: &str = r#"
+[[loss_model]]
+kind = "bernoulli"
+weight = 1
+[[loss_model]]
+kind = "bursts"
+weight = 1
+burst = { single = 0.372, p90 = 13, p95 = 27, p99 = 125, max = 183 }
+"#;
+
+    #[test]
+    fn bursts_streams_lose_at_the_drawn_rate_in_bursts_of_the_given_sizes() {
+        let pop = parse_ok(&text(SRTT, BURSTS));
+        let s = (0..50)
+            .map(|i| pop.stream(i).expect("stream"))
+            .find(|s| s.params.loss_model == "bursts")
+            .expect("a bursts stream");
+        let LossSpec::Bursts { rate, pace, sizes } = &s.scenario.down.loss else {
+            panic!("{:?}", s.scenario.down.loss);
+        };
+        assert!((rate - s.params.loss_rate).abs() < 1e-8);
+        // One 1350-byte datagram's time at the stream's bitrate.
+        let pace = pace.expect("a pace").as_secs_f64();
+        assert!((pace - 1350.0 * 8.0 / (s.params.bitrate_kbps * 1e3)).abs() < 1e-8);
+        assert_eq!(sizes.to_string(), "1:37.2% 13:90% 27:95% 125:99% 183:100%");
+        assert_eq!(s.params.burst, Some(sizes.mean()));
+        assert!(s.params.link_mbps.is_some());
+        assert_eq!(
+            s.scenario.up.loss,
+            LossSpec::Bernoulli(recoup_elements::Prob::ZERO)
+        );
+        // Percentiles may be any, in any order in the table.
+        let any = BURSTS.replace(
+            "single = 0.372, p90 = 13, p95 = 27, p99 = 125, max = 183",
+            "max = 50, p50 = 3, single = 0.2",
+        );
+        let pop = parse_ok(&text(SRTT, &any));
+        let LossModel::Bursts(sizes) = &pop.loss_models[1].0 else {
+            panic!("{:?}", pop.loss_models);
+        };
+        assert_eq!(sizes.to_string(), "1:20% 3:50% 50:100%");
+    }
+
+    #[test]
+    fn bad_burst_tables_are_errors_naming_the_key_and_the_accepted_form() {
+        let table = "single = 0.372, p90 = 13, p95 = 27, p99 = 125, max = 183";
+        for (new, key, what) in [
+            (
+                "single = 0.372, p90 = 30, p95 = 27, p99 = 125, max = 183",
+                "burst.p95",
+                "p95 = 27 is not above 30 (p90)",
+            ),
+            (
+                "single = 0.372, p90 = 13, p95 = 27, p99 = 125, max = 125",
+                "burst.max",
+                "125 is not above",
+            ),
+            (
+                "single = 1.2, p90 = 13, max = 183",
+                "burst.single",
+                "not a share in (0, 1)",
+            ),
+            (
+                "single = 0, p90 = 13, max = 183",
+                "burst.single",
+                "not a share in (0, 1)",
+            ),
+            ("p90 = 13, p95 = 27, max = 183", "burst.single", "missing"),
+            ("single = 0.372, p90 = 13", "burst.max", "missing"),
+            (
+                "single = 0.372, p30 = 13, max = 183",
+                "burst.p30",
+                "not above `single`",
+            ),
+            (
+                "single = 0.372, p90 = 1, max = 183",
+                "burst.p90",
+                "not above 1 (`single`)",
+            ),
+            (
+                "single = 0.372, p90 = 12.5, max = 183",
+                "burst.p90",
+                "whole number of packets",
+            ),
+            (
+                "single = 0.372, p90 = \"13\", max = 183",
+                "burst.p90",
+                "whole number of packets",
+            ),
+            (
+                "single = 0.372, p100 = 13, max = 183",
+                "burst.p100",
+                "unknown key",
+            ),
+            (
+                "single = 0.372, q90 = 13, max = 183",
+                "burst.q90",
+                "unknown key",
+            ),
+            (
+                "single = 0.372, p90 = 13, max = 1000000",
+                "burst.max",
+                "1..=100000",
+            ),
+        ] {
+            let e = parse_err(&text(SRTT, &BURSTS.replace(table, new)));
+            assert!(
+                e.contains(&format!("loss_model[1].{key}")) && e.contains(what),
+                "{new}: {e}"
+            );
+            // Every error spells out what is accepted.
+            assert!(
+                e.contains("`burst = { single = SHARE, pNN = SIZE ..., max = SIZE }`"),
+                "{e}"
+            );
+        }
+        let no_table = BURSTS.replace(&format!("burst = {{ {table} }}\n"), "");
+        let e = parse_err(&text(SRTT, &no_table));
+        assert!(
+            e.contains("loss_model[1].burst") && e.contains("kind `bursts` needs"),
+            "{e}"
+        );
+        let on_bernoulli = BURSTS.replace(
+            "kind = \"bernoulli\"\nweight = 1\n",
+            &format!("kind = \"bernoulli\"\nweight = 1\nburst = {{ {table} }}\n"),
+        );
+        let e = parse_err(&text(SRTT, &on_bernoulli));
+        assert!(
+            e.contains("loss_model[0].burst") && e.contains("only for kind `bursts`"),
+            "{e}"
+        );
+        // Bursts of mean 1.1 packets cannot lose more than 52.4 %: the loss draw's ceiling is
+        // checked against it.
+        let short = BURSTS.replace(table, "single = 0.9, max = 2");
+        let e = parse_err(&text(SRTT, &short).replace("max = 0.5", "max = 0.6"));
+        assert!(
+            e.contains("draw.loss") && e.contains("loss_model[1]'s bursts"),
+            "{e}"
+        );
+        parse_ok(&text(SRTT, &short));
     }
 
     #[test]
@@ -986,8 +1408,70 @@ traces = ["TMobile-LTE-short.down", "Verizon-LTE-short.down"]
             .iter()
             .map(|s| s.params.loss_model)
             .collect();
-        for kind in ["bernoulli", "gemodel", "trace"] {
+        for kind in ["bernoulli", "bursts", "trace"] {
             assert!(kinds.contains(&kind), "no {kind} stream in 60: {kinds:?}");
+        }
+    }
+
+    #[test]
+    fn the_shipped_fleets_bursts_follow_art_s_measured_sizes() {
+        // ART §3.2: 37.2 % of loss bursts are one packet; p90, p95, p99 13, 27 and 125 packets.
+        // The loss elements of the fleet's bursts streams, as the runs build them (same spec,
+        // seed and element name), each fed 100,000 packets at its pace (one datagram per
+        // datagram time at the stream's bitrate); their bursts pooled.
+        let file = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/fleet/deployment.toml"
+        );
+        let pop = load(Path::new(file)).expect("deployment.toml");
+        let mut bursts: Vec<u32> = Vec::new();
+        let mut streams = 0;
+        for i in 0..200 {
+            let s = pop.stream(i).expect("stream");
+            if s.params.loss_model != "bursts" {
+                continue;
+            }
+            streams += 1;
+            let LossSpec::Bursts {
+                pace: Some(pace), ..
+            } = s.scenario.down.loss
+            else {
+                panic!("{:?}", s.scenario.down.loss);
+            };
+            let pace = recoup_time::saturating_nanos(pace);
+            let mut nodes = s
+                .scenario
+                .down
+                .path_spec()
+                .build(s.params.seed, "down", None, 0)
+                .expect("path");
+            let loss = nodes[0]
+                .1
+                .as_any_mut()
+                .and_then(|n| n.downcast_mut::<recoup_elements::Loss>())
+                .expect("the first element is the loss element");
+            let mut run = 0;
+            for k in 0..100_000u64 {
+                let now = recoup_time::Instant::from_nanos(k * pace);
+                if loss.decide(now, k) {
+                    run += 1;
+                } else if run > 0 {
+                    bursts.push(run);
+                    run = 0;
+                }
+            }
+        }
+        let n = bursts.len() as f64;
+        assert!(n > 10_000.0, "{n} bursts from {streams} streams");
+        bursts.sort_unstable();
+        for (size, share) in [(1, 0.372), (13, 0.90), (27, 0.95), (125, 0.99)] {
+            let se = (share * (1.0 - share) / n).sqrt();
+            let got = bursts.iter().filter(|&&b| b <= size).count() as f64 / n;
+            eprintln!("P(burst <= {size}) = {got:.4}, ART {share} (se {se:.4}); {n} bursts");
+            assert!(
+                (got - share).abs() <= 5.0 * se,
+                "P(burst <= {size}) = {got}, ART {share} +- {se}"
+            );
         }
     }
 

@@ -1877,6 +1877,7 @@ mod tests {
         assert_eq!(
             files,
             [
+                "autorec-fig18.toml",
                 "autorec-rtt-queue.toml",
                 "autorec-switches.toml",
                 "autorec-testbed.toml",
@@ -1938,5 +1939,15 @@ mod tests {
             panic!("file transfers")
         };
         assert_eq!((file.size, file.count), (12 * 1024, 600));
+        let fig18 = load_one("autorec-fig18.toml");
+        assert_eq!(fig18.len(), 16);
+        let starts: Vec<LiveStart> = fig18
+            .iter()
+            .map(|s| match &s.app {
+                AppSpec::Live(live) => live.start,
+                _ => panic!("live"),
+            })
+            .collect();
+        assert_eq!(starts[..2], [LiveStart::Session, LiveStart::Connect]);
     }
 }

@@ -3,7 +3,7 @@
 
 use recoup_time::Instant;
 
-use super::hystart::HyStart;
+use super::hystart::{self, HyStart};
 use super::{AckEvent, CcConfig, CongestionController};
 use crate::rtt::RttEstimator;
 
@@ -174,22 +174,12 @@ impl CongestionController for Cubic {
     }
 
     fn on_ack(&mut self, ack: &AckEvent<'_>) {
-        if let Some(h) = self.hystart.as_mut() {
-            h.on_ack(ack.rtt_sampled.then(|| ack.rtt.latest()));
-        }
-        let hystart_growth = self.hystart.as_ref().map(|h| {
-            let acked = ack.acked.iter().map(|p| p.bytes).sum::<u64>();
-            h.growth(acked, self.mds as u64)
-        });
+        let hystart_growth = hystart::ack_growth(self.hystart.as_mut(), ack, self.mds as u64);
         self.grow(ack, hystart_growth);
-        let newest_sent = ack.acked.iter().map(|p| p.time_sent).max();
-        if let (Some(h), Some(newest)) = (self.hystart.as_mut(), newest_sent) {
-            if h.end_of_ack(newest) {
-                // RFC 9406 §4.2: CSS_ROUNDS rounds of CSS: "enter congestion avoidance by
-                // setting the ssthresh to the current cwnd".
-                self.ssthresh = self.cwnd;
-                self.hystart = None;
-            }
+        if hystart::slow_start_over(&mut self.hystart, ack) {
+            // RFC 9406 §4.2: CSS_ROUNDS rounds of CSS: "enter congestion avoidance by setting
+            // the ssthresh to the current cwnd".
+            self.ssthresh = self.cwnd;
         }
     }
 

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use recoup_time::Instant;
 
+use super::AckEvent;
+
 /// RFC 9406 §4.3: the bounds of the RTT increase that ends slow start.
 const MIN_RTT_THRESH: Duration = Duration::from_millis(4);
 const MAX_RTT_THRESH: Duration = Duration::from_millis(16);
@@ -144,6 +146,31 @@ impl HyStart {
         self.css_rounds += 1;
         self.css_rounds >= CSS_ROUNDS
     }
+}
+
+/// What a controller in its initial slow start does with HyStart++ before its own growth: the
+/// ACK's RTT sample goes to `hystart`, and the answer is the growth this ACK allows (`None` once
+/// HyStart++ is over or off, when the controller grows by its own rules).
+pub fn ack_growth(hystart: Option<&mut HyStart>, ack: &AckEvent<'_>, mds: u64) -> Option<u64> {
+    let h = hystart?;
+    h.on_ack(ack.rtt_sampled.then(|| ack.rtt.latest()));
+    let acked = ack.acked.iter().map(|p| p.bytes).sum::<u64>();
+    Some(h.growth(acked, mds))
+}
+
+/// After a controller's growth for `ack`: whether HyStart++'s slow start ended with it (CSS
+/// lasted CSS_ROUNDS rounds), in which case `hystart` is dropped and the caller "enter[s]
+/// congestion avoidance by setting the ssthresh to the current cwnd" (RFC 9406 §4.2).
+pub fn slow_start_over(hystart: &mut Option<HyStart>, ack: &AckEvent<'_>) -> bool {
+    let newest_sent = ack.acked.iter().map(|p| p.time_sent).max();
+    let over = match (hystart.as_mut(), newest_sent) {
+        (Some(h), Some(newest)) => h.end_of_ack(newest),
+        _ => false,
+    };
+    if over {
+        *hystart = None;
+    }
+    over
 }
 
 #[cfg(test)]

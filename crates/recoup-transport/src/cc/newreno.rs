@@ -2,7 +2,7 @@
 
 use recoup_time::Instant;
 
-use super::hystart::HyStart;
+use super::hystart::{self, HyStart};
 use super::{AckEvent, CcConfig, CongestionController};
 use crate::rtt::RttEstimator;
 
@@ -63,13 +63,7 @@ impl CongestionController for NewReno {
 
     /// RFC 9002 Appendix B.5 OnPacketsAcked.
     fn on_ack(&mut self, ack: &AckEvent<'_>) {
-        if let Some(h) = self.hystart.as_mut() {
-            h.on_ack(ack.rtt_sampled.then(|| ack.rtt.latest()));
-        }
-        let hystart_growth = self.hystart.as_ref().map(|h| {
-            let acked = ack.acked.iter().map(|p| p.bytes).sum::<u64>();
-            h.growth(acked, self.mds)
-        });
+        let hystart_growth = hystart::ack_growth(self.hystart.as_mut(), ack, self.mds);
         for p in ack.acked {
             // RFC 9002 §7.3.2: no growth during recovery; §7.8: none while app-limited.
             if self.in_recovery(p.time_sent) {
@@ -98,14 +92,10 @@ impl CongestionController for NewReno {
             // until a loss or the end of CSS, with no ssthresh to cross.
             self.cwnd = self.cwnd.saturating_add(growth);
         }
-        let newest_sent = ack.acked.iter().map(|p| p.time_sent).max();
-        if let (Some(h), Some(newest)) = (self.hystart.as_mut(), newest_sent) {
-            if h.end_of_ack(newest) {
-                // RFC 9406 §4.2: CSS_ROUNDS rounds of CSS: "enter congestion avoidance by
-                // setting the ssthresh to the current cwnd".
-                self.ssthresh = self.cwnd;
-                self.hystart = None;
-            }
+        if hystart::slow_start_over(&mut self.hystart, ack) {
+            // RFC 9406 §4.2: CSS_ROUNDS rounds of CSS: "enter congestion avoidance by setting
+            // the ssthresh to the current cwnd".
+            self.ssthresh = self.cwnd;
         }
     }
 

@@ -5,7 +5,7 @@
 # runs the Python harness with every argument given here.
 #
 #   scripts/objects-bench.sh --recoup BIN [--runs 5] [--loss 2%,5%] [--duration 30s]
-#       [--servers quicgo,recoup,recoup-bbr,recoup-newreno] [--serve-args="--policy autorec"]
+#       [--servers quicgo,recoup,recoup-cubic,recoup-newreno] [--serve-args="--policy autorec"]
 #       [--quick] [--qlog DIR] [--out results/objects-bench/]
 #
 # The recoup binary comes from --recoup or RECOUP_BIN. The Go programs are built into

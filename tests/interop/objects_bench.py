@@ -23,7 +23,7 @@ does not start is named with its error and shown as skipped (the exit status is 
 Usually run by scripts/objects-bench.sh, which builds the Go programs first:
 
     python3 tests/interop/objects_bench.py --recoup BIN --quicgo-dir DIR [--runs 5]
-        [--loss 2%,5%] [--duration 30s] [--servers quicgo,recoup,recoup-bbr,recoup-newreno]
+        [--loss 2%,5%] [--duration 30s] [--servers quicgo,recoup,recoup-cubic,recoup-newreno]
         [--serve-args="--policy autorec"] [--quick] [--qlog DIR] [--out results/objects-bench/]
 
 With --qlog, the first run of each server and loss rate writes both endpoints' qlog traces
@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.join(REPO, "experiments"))
 from common import markdown_table, t975  # noqa: E402
 from matrix import Proc, parse_link_report  # noqa: E402
 
-DEFAULT_SERVERS = "quicgo,recoup,recoup-bbr,recoup-newreno"
+DEFAULT_SERVERS = "quicgo,recoup,recoup-cubic,recoup-newreno"
 RECOUP_CCS = ("newreno", "cubic", "bbr", "copa", "none")
 PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99), ("max", 1.0))
 

@@ -65,7 +65,7 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
     use clap::CommandFactory;
-    use recoup_transport::cc::CcAlgorithm;
+    use recoup_transport::cc::{Bbr3Params, CcAlgorithm};
     use recoup_transport::loss::LossDetectionMode;
 
     #[test]
@@ -109,7 +109,9 @@ mod tests {
         assert!(Cli::try_parse_from(["recoup", "serve", "--policy", "nonsense:?"]).is_err());
         let cli = Cli::try_parse_from(["recoup", "serve", "--cc", "bbr3"]).expect("bbr3");
         match cli.command {
-            Command::Serve(a) => assert_eq!(a.transport.cc, CcAlgorithm::Bbr3),
+            Command::Serve(a) => {
+                assert_eq!(a.transport.cc, CcAlgorithm::Bbr3(Bbr3Params::default()))
+            }
             other => panic!("parsed as {other:?}"),
         }
         let e = Cli::try_parse_from(["recoup", "get", "https://127.0.0.1:1/x", "--cc", "vegas"])

@@ -1539,7 +1539,15 @@ mod tests {
         assert_eq!(s.transport.cc, CcAlgorithm::Copa);
         assert_eq!(s.transport.copies_beyond_cwnd, CopiesBeyondCwnd::OffMode);
         let s = one(&format!("{MINIMAL}[transport]\ncc = \"bbr3\"\n")).expect("valid");
-        assert_eq!(s.transport.cc, CcAlgorithm::Bbr3);
+        assert_eq!(
+            s.transport.cc,
+            CcAlgorithm::Bbr3(recoup_transport::cc::Bbr3Params::default())
+        );
+        let e = err(&format!("{MINIMAL}[transport]\ncc = \"bbr3:headroom=1\"\n"));
+        assert!(
+            e.contains("`headroom`: expected a share in [0, 0.9]"),
+            "{e}"
+        );
         let e = err(&format!("{MINIMAL}[transport]\ncc = \"vegas\"\n"));
         assert!(
             e.contains("unknown name \"vegas\"")

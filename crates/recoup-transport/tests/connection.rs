@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{bidi_transfer, data, drain, pump, seed, Dir, NetConfig, Pair, SeedGuard};
 use recoup_time::Instant;
-use recoup_transport::cc::CcAlgorithm;
+use recoup_transport::cc::{Bbr3Params, CcAlgorithm};
 use recoup_transport::streams::StreamId;
 use recoup_transport::{Event, TransportConfig};
 
@@ -217,7 +217,7 @@ fn copa_delivers_byte_exact_and_keeps_the_queue_short() {
 fn bbr3_delivers_byte_exact_under_loss_and_keeps_the_queue_short() {
     let s = seed(22);
     let _g = SeedGuard(s);
-    let bbr3 = queueing_under(CcAlgorithm::Bbr3, s);
+    let bbr3 = queueing_under(CcAlgorithm::Bbr3(Bbr3Params::default()), s);
     eprintln!("max srtt after 2 s: bbr3 {bbr3:?}");
     assert!(bbr3 < Duration::from_millis(90), "bbr3 {bbr3:?}");
     let net = NetConfig {
@@ -226,7 +226,7 @@ fn bbr3_delivers_byte_exact_under_loss_and_keeps_the_queue_short() {
         ..NetConfig::default()
     };
     let transport = TransportConfig {
-        cc: CcAlgorithm::Bbr3,
+        cc: CcAlgorithm::Bbr3(Bbr3Params::default()),
         ..TransportConfig::default()
     };
     let mut p = Pair::new(s, net, transport);

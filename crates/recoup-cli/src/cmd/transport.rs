@@ -14,7 +14,8 @@ pub struct TransportArgs {
     #[arg(long, default_value = "arq", value_parser = parse_policy)]
     pub policy: PolicySpec,
     /// Congestion controller: newreno, cubic, bbr (BBRv1), bbr3 (BBRv3), copa or none (no
-    /// congestion control). The default, bbr, was chosen by measurement: under random loss the
+    /// congestion control). bbr3 takes its loss response as `bbr3:loss_thresh=0.02,beta=0.7,
+    /// headroom=0.15` (draft-ietf-ccwg-bbr §2.8; those are the defaults). The default, bbr, was chosen by measurement: under random loss the
     /// loss-based controllers hold a window below one object and lose to quic-go's server at p95
     /// (docs/OBJECTS-BENCH.md, docs/cc-objects.md).
     #[arg(long, default_value = "bbr", value_parser = parse_cc)]

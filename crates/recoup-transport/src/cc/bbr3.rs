@@ -12,6 +12,7 @@
 //! parameters (§5.6); `model` the path model (§5.5) and `states` the state machine (§5.3).
 
 mod model;
+mod params;
 mod states;
 #[cfg(test)]
 mod tests;
@@ -25,6 +26,7 @@ use super::{AckEvent, CcConfig, CongestionController, LostPacket};
 use crate::delivery_rate::RateSample;
 use crate::rtt::RttEstimator;
 use model::WindowedMax;
+pub use params::Bbr3Params;
 
 /// §2.5 StartupPacingGain: 4·ln 2, the smallest gain that doubles the sending rate each round.
 const STARTUP_PACING_GAIN: f64 = 2.77;
@@ -41,12 +43,6 @@ const PROBE_UP_CWND_GAIN: f64 = 2.25;
 const PROBE_RTT_CWND_GAIN: f64 = 0.5;
 /// §2.5 PacingMarginPercent: pacing 1 % under the bandwidth keeps the queue drained.
 const PACING_MARGIN: f64 = 0.99;
-/// §2.8 LossThresh: the loss rate per round a bandwidth probe tolerates.
-const LOSS_THRESH: f64 = 0.02;
-/// §2.8 Beta: the multiplicative decrease per round with loss, CUBIC's 0.7.
-const BETA: f64 = 0.7;
-/// §2.8 Headroom: the share of `inflight_longterm` left free for other flows.
-const HEADROOM: f64 = 0.15;
 /// §2.8 MinPipeCwnd, in datagrams: two in flight and two ACKs on the way back.
 const MIN_PIPE_CWND_PACKETS: u64 = 4;
 /// §5.6.2: the RTT `InitPacingRate` assumes before the first sample.
@@ -130,6 +126,7 @@ struct Sample {
 /// The BBRv3 congestion controller.
 #[derive(Clone, Debug)]
 pub struct Bbr3 {
+    params: Bbr3Params,
     // Connection state the draft reads as C.* (§2.2, §2.4).
     mds: u64,
     initial_cwnd: u64,
@@ -218,13 +215,35 @@ pub struct Bbr3 {
 }
 
 impl Bbr3 {
+    /// §5.5.10.2 IsInflightTooHigh: more than LossThresh of the flight was lost. QUIC
+    /// acknowledges ranges, so the draft's rule for connections without selective ACKs never
+    /// applies.
+    fn is_inflight_too_high(&self, lost: u64, tx_in_flight: u64) -> bool {
+        lost as f64 > tx_in_flight as f64 * self.params.loss_thresh
+    }
+
+    /// §5.5.10.2 InflightAtLoss: the flight at which the loss rate crossed LossThresh within
+    /// the lost packet of `size`: the loss is declared late (RFC 9002's thresholds), so the
+    /// flight of the packet whose ACK revealed it would understate the bound.
+    fn inflight_at_loss(&self, size: u64, tx_in_flight: u64, lost: u64) -> u64 {
+        let thresh = self.params.loss_thresh;
+        let inflight_prev = tx_in_flight.saturating_sub(size);
+        let lost_prev = lost.saturating_sub(size);
+        let lost_prefix = (thresh * inflight_prev as f64 - lost_prev as f64) / (1.0 - thresh);
+        // Between the flight before the packet and the flight with it: losses before the
+        // packet alone may already exceed the threshold, which makes the prefix negative.
+        let lost_prefix = lost_prefix.clamp(0.0, size as f64) as u64;
+        inflight_prev.saturating_add(lost_prefix)
+    }
+
     /// §5.2.1 OnInit.
     #[must_use]
-    pub fn new(config: &CcConfig, now: Instant) -> Self {
+    pub fn new(config: &CcConfig, params: Bbr3Params, now: Instant) -> Self {
         let mds = config.max_datagram_size.max(1);
         let initial_cwnd = config.initial_window();
         let (pacing_gain, cwnd_gain) = Bbr3State::Startup.gains();
         let mut bbr = Self {
+            params,
             mds,
             initial_cwnd,
             min_pipe_cwnd: mds.saturating_mul(MIN_PIPE_CWND_PACKETS),
@@ -452,7 +471,9 @@ impl Bbr3 {
         if self.inflight_longterm == UNBOUNDED {
             return UNBOUNDED;
         }
-        let headroom = self.mds.max(gain_of(self.inflight_longterm, HEADROOM));
+        let headroom = self
+            .mds
+            .max(gain_of(self.inflight_longterm, self.params.headroom));
         self.inflight_longterm
             .saturating_sub(headroom)
             .max(self.min_pipe_cwnd)
@@ -574,8 +595,8 @@ impl CongestionController for Bbr3 {
         }
         let tx_in_flight = lost.rate.tx_in_flight;
         let lost_since_sent = lost.lost_total.saturating_sub(lost.rate.lost);
-        if is_inflight_too_high(lost_since_sent, tx_in_flight) {
-            let at_loss = inflight_at_loss(lost.bytes, tx_in_flight, lost_since_sent);
+        if self.is_inflight_too_high(lost_since_sent, tx_in_flight) {
+            let at_loss = self.inflight_at_loss(lost.bytes, tx_in_flight, lost_since_sent);
             self.handle_inflight_too_high(now, at_loss, lost.rate.is_app_limited);
         }
     }
@@ -649,23 +670,4 @@ impl CongestionController for Bbr3 {
             Bbr3State::ProbeRtt => "probe_rtt",
         }
     }
-}
-
-/// §5.5.10.2 IsInflightTooHigh: more than LossThresh of the flight was lost. QUIC acknowledges
-/// ranges, so the draft's rule for connections without selective ACKs never applies.
-fn is_inflight_too_high(lost: u64, tx_in_flight: u64) -> bool {
-    lost as f64 > tx_in_flight as f64 * LOSS_THRESH
-}
-
-/// §5.5.10.2 InflightAtLoss: the flight at which the loss rate crossed LossThresh within the
-/// lost packet of `size`: the loss is declared late (RFC 9002's thresholds), so the flight of the
-/// packet whose ACK revealed it would understate the bound.
-fn inflight_at_loss(size: u64, tx_in_flight: u64, lost: u64) -> u64 {
-    let inflight_prev = tx_in_flight.saturating_sub(size);
-    let lost_prev = lost.saturating_sub(size);
-    let lost_prefix = (LOSS_THRESH * inflight_prev as f64 - lost_prev as f64) / (1.0 - LOSS_THRESH);
-    // Between the flight before the packet and the flight with it: losses before the packet
-    // alone may already exceed the threshold, which makes the prefix negative.
-    let lost_prefix = lost_prefix.clamp(0.0, size as f64) as u64;
-    inflight_prev.saturating_add(lost_prefix)
 }

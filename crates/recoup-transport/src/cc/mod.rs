@@ -28,7 +28,7 @@ use crate::loss::SentPacket;
 use crate::rtt::RttEstimator;
 
 pub use bbr::Bbr;
-pub use bbr3::Bbr3;
+pub use bbr3::{Bbr3, Bbr3Params};
 pub use copa::Copa;
 pub use cubic::Cubic;
 pub use newreno::NewReno;
@@ -239,8 +239,8 @@ pub enum CcAlgorithm {
     Cubic,
     /// BBRv1 (draft-cardwell-iccrg-bbr-congestion-control-00).
     Bbr,
-    /// BBRv3 (draft-ietf-ccwg-bbr-06).
-    Bbr3,
+    /// BBRv3 (draft-ietf-ccwg-bbr-06), with its loss-response parameters (`bbr3:beta=0.8`).
+    Bbr3(Bbr3Params),
     /// Copa (Arun & Balakrishnan, NSDI 2018) with δ = 0.5.
     Copa,
     /// No congestion control (a constant-bitrate real-time sender, AutoRec §VII Fig. 20).
@@ -257,16 +257,22 @@ impl CcAlgorithm {
             CcAlgorithm::NewReno => "newreno",
             CcAlgorithm::Cubic => "cubic",
             CcAlgorithm::Bbr => "bbr",
-            CcAlgorithm::Bbr3 => "bbr3",
+            CcAlgorithm::Bbr3(_) => "bbr3",
             CcAlgorithm::Copa => "copa",
             CcAlgorithm::None => "none",
         }
     }
 }
 
+/// The name, then any parameter that differs from its default (`bbr3:beta=0.8`), as
+/// [`FromStr`] parses it back.
 impl fmt::Display for CcAlgorithm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.write_str(self.name())?;
+        match self {
+            CcAlgorithm::Bbr3(p) if *p != Bbr3Params::default() => write!(f, ":{p}"),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -274,11 +280,29 @@ impl FromStr for CcAlgorithm {
     type Err = DecodeError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
+        let (name, params) = match s.split_once(':') {
+            Some((name, params)) => (name, Some(params)),
+            None => (s, None),
+        };
+        let name = name.trim().to_ascii_lowercase();
+        match (name.as_str(), params) {
+            ("bbr3" | "bbrv3", params) => {
+                return Ok(CcAlgorithm::Bbr3(
+                    params.map_or(Ok(Bbr3Params::default()), Bbr3Params::parse)?,
+                ))
+            }
+            (_, Some(_)) if CcAlgorithm::NAMES.contains(&name.as_str()) => {
+                return Err(DecodeError::invalid(
+                    "congestion controller",
+                    format!("`{name}` takes no parameters; only bbr3 does (`bbr3:beta=0.8`)"),
+                ))
+            }
+            _ => {}
+        }
+        match name.as_str() {
             "newreno" | "reno" => Ok(CcAlgorithm::NewReno),
             "cubic" => Ok(CcAlgorithm::Cubic),
             "bbr" | "bbr1" | "bbrv1" => Ok(CcAlgorithm::Bbr),
-            "bbr3" | "bbrv3" => Ok(CcAlgorithm::Bbr3),
             "copa" => Ok(CcAlgorithm::Copa),
             "none" => Ok(CcAlgorithm::None),
             _ => Err(DecodeError::invalid(
@@ -312,7 +336,7 @@ impl Controller {
             CcAlgorithm::NewReno => Controller::NewReno(NewReno::new(config)),
             CcAlgorithm::Cubic => Controller::Cubic(Cubic::new(config)),
             CcAlgorithm::Bbr => Controller::Bbr(Box::new(Bbr::new(config, now))),
-            CcAlgorithm::Bbr3 => Controller::Bbr3(Box::new(Bbr3::new(config, now))),
+            CcAlgorithm::Bbr3(params) => Controller::Bbr3(Box::new(Bbr3::new(config, params, now))),
             CcAlgorithm::Copa => Controller::Copa(Box::new(Copa::new(config))),
             CcAlgorithm::None => Controller::None(NoControl),
         }
@@ -480,7 +504,26 @@ mod tests {
             assert_eq!(c.window(), initial);
         }
         assert_eq!(" BBR ".parse::<CcAlgorithm>().ok(), Some(CcAlgorithm::Bbr));
-        assert_eq!("BBRv3".parse::<CcAlgorithm>().ok(), Some(CcAlgorithm::Bbr3));
+        assert_eq!(
+            "BBRv3".parse::<CcAlgorithm>().ok(),
+            Some(CcAlgorithm::Bbr3(Bbr3Params::default()))
+        );
+        let tuned: CcAlgorithm = "bbr3:beta=0.8,headroom=10%"
+            .parse()
+            .expect("bbr3 parameters");
+        assert_eq!(tuned.to_string(), "bbr3:beta=0.8,headroom=0.1");
+        assert_eq!(tuned.to_string().parse::<CcAlgorithm>().ok(), Some(tuned));
+        let err = "bbr3:beta=2"
+            .parse::<CcAlgorithm>()
+            .expect_err("out of range");
+        assert!(err.to_string().contains("`beta`"), "{err}");
+        let err = "cubic:beta=0.7"
+            .parse::<CcAlgorithm>()
+            .expect_err("cubic takes none");
+        assert!(
+            err.to_string().contains("`cubic` takes no parameters"),
+            "{err}"
+        );
         let err = "vegas".parse::<CcAlgorithm>().expect_err("unknown");
         assert_eq!(
             err.to_string(),

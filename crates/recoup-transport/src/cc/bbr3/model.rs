@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use recoup_time::Instant;
 
-use super::{gain_of, Bbr3, Sample, BETA, UNBOUNDED};
+use super::{gain_of, Bbr3, Sample, UNBOUNDED};
 
 /// §2.11 MaxBwFilterLen: the bandwidth filter spans this ProbeBW cycle and the previous one.
 const MAX_BW_FILTER_LEN: u64 = 2;
@@ -177,10 +177,12 @@ impl Bbr3 {
                 self.inflight_shortterm = self.cwnd;
             }
             // LossLowerBounds: down to the last round's delivery, by at most Beta per round.
-            self.bw_shortterm = self.bw_latest.max(gain_of(self.bw_shortterm, BETA));
+            self.bw_shortterm = self
+                .bw_latest
+                .max(gain_of(self.bw_shortterm, self.params.beta));
             self.inflight_shortterm = self
                 .inflight_latest
-                .max(gain_of(self.inflight_shortterm, BETA));
+                .max(gain_of(self.inflight_shortterm, self.params.beta));
         }
         self.is_loss_in_round = false;
     }

@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use recoup_time::Instant;
 
-use super::{
-    gain_of, is_inflight_too_high, splitmix64, AckPhase, Bbr3, Bbr3State, Sample, BETA, UNBOUNDED,
-};
+use super::{gain_of, splitmix64, AckPhase, Bbr3, Bbr3State, Sample, UNBOUNDED};
 
 /// §5.3.1.2: growth under 25 % for three rounds is a plateau.
 const FULL_BW_GROWTH: f64 = 1.25;
@@ -78,7 +76,7 @@ impl Bbr3 {
         if self.loss_round_start
             && self.in_recovery
             && self.loss_events_in_round >= STARTUP_FULL_LOSS_COUNT
-            && is_inflight_too_high(rs.lost, rs.tx_in_flight)
+            && self.is_inflight_too_high(rs.lost, rs.tx_in_flight)
         {
             self.full_bw_reached = true;
             self.full_bw_now = true;
@@ -281,7 +279,7 @@ impl Bbr3 {
                 return true;
             }
         }
-        if !is_inflight_too_high(rs.lost, rs.tx_in_flight) {
+        if !self.is_inflight_too_high(rs.lost, rs.tx_in_flight) {
             if self.inflight_longterm == UNBOUNDED {
                 return false;
             }
@@ -307,7 +305,8 @@ impl Bbr3 {
         // React once per probe.
         self.is_bw_probe_sample = false;
         if !is_app_limited {
-            self.inflight_longterm = tx_in_flight.max(gain_of(self.target_inflight(), BETA));
+            self.inflight_longterm =
+                tx_in_flight.max(gain_of(self.target_inflight(), self.params.beta));
         }
         if self.state == Bbr3State::ProbeBwUp {
             self.start_probe_bw_down(now);

@@ -91,7 +91,7 @@ impl Feed {
         let mut rtt = RttEstimator::new(RTT);
         rtt.update(Instant::ZERO, RTT, Duration::ZERO, Duration::ZERO, true);
         Self {
-            cc: Bbr3::new(&CcConfig::default(), Instant::ZERO),
+            cc: Bbr3::new(&CcConfig::default(), Bbr3Params::default(), Instant::ZERO),
             rtt,
             now: Instant::ZERO,
             delivered: 0,
@@ -404,8 +404,8 @@ fn loss_above_the_threshold_in_up_cuts_inflight_longterm_and_ends_the_probe() {
     assert_eq!(f.cc.inflight_longterm(), Some(60_000 - MDS));
     // §5.5.10.2 InflightAtLoss: 600 bytes lost before a 1200-byte datagram with 58 800 in
     // flight before it; losses cross 2 % after (0.02 x 58 800 - 600) / 0.98 = 587 more bytes.
-    assert_eq!(inflight_at_loss(MDS, 60_000, 1800), 58_800 + 587);
-    assert_eq!(inflight_at_loss(MDS, 60_000, 60_000), 58_800);
+    assert_eq!(f.cc.inflight_at_loss(MDS, 60_000, 1800), 58_800 + 587);
+    assert_eq!(f.cc.inflight_at_loss(MDS, 60_000, 60_000), 58_800);
 }
 
 #[test]
@@ -583,7 +583,7 @@ fn the_bandwidth_filter_spans_two_probe_bw_cycles() {
 /// §5.3.4.3 UpdateMinRTT: the ProbeRTT filter keeps its minimum for 5 s, min_rtt for 10 s.
 #[test]
 fn min_rtt_lasts_ten_seconds_its_probe_rtt_filter_five() {
-    let mut cc = Bbr3::new(&CcConfig::default(), Instant::ZERO);
+    let mut cc = Bbr3::new(&CcConfig::default(), Bbr3Params::default(), Instant::ZERO);
     let sample = |rtt_ms: u64| Sample {
         delivery_rate: 0,
         delivered: 0,
@@ -635,7 +635,7 @@ fn ack_aggregation_widens_the_window() {
 
 #[test]
 fn finds_the_bottleneck_in_a_closed_loop() {
-    let mut cc = Bbr3::new(&CcConfig::default(), Instant::ZERO);
+    let mut cc = Bbr3::new(&CcConfig::default(), Bbr3Params::default(), Instant::ZERO);
     let (until, settle) = (secs(10.0), secs(4.0));
     let run = closed_loop(
         &mut cc,
@@ -684,6 +684,7 @@ fn keeps_most_of_the_bottleneck_under_one_percent_random_loss() {
                 seed,
                 ..CcConfig::default()
             },
+            Bbr3Params::default(),
             Instant::ZERO,
         );
         let path = Path {

@@ -4,11 +4,13 @@ papers' measurement numbers; the file cites each), each running arq, autorec (de
 parameters: alpha 200 ms, beta 50 %, gamma 50 %) and too (Theta 50 ms, n 4) on its own seed.
 
     python3 experiments/fleet/deployment.py [--quick] [--streams N] [--jobs N] [--replot]
+                                            [--cc NAME]
 
 --quick runs 200 streams. Raw results in experiments/results/fleet/ (runs.csv, streams.csv,
 fleet.csv, cdf.csv; the CPU time in cpu_seconds.txt), the CDF plot in
 experiments/figures/fleet.png and the tables (papers' values beside ours) in
-experiments/figures/fleet.md.
+experiments/figures/fleet.md. `--cc bbr3` runs the same fleet under another congestion
+controller than the file's BBRv1, into fleet-bbr3/ and fleet-bbr3.md.
 """
 
 from __future__ import annotations
@@ -72,13 +74,26 @@ CDFS = [
 ]
 
 
-def slotted_bursts(out: Path) -> Path:
+def with_cc(scenario: Path, cc: str, out: Path) -> Path:
+    """`scenario` with its congestion controller replaced by `cc`, written beside `out`."""
+    text = scenario.read_text()
+    line = re.search(r'(?m)^cc = "[^"]*"$', text)
+    assert line, f"{scenario} names no cc"
+    text = text.replace(line.group(0), f'cc = "{cc}"')
+    text = text.replace('"../../../shared/', f'"{scenario.parent}/../../../shared/')
+    path = out.with_suffix(".toml")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def slotted_bursts(scenario: Path, out: Path) -> Path:
     """The deployment file with its bursty streams replaced by time-slotted Gilbert-Elliott
     streams (the state changes once per 30 ms slot, as in AutoRec Fig. 20, with a mean burst of
     1-4 slots drawn per stream, so a burst lasts 30-120 ms, about an RTT, and a retransmission
     can fall into the burst that lost the original), and 30 s streams: the experiment behind
     the deterioration rate's verdict."""
-    text = SCENARIO.read_text()
+    text = scenario.read_text()
     bursts = re.search(r'kind = "bursts"\nweight = 0\.4\nburst = \{[^}\n]*\}\n', text)
     headroom = re.search(r"(?m)^headroom = \{.*\}\n", text)
     assert bursts and headroom and 'duration = "100s"' in text, "deployment.toml changed shape"
@@ -279,12 +294,19 @@ def main() -> None:
         count="--streams",
         count_help="streams",
         replot=True,
+        extra=lambda p: p.add_argument(
+            "--cc", help="congestion controller for every stream (default: the file's, bbr)"
+        ),
     )
-    out = common.RESULTS / ("fleet-quick" if args.quick else "fleet")
-    bursts = common.RESULTS / ("fleet-slotted-quick" if args.quick else "fleet-slotted")
+    name = "fleet" if args.cc is None else f"fleet-{args.cc.replace(':', '-')}"
+    quick = "-quick" if args.quick else ""
+    out = common.RESULTS / (name + quick)
+    bursts = common.RESULTS / (name.replace("fleet", "fleet-slotted", 1) + quick)
     if not args.replot:
-        run_fleet(SCENARIO, args.seeds, args.jobs, out)
-        run_fleet(slotted_bursts(bursts), 50 if args.quick else 200, args.jobs, bursts)
+        scenario = SCENARIO if args.cc is None else with_cc(SCENARIO, args.cc, out)
+        run_fleet(scenario, args.seeds, args.jobs, out)
+        slotted = slotted_bursts(scenario, bursts)
+        run_fleet(slotted, 50 if args.quick else 200, args.jobs, bursts)
     fleet = pd.read_csv(out / "fleet.csv")
     runs = pd.read_csv(out / "runs.csv")
     streams = pd.read_csv(out / "streams.csv")
@@ -294,7 +316,8 @@ def main() -> None:
     wall = float((out / "wall_seconds.txt").read_text())
     cpu = float((out / "cpu_seconds.txt").read_text())
     n = runs["seed"].nunique()
-    md = f"## Deployment fleet: {n} streams x {len(POLICIES)} policies\n\n"
+    under = "" if args.cc is None else f", every stream under `{args.cc}`"
+    md = f"## Deployment fleet: {n} streams x {len(POLICIES)} policies{under}\n\n"
     md += "### AutoRec Figs. 21-22 (alpha 200 ms, beta 50 %, gamma 50 %)\n\n"
     md += comparison(fleet, "autorec", AUTOREC, AUTOREC_CHANGE)
     md += "\n### TOO Fig. 3 (Theta 50 ms, n 4)\n\n"
@@ -316,9 +339,9 @@ def main() -> None:
         f"second, all policies) on {common.machine()}.\n"
     )
     figs = common.figure_dir(args.quick)
-    common.save_text(figs / "fleet.md", md)
+    common.save_text(figs / f"{name}.md", md)
     print(md)
-    plot(runs, figs / "fleet.png")
+    plot(runs, figs / f"{name}.png")
 
 
 if __name__ == "__main__":

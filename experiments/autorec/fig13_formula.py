@@ -11,7 +11,6 @@ against K = 0 (plain ARQ) on the same seed and congestion controller.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -69,24 +68,8 @@ def add_flags(p) -> None:
     )
 
 
-def commit() -> str:
-    """The checkout's commit, marked -dirty when it has uncommitted changes."""
-    sha = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=common.REPO, capture_output=True, text=True
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
-        cwd=common.REPO,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    return sha + ("-dirty" if dirty else "")
-
-
 def main() -> None:
     args = common.autorec_args(__doc__, add_flags)
-    # Before any output is written, which would mark the checkout dirty.
-    made_at = commit()
     ks = args.k or ([0, 1, 2, 4, 10] if args.quick else list(range(11)))
     if 0 not in ks:
         sys.exit("--k must include 0: goodput reduction is measured against K = 0")
@@ -242,11 +225,7 @@ def main() -> None:
         ],
         summary,
     )
-    # --replot redraws the same runs: the command that simulated them is the one without it.
-    flags = [a for a in sys.argv[1:] if a != "--replot"]
-    command = " ".join(["python3 experiments/autorec/fig13_formula.py", *flags])
     body = (
-        f"Made by `{command}` at commit {made_at}.\n\n"
         "Largest absolute error over K of the seed means, ours vs the paper's bound; and at the "
         "largest K the share of the copies AutoRec asked for that the congestion window held back "
         "(sent late or dropped because the data was acknowledged first) and copies sent per lost "

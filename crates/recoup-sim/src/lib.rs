@@ -23,6 +23,6 @@ pub mod scenario;
 mod sim;
 mod traffic;
 
-pub use quic::{Application, QuicNode};
+pub use quic::{NodeApp, QuicNode};
 pub use sim::{NodeId, SimEvent, Simulator};
 pub use traffic::{Arrival, CbrSource, Sink, CBR_HEADER};

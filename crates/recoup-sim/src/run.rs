@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use recoup_apps::conn::{AppConn, Written};
-use recoup_apps::App;
+use recoup_apps::StreamApp;
 use recoup_elements::{element_rng, ElementSpec, LossForecast, LossSpec};
 use recoup_recovery::PolicySpec;
 use recoup_time::Instant;
@@ -24,7 +24,7 @@ use crate::metrics::{
     goodput_window, run_row, write_csv, CwndHolds, LossRecord, RunCounters, RunRow,
 };
 use crate::oracle::Oracle;
-use crate::quic::{Application, QuicNode};
+use crate::quic::{NodeApp, QuicNode};
 use crate::scenario::{PolicyEntry, Scenario};
 use crate::sim::{NodeId, Simulator};
 
@@ -65,7 +65,7 @@ impl AppDriver {
     }
 }
 
-impl Application for AppDriver {
+impl NodeApp for AppDriver {
     fn poll(&mut self, now: Instant, ep: &mut Endpoint) -> Option<Instant> {
         if self.conn.is_none() {
             self.conn = match self.side {

@@ -42,6 +42,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
 use crate::app::AppSpec;
+use crate::Error;
 
 /// Largest scenario file read (1 MiB).
 pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
@@ -51,49 +52,22 @@ pub const MAX_SWEEP_POINTS: usize = 100_000;
 /// (RFC 9000 §14).
 pub const MIN_RECEIVE_WINDOW: u64 = 1200;
 
-/// Why a scenario could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum ScenarioError {
-    #[error("{file}: {source}")]
-    Io {
-        file: String,
-        source: std::io::Error,
-    },
-    /// Malformed TOML, an unknown key or a bad value, located in the file.
-    #[error("{file}:{line}:{column}: {message}\n  | {text}")]
-    Parse {
-        file: String,
-        line: usize,
-        column: usize,
-        message: String,
-        /// The offending line.
-        text: String,
-    },
-    /// A value is wrong in combination with others, or in a sweep point; `key` names it.
-    #[error("{file}: `{key}`: {detail}")]
-    Invalid {
-        file: String,
-        key: String,
-        detail: String,
-    },
-}
-
-fn invalid(file: &str, key: &str, detail: impl Into<String>) -> ScenarioError {
-    ScenarioError::Invalid {
+fn invalid(file: &str, key: &str, detail: impl Into<String>) -> Error {
+    Error::Invalid {
         file: file.to_owned(),
         key: key.to_owned(),
         detail: detail.into(),
     }
 }
 
-fn parse_error(file: &str, src: &str, e: &toml::de::Error) -> ScenarioError {
+fn parse_error(file: &str, src: &str, e: &toml::de::Error) -> Error {
     let at = e.span().map_or(0, |s| s.start).min(src.len());
     let before = &src[..at];
     let line = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let column = src[line_start..at].chars().count() + 1;
     let text = src[line_start..].lines().next().unwrap_or("").to_owned();
-    ScenarioError::Parse {
+    Error::Parse {
         file: file.to_owned(),
         line,
         column,
@@ -617,10 +591,10 @@ impl Scenario {
 }
 
 /// Loads a scenario file and expands its sweep (one scenario without one).
-pub fn load(path: &Path) -> Result<Vec<Scenario>, ScenarioError> {
+pub fn load(path: &Path) -> Result<Vec<Scenario>, Error> {
     let file = path.display().to_string();
-    let io = |source| ScenarioError::Io {
-        file: file.clone(),
+    let io = |source| Error::Io {
+        file: path.to_owned(),
         source,
     };
     let meta = std::fs::metadata(path).map_err(io)?;
@@ -648,7 +622,7 @@ pub fn load_str(
     file: &str,
     base_dir: Option<&Path>,
     default_name: &str,
-) -> Result<Vec<Scenario>, ScenarioError> {
+) -> Result<Vec<Scenario>, Error> {
     // Typed first, so errors carry line and column.
     let raw: RawFile = toml::from_str(src).map_err(|e| parse_error(file, src, &e))?;
     let Some(sweep) = raw.sweep.clone() else {
@@ -678,10 +652,7 @@ pub fn load_str(
 
 /// Each sweep point's axis values, in the order [`load_str`] returns the points (one point
 /// with no axes without a `[sweep]`), so results can carry one typed column per axis.
-pub fn sweep_points(
-    src: &str,
-    file: &str,
-) -> Result<Vec<Vec<(String, toml::Value)>>, ScenarioError> {
+pub fn sweep_points(src: &str, file: &str) -> Result<Vec<Vec<(String, toml::Value)>>, Error> {
     let raw: RawFile = toml::from_str(src).map_err(|e| parse_error(file, src, &e))?;
     match &raw.sweep {
         Some(sweep) => expand_axes(sweep, &raw, file),
@@ -701,7 +672,7 @@ fn expand_axes(
     sweep: &toml::Table,
     raw: &RawFile,
     file: &str,
-) -> Result<Vec<Vec<(String, toml::Value)>>, ScenarioError> {
+) -> Result<Vec<Vec<(String, toml::Value)>>, Error> {
     let labels: Vec<String> = raw
         .policy
         .iter()
@@ -733,7 +704,7 @@ fn expand_axes(
     Ok(points)
 }
 
-fn check_axis(axis: &str, policy_labels: &[String], file: &str) -> Result<(), ScenarioError> {
+fn check_axis(axis: &str, policy_labels: &[String], file: &str) -> Result<(), Error> {
     let parts: Vec<&str> = axis.split('.').collect();
     let known = match parts.as_slice() {
         [k] => keys::<RawFile>().contains(k) && !TABLES.contains(k),
@@ -779,7 +750,7 @@ fn check_axis(axis: &str, policy_labels: &[String], file: &str) -> Result<(), Sc
 }
 
 /// A list, or a range `{ from, to, step }`.
-fn axis_values(axis: &str, v: &toml::Value, file: &str) -> Result<Vec<toml::Value>, ScenarioError> {
+fn axis_values(axis: &str, v: &toml::Value, file: &str) -> Result<Vec<toml::Value>, Error> {
     let key = format!("sweep.\"{axis}\"");
     match v {
         toml::Value::Array(a) if a.is_empty() => Err(invalid(file, &key, "no values")),
@@ -879,7 +850,7 @@ fn apply_axis(
     axis: &str,
     value: &toml::Value,
     file: &str,
-) -> Result<(), ScenarioError> {
+) -> Result<(), Error> {
     let parts: Vec<&str> = axis.split('.').collect();
     if let ["policy", label, param] = parts.as_slice() {
         let value = display_value(value);
@@ -950,7 +921,7 @@ fn direction(
     which: &str,
     file: &str,
     base_dir: Option<&Path>,
-) -> Result<DirectionSpec, ScenarioError> {
+) -> Result<DirectionSpec, Error> {
     let o = over.cloned().unwrap_or_default();
     let (rate, trace) = if o.rate.is_some() || o.trace.is_some() {
         (o.rate, o.trace.clone())
@@ -1012,7 +983,7 @@ fn encoder(
     size_noise: Option<f64>,
     defaults: EncoderConfig,
     file: &str,
-) -> Result<EncoderConfig, ScenarioError> {
+) -> Result<EncoderConfig, Error> {
     let fps = fps.unwrap_or(defaults.fps);
     if !(1..=1000).contains(&fps) {
         return Err(invalid(file, "app.fps", "must be between 1 and 1000"));
@@ -1037,7 +1008,7 @@ fn encoder(
 const MAX_TRANSFERS: u32 = 1_000_000;
 
 /// `app.<key>`'s rate, parsed with an error naming the key.
-fn app_rate(file: &str, key: &str, value: Option<&str>) -> Result<Option<u64>, ScenarioError> {
+fn app_rate(file: &str, key: &str, value: Option<&str>) -> Result<Option<u64>, Error> {
     value
         .map(|v| {
             parse_rate(v)
@@ -1047,11 +1018,7 @@ fn app_rate(file: &str, key: &str, value: Option<&str>) -> Result<Option<u64>, S
 }
 
 /// `app.<key>`'s duration, parsed with an error naming the key.
-fn app_duration(
-    file: &str,
-    key: &str,
-    value: Option<&str>,
-) -> Result<Option<Duration>, ScenarioError> {
+fn app_duration(file: &str, key: &str, value: Option<&str>) -> Result<Option<Duration>, Error> {
     value
         .map(|v| {
             parse_duration(v).map_err(|e| {
@@ -1066,7 +1033,7 @@ fn app_duration(
 }
 
 /// The cloud-gaming app: bounds checked, errors naming the key.
-fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, ScenarioError> {
+fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Error> {
     let d = GamingConfig::default();
     let encoder = encoder(
         app_rate(file, "bitrate", g.bitrate.as_deref())?.map(Rate),
@@ -1141,7 +1108,7 @@ fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Scenario
     Ok(AppSpec::Gaming(config))
 }
 
-fn app(raw: Option<RawApp>, file: &str, cc: CcAlgorithm) -> Result<AppSpec, ScenarioError> {
+fn app(raw: Option<RawApp>, file: &str, cc: CcAlgorithm) -> Result<AppSpec, Error> {
     let count = |c: Option<u32>| match c.unwrap_or(1) {
         0 => Err(invalid(file, "app.count", "must be at least 1")),
         n if n > MAX_TRANSFERS => Err(invalid(
@@ -1229,7 +1196,7 @@ fn app(raw: Option<RawApp>, file: &str, cc: CcAlgorithm) -> Result<AppSpec, Scen
     })
 }
 
-fn vod(v: RawVod, file: &str) -> Result<AppSpec, ScenarioError> {
+fn vod(v: RawVod, file: &str) -> Result<AppSpec, Error> {
     let d = VodConfig::default();
     let c = VodConfig {
         ladder: v
@@ -1256,7 +1223,7 @@ fn check(
     file: &str,
     base_dir: Option<&Path>,
     name: String,
-) -> Result<Scenario, ScenarioError> {
+) -> Result<Scenario, Error> {
     let path = raw.path.unwrap_or_default();
     if path.rtt.is_some() && path.delay.is_some() {
         return Err(invalid(
@@ -1337,7 +1304,7 @@ fn check(
 mod tests {
     use super::*;
 
-    fn one(src: &str) -> Result<Scenario, ScenarioError> {
+    fn one(src: &str) -> Result<Scenario, Error> {
         let mut v = load_str(src, "t.toml", Some(Path::new("/base")), "t")?;
         assert_eq!(v.len(), 1);
         Ok(v.remove(0))

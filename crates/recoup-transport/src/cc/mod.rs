@@ -23,7 +23,7 @@ use recoup_time::Instant;
 use smallvec::SmallVec;
 
 use crate::delivery_rate::{RateSample, RateSnapshot};
-use crate::error::DecodeError;
+use crate::error::Error;
 use crate::loss::SentPacket;
 use crate::rtt::RttEstimator;
 
@@ -271,7 +271,7 @@ impl fmt::Display for CcAlgorithm {
 }
 
 impl FromStr for CcAlgorithm {
-    type Err = DecodeError;
+    type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
@@ -281,7 +281,7 @@ impl FromStr for CcAlgorithm {
             "bbr3" | "bbrv3" => Ok(CcAlgorithm::Bbr3),
             "copa" => Ok(CcAlgorithm::Copa),
             "none" => Ok(CcAlgorithm::None),
-            _ => Err(DecodeError::invalid(
+            _ => Err(Error::invalid(
                 "congestion controller",
                 format!(
                     "unknown name {s:?}; accepted: {}",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Handshake and a 3 MB transfer at 30 % loss in both directions (issue 14, must-show 2).
+"""Handshake and a 3 MB transfer at 30 % loss in both directions, with every peer.
 
 recoup serve against the aioquic and quinn clients, and recoup get against the aioquic and quinn
 servers, through `recoup link` on loopback (15 ms one way, Bernoulli 30 % loss on each

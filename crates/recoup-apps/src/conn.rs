@@ -114,7 +114,7 @@ impl AppConn {
         let key = self.key(id);
         let mut error = None;
         // The bytes go to the application where the transport holds them: a copy into a buffer
-        // of ours cost a bulk transfer 2 % of its CPU (BENCHMARKS.md, session 21).
+        // of ours cost a bulk transfer 2 % of its CPU (BENCHMARKS.md, the simulator profile).
         let read = conn.stream_read_with(id, |piece, fin| {
             if let Err(e) = app.on_stream_bytes(now, key, piece, fin) {
                 error.get_or_insert(e);

@@ -1,4 +1,4 @@
-//! The oracle policy (issue 19 part 1): a lower bound on what any sender-side policy can do.
+//! The oracle policy: a lower bound on what any sender-side policy can do.
 //!
 //! It sees the future loss decisions of the downstream loss element — and nothing else the
 //! transport would not have: every other input is an ordinary [`RecoveryPolicy`] event. When a

@@ -1,4 +1,4 @@
-//! Population scenarios: a simulated deployment fleet (issue 12 item 6).
+//! Population scenarios: a simulated deployment fleet (AutoRec Figs. 21-22, TOO Fig. 3).
 //!
 //! AutoRec's Figs. 21-22 (§VII-B) and TOO's Fig. 3 (§3) are measured over the live streams of a
 //! CDN, each with its own bitrate, RTT and loss. A population file describes such a fleet: N

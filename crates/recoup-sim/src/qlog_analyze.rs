@@ -1,4 +1,4 @@
-//! `recoup analyze`: DESIGN.md's metrics from the qlog trace of a QUIC sender (issue 7).
+//! `recoup analyze`: DESIGN.md's metrics from the qlog trace of a QUIC sender.
 //!
 //! The trace is replayed as a host of the very lineage code the transport drives
 //! ([`recoup_recovery::lineage`], DESIGN.md "The transport <-> policy contract"), and every

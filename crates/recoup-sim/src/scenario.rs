@@ -849,7 +849,8 @@ pub struct PolicyEntry {
     pub params: String,
     /// Placeholder `arq` for the oracle, which the run builds itself (`oracle` below).
     pub spec: PolicySpec,
-    /// The simulation-only oracle (issue 19): built per run from the down path's loss draws.
+    /// The simulation-only oracle ([`crate::oracle`]): built per run from the down path's loss
+    /// draws.
     pub oracle: bool,
 }
 

@@ -1,4 +1,4 @@
-//! The oracle (issue 19 part 1) on the real transport in the simulator.
+//! The oracle on the real transport in the simulator.
 
 use recoup_sim::run::run_one;
 use recoup_sim::scenario::{load_str, Scenario};

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Simulator benchmarks of issue 16, one thread, release build (about 10 minutes on a 2-vCPU VM,
+# Simulator benchmarks, one thread, release build (about 10 minutes on a 2-vCPU VM,
 # build not counted):
 #   1. x real time per CPU second per policy, built-in default scenario (60 s, seeds 1-3);
 #   2. packets per CPU second on the bulk case (scenarios/bulk.toml: 100 Mbit/s, 1 % loss);

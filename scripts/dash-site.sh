@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds a DASH video-on-demand site for `recoup serve --root OUT` (issue 20): test media encoded
-# here with Debian's ffmpeg, dash.js from the npm registry, and the player page web/dash/.
+# Builds a DASH video-on-demand site for `recoup serve --root OUT` (ART Fig. 25 in a real player):
+# test media encoded here with Debian's ffmpeg, dash.js from the npm registry, and the player page
+# web/dash/.
 #
 #   scripts/dash-site.sh OUT [--seconds 40]
 #   recoup serve --root OUT ...      # then open https://HOST:PORT/index.html?mpd=media/manifest.mpd

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Each policy's share of the CPU of its own run (issue 16, target 4), measured in the run rather
-# than estimated from policy_bench: `perf` samples a run with that policy alone, and a sample
-# counts for the policy when its call stack passes through the policy dispatch
+# Each policy's share of the CPU of its own run (the target: under 0.5 % over arq), measured in the
+# run rather than estimated from policy_bench: `perf` samples a run with that policy alone, and a
+# sample counts for the policy when its call stack passes through the policy dispatch
 # (`recoup_recovery::policy::Policy`, whose frames perf reports even where the code is inlined).
-# arq's share is the cost of asking a policy at all; a policy's overhead is its share less
-# arq's. The recoup binary needs debug info (the release profile keeps it).
+# arq's share is the cost of asking a policy at all; a policy's overhead is its share less arq's.
+# The recoup binary needs debug info (the release profile keeps it).
 #
 #   bash scripts/policy-share.sh [RECOUP_BIN] [SEEDS]
 #       the simulator: `recoup run` of the built-in default scenario with that policy alone

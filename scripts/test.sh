@@ -95,6 +95,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test"
 cargo test --workspace --locked
 
+step "cargo doc (warnings are errors: broken intra-doc links, bad doc markup)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
 step "interop matrix (tests/interop/matrix.py; table in docs/INTEROP.md)"
 # The QUIC interop runner's cases against aioquic and quinn, through recoup link, checked from
 # decrypted captures (tshark, installed above; the matrix refuses to run without it). Exits

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale benchmark (issue 16): N concurrent live viewers on one `recoup serve` over loopback for
+# Scale benchmark: N concurrent live viewers on one `recoup serve` over loopback for
 # D seconds, all from one `recoup viewers` process (one connection each, every frame checked).
 # Reports the server's CPU time (utime+stime from /proc/PID/stat) and peak RSS (VmHWM), per
 # viewer too, and checks that every connection was released when its viewer closed it (the

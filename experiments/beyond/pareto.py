@@ -1,4 +1,4 @@
-"""Issue 19, the start of the Pareto study: recovery latency of multi-retransmitted data against
+"""The Pareto study: recovery latency of multi-retransmitted data against
 redundancy cost, per network cell, for every policy, `crest` and the oracle bound.
 
     python3 experiments/beyond/pareto.py [--quick] [--seeds N] [--jobs N] [--duration D]

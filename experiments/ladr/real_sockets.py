@@ -1,4 +1,4 @@
-"""LADR Table 2 over real sockets (issue 18, must-show 3): the four rows' cloud-gaming sessions
+"""LADR Table 2 over real sockets: the four rows' cloud-gaming sessions
 played by `recoup game` from `recoup serve` through `recoup link`, beside the simulator's runs of
 the same sessions.
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Handshake and a 3 MB transfer at 30 % loss in both directions (issue 14, must-show 2).
+"""Handshake and a 3 MB transfer at 30 % loss in both directions, with every peer.
 
 recoup serve against the aioquic and quinn clients, and recoup get against the aioquic and quinn
 servers, through `recoup link` on loopback (15 ms one way, Bernoulli 30 % loss on each
 direction, a fresh seed per run), N runs each. Prints per pairing the successes (the file
 arrived byte-exact) and the distribution of the time from the client's start to its exit, and
-the causes of the failures. Not a test: the table goes to BENCHMARKS.md.
+the causes of the failures. Not a test: the table goes to docs/INTEROP.md.
 
     python3 tests/interop/loss_bench.py --bin target/release [--runs 20] [--jobs 1]
         [--policy arq] [--size 3MB] [--timeout 120] [--keep DIR] [--recoup-flags FLAGS]

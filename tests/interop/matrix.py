@@ -728,6 +728,10 @@ def write_doc(path, results, cases, elapsed, args):
     lines = [
         "# Interop matrix",
         "",
+        "```sh",
+        f"python3 tests/interop/matrix.py --jobs {args.jobs} --write docs/INTEROP.md",
+        "```",
+        "",
         f"Run {now} on commit `{commit}`{dirty}, {os.cpu_count()} cores, {elapsed:.0f} s "
         f"(`python3 tests/interop/matrix.py --jobs {args.jobs}`; CI runs it from "
         "`scripts/test.sh`). ✅ succeeded, ❌ failed, ⚠️ known failure (listed with its cause in "

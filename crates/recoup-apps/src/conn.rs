@@ -1,14 +1,14 @@
-//! An [`App`] on one connection of recoup's QUIC transport: how its stream keys map to stream
-//! IDs, how the transport's packet records reach [`App::on_feedback`], and the write loop. The
-//! simulator's nodes and the real-socket driver (`recoup-net`'s cloud-gaming sessions) share it,
-//! so an application behaves the same on both.
+//! A [`StreamApp`] on one connection of recoup's QUIC transport: how its stream keys map to stream
+//! IDs, how the transport's packet records reach [`StreamApp::on_feedback`], and the write loop.
+//! The simulator's nodes and the real-socket driver (`recoup-net`'s cloud-gaming sessions) share
+//! it, so an application behaves the same on both.
 
 use foldhash::{HashMap, HashMapExt};
 use recoup_time::Instant;
 use recoup_transport::streams::{Dir, StreamId};
 use recoup_transport::{Connection, Error as TransportError, PacketRecord, Side};
 
-use crate::{App, FrameError, PacketFeedback, PathFeedback, StreamKey, WriteData};
+use crate::{FrameError, PacketFeedback, PathFeedback, StreamApp, StreamKey, WriteData};
 
 /// Bytes asked of the application per write call.
 const WRITE_CHUNK: usize = 64 * 1024;
@@ -64,7 +64,7 @@ impl AppConn {
 
     /// Hands the packet records since the last call (empty unless the transport records them,
     /// `TransportConfig::record_packets`) and the path's rates to the application.
-    pub fn feedback(&self, now: Instant, conn: &mut Connection, app: &mut dyn App) {
+    pub fn feedback(&self, now: Instant, conn: &mut Connection, app: &mut dyn StreamApp) {
         if !app.wants_feedback() {
             // Records the transport keeps would pile up unread.
             conn.drain_packet_records().for_each(drop);
@@ -108,13 +108,13 @@ impl AppConn {
         &mut self,
         now: Instant,
         conn: &mut Connection,
-        app: &mut dyn App,
+        app: &mut dyn StreamApp,
         id: StreamId,
     ) -> (u64, Option<FrameError>) {
         let key = self.key(id);
         let mut error = None;
         // The bytes go to the application where the transport holds them: a copy into a buffer
-        // of ours cost a bulk transfer 2 % of its CPU (BENCHMARKS.md, session 21).
+        // of ours cost a bulk transfer 2 % of its CPU (BENCHMARKS.md, the simulator profile).
         let read = conn.stream_read_with(id, |piece, fin| {
             if let Err(e) = app.on_stream_bytes(now, key, piece, fin) {
                 error.get_or_insert(e);
@@ -129,7 +129,7 @@ impl AppConn {
         &mut self,
         conn: &mut Connection,
         now: Instant,
-        app: &mut dyn App,
+        app: &mut dyn StreamApp,
     ) -> Result<Written, String> {
         loop {
             if let Some((key, mut data, fin)) = self.pending.take() {

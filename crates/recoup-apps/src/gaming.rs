@@ -31,7 +31,7 @@ use crate::frame::{FrameError, FrameSource, OneFramePerStream, FRAME_HEADER_LEN}
 use crate::lbbc::{target_rate, FrameFeedback, Lbbc, LbbcConfig};
 use crate::source::EncoderConfig;
 use crate::{
-    clock_tick, keep_first_error, unexpected, write_front, App, PacketFeedback, PathFeedback,
+    clock_tick, keep_first_error, unexpected, write_front, PacketFeedback, PathFeedback, StreamApp,
 };
 use crate::{StreamKey, Write};
 
@@ -370,14 +370,14 @@ impl GamingSender {
         t_pend > 2.0 * self.interval().as_secs_f64()
     }
 
-    /// The outcome after [`App::finish`].
+    /// The outcome after [`StreamApp::finish`].
     #[must_use]
     pub fn outcome(&self) -> Option<GamingOutcome> {
         self.outcome.clone()
     }
 }
 
-impl App for GamingSender {
+impl StreamApp for GamingSender {
     fn poll_write(&mut self, now: Instant, max: usize) -> Option<Write> {
         loop {
             let t = clock_tick(self.start, self.cfg.encoder.fps, self.next_tick);
@@ -538,7 +538,7 @@ impl GamingViewer {
     }
 }
 
-impl App for GamingViewer {
+impl StreamApp for GamingViewer {
     fn on_stream_bytes(
         &mut self,
         now: Instant,

@@ -10,23 +10,23 @@
 //! - [`vod`]: video on demand with adaptive bitrate: segments of a bitrate ladder, the basic
 //!   rate-based ABR, a playback buffer with rebuffering.
 //! - [`gaming`]: cloud gaming, frames at a bitrate that follows a bitrate controller ([`lbbc`]),
-//!   with LADR's frame metrics from per-packet feedback ([`App::on_feedback`]).
+//!   with LADR's frame metrics from per-packet feedback ([`StreamApp::on_feedback`]).
 //!
 //! Every byte the applications send is framed ([`frame`]): receivers verify checksums and
 //! sequence numbers and report corruption as errors, never silently.
 //!
 //! # How a driver calls an application
 //!
-//! Each endpoint (server, client) runs one [`App`]. At every instant `now` the driver handles
-//! the endpoint:
+//! Each endpoint (server, client) runs one [`StreamApp`]. At every instant `now` the driver
+//! handles the endpoint:
 //! 1. it hands every stream byte the transport delivered, in stream order, to
-//!    [`App::on_stream_bytes`] (an `Err` means the run is invalid: report it);
-//! 2. it calls [`App::poll_write`] with how many bytes the transport takes now, and writes each
-//!    answer, until `None` (poll again when the transport has room again);
-//! 3. it arms a timer for [`App::next_wakeup`] (besides the transport's own) and handles the
+//!    [`StreamApp::on_stream_bytes`] (an `Err` means the run is invalid: report it);
+//! 2. it calls [`StreamApp::poll_write`] with how many bytes the transport takes now, and writes
+//!    each answer, until `None` (poll again when the transport has room again);
+//! 3. it arms a timer for [`StreamApp::next_wakeup`] (besides the transport's own) and handles the
 //!    endpoint again then.
 //!
-//! At the end of the run it calls [`App::finish`] and reads the outcome.
+//! At the end of the run it calls [`StreamApp::finish`] and reads the outcome.
 //!
 //! Streams are named per endpoint by [`StreamKey`]: `Local(i)` is the i-th stream this endpoint
 //! opened, `Peer(i)` the i-th stream the peer opened (with QUIC bidirectional streams, a client's
@@ -163,14 +163,16 @@ pub struct PathFeedback {
     pub delay_rate: Option<u64>,
 }
 
-/// An application endpoint. See the module documentation for the call order.
-pub trait App {
+/// One side of an application (a live source, a player, a file sender ...), in terms of the bytes
+/// of its streams only, so the simulator and the real-socket driver run the same code. See the
+/// module documentation for the call order.
+pub trait StreamApp {
     /// Packet feedback since the last call and the path's rates, for an application that adapts
-    /// its sending (a drivers calls it before [`App::poll_write`] when it has feedback). By
+    /// its sending (a drivers calls it before [`StreamApp::poll_write`] when it has feedback). By
     /// default ignored.
     fn on_feedback(&mut self, _now: Instant, _packets: &[PacketFeedback], _path: PathFeedback) {}
 
-    /// Whether [`App::on_feedback`] does anything: drivers ask before every write, and an
+    /// Whether [`StreamApp::on_feedback`] does anything: drivers ask before every write, and an
     /// application that ignores it spares them working out the path's rates. By default not.
     fn wants_feedback(&self) -> bool {
         false
@@ -267,7 +269,12 @@ pub(crate) mod testutil {
 
     /// Moves every write of `from` at `now` into `to`, delivered at `arrive` (an ideal pipe);
     /// returns the bytes moved.
-    pub fn pipe(from: &mut dyn App, to: &mut dyn App, now: Instant, arrive: Instant) -> u64 {
+    pub fn pipe(
+        from: &mut dyn StreamApp,
+        to: &mut dyn StreamApp,
+        now: Instant,
+        arrive: Instant,
+    ) -> u64 {
         let mut moved = 0;
         while let Some(w) = from.poll_write(now, 1500) {
             moved += w.data.len() as u64;

@@ -15,7 +15,7 @@ use recoup_time::Instant;
 
 use crate::frame::{FrameError, FrameParser, FrameSource, ReceivedFrame};
 use crate::source::EncoderConfig;
-use crate::{clock_tick, frames_in, unexpected, App, StreamKey, Write, WriteData};
+use crate::{clock_tick, frames_in, unexpected, StreamApp, StreamKey, Write, WriteData};
 
 /// Live stream parameters (both ends).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -107,7 +107,7 @@ impl LiveSource {
     }
 }
 
-impl App for LiveSource {
+impl StreamApp for LiveSource {
     fn poll_write(&mut self, now: Instant, max: usize) -> Option<Write> {
         if self.start_at_connect {
             // The stream still ends when the session does.
@@ -183,7 +183,7 @@ pub struct LiveOutcome {
     pub freezes: u64,
     /// Time spent frozen (a stall still going on at the end counts up to the end).
     pub frozen: Duration,
-    /// From the session start to [`App::finish`].
+    /// From the session start to [`StreamApp::finish`].
     pub session: Duration,
     /// Mean and largest capture-to-arrival delay of the frames.
     pub frame_delay_mean: Option<Duration>,
@@ -243,7 +243,7 @@ impl LivePlayer {
         }
     }
 
-    /// What was measured so far (complete after [`App::finish`]).
+    /// What was measured so far (complete after [`StreamApp::finish`]).
     #[must_use]
     pub fn outcome(&self) -> LiveOutcome {
         let n = u32::try_from(self.frames_received).unwrap_or(u32::MAX);
@@ -324,7 +324,7 @@ impl LivePlayer {
     }
 }
 
-impl App for LivePlayer {
+impl StreamApp for LivePlayer {
     fn on_stream_bytes(
         &mut self,
         now: Instant,

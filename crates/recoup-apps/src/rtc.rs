@@ -13,7 +13,7 @@ use recoup_time::Instant;
 
 use crate::frame::{FrameError, FrameSource, OneFramePerStream};
 use crate::source::EncoderConfig;
-use crate::{clock_tick, keep_first_error, unexpected, write_front, App, StreamKey, Write};
+use crate::{clock_tick, keep_first_error, unexpected, write_front, StreamApp, StreamKey, Write};
 
 /// RTC parameters (both ends).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,7 +66,7 @@ impl RtcSender {
     }
 }
 
-impl App for RtcSender {
+impl StreamApp for RtcSender {
     fn poll_write(&mut self, now: Instant, max: usize) -> Option<Write> {
         loop {
             let t = clock_tick(self.start, self.encoder.fps, self.next_frame);
@@ -190,7 +190,7 @@ impl RtcReceiver {
         clock_tick(self.start, self.fps, i) + self.deadline
     }
 
-    /// Complete after [`App::finish`]; before it, counts nothing as due.
+    /// Complete after [`StreamApp::finish`]; before it, counts nothing as due.
     #[must_use]
     pub fn outcome(&self) -> RtcOutcome {
         self.outcome.clone().unwrap_or(RtcOutcome {
@@ -234,7 +234,7 @@ impl RtcReceiver {
     }
 }
 
-impl App for RtcReceiver {
+impl StreamApp for RtcReceiver {
     fn on_stream_bytes(
         &mut self,
         now: Instant,

@@ -13,7 +13,7 @@ use recoup_time::Instant;
 use crate::frame::{
     FrameError, FrameHeader, FrameKind, FrameParser, FrameSource, ReceivedFrame, FRAME_HEADER_LEN,
 };
-use crate::{keep_first_error, unexpected, write_front, App, StreamKey, Write};
+use crate::{keep_first_error, unexpected, write_front, StreamApp, StreamKey, Write};
 
 /// `count` files of `size` bytes, the i-th written at `start + i * interval` on its own stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +132,7 @@ impl FileSender {
     }
 }
 
-impl App for FileSender {
+impl StreamApp for FileSender {
     fn poll_write(&mut self, now: Instant, max: usize) -> Option<Write> {
         while self.next < u64::from(self.config.count) && self.start_of(self.next) <= now {
             let source = FrameSource::new(
@@ -212,7 +212,7 @@ impl FileReceiver {
     }
 }
 
-impl App for FileReceiver {
+impl StreamApp for FileReceiver {
     fn on_stream_bytes(
         &mut self,
         now: Instant,
@@ -298,7 +298,7 @@ impl RpcClient {
     }
 }
 
-impl App for RpcClient {
+impl StreamApp for RpcClient {
     fn poll_write(&mut self, now: Instant, max: usize) -> Option<Write> {
         if max == 0 {
             return None;
@@ -395,7 +395,7 @@ impl RpcServer {
     }
 }
 
-impl App for RpcServer {
+impl StreamApp for RpcServer {
     fn poll_write(&mut self, _now: Instant, max: usize) -> Option<Write> {
         self.responder.poll_write(max)
     }

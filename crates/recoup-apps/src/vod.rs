@@ -25,7 +25,7 @@ use recoup_time::Instant;
 
 use crate::frame::{FrameError, FrameKind, FrameSource, ReceivedFrame, FRAME_HEADER_LEN};
 use crate::transfer::{Incoming, Responder};
-use crate::{keep_first_error, unexpected, write_front, App, StreamKey, Write};
+use crate::{keep_first_error, unexpected, write_front, StreamApp, StreamKey, Write};
 
 /// The DASH dataset's Big Buck Bunny representations ART's §7.5 uses (Lederer et al., MMSys
 /// 2012: 20 bitrates from 45 kbit/s to 3.9 Mbit/s, 4 s segments, 9:56 long), bit/s.
@@ -380,7 +380,7 @@ impl VodClient {
     }
 }
 
-impl App for VodClient {
+impl StreamApp for VodClient {
     fn poll_write(&mut self, now: Instant, max: usize) -> Option<Write> {
         if max == 0 {
             return None;
@@ -434,7 +434,7 @@ impl VodServer {
     }
 }
 
-impl App for VodServer {
+impl StreamApp for VodServer {
     fn poll_write(&mut self, _now: Instant, max: usize) -> Option<Write> {
         self.responder.poll_write(max)
     }

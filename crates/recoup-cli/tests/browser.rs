@@ -1,4 +1,4 @@
-//! A real browser (issue 14 must-show 3): headless Chromium plays 20 s of 4 Mbit/s live video
+//! A real browser: headless Chromium plays 20 s of 4 Mbit/s live video
 //! from `recoup serve --policy autorec` over HTTP/3, through `recoup link` on AutoRec's testbed
 //! path (12 Mbit/s, 60 ms RTT, 5 % Bernoulli loss), in the page `web/player.html`
 //! (`tests/interop/chromium_player.py` drives Chromium through the DevTools protocol).

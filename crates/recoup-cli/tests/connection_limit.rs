@@ -1,4 +1,4 @@
-//! `recoup serve --max-connections N` (issue 16): the N+1st client is refused at once with
+//! `recoup serve --max-connections N`: the N+1st client is refused at once with
 //! CONNECTION_REFUSED (RFC 9000 §5.2.2) and told why, the connections being served go on, and
 //! a slot freed by a closed connection takes the next client.
 

@@ -1,4 +1,4 @@
-//! A real DASH player (issue 20 must-show 2): dash.js in headless Chromium plays 40 s of video
+//! A real DASH player: dash.js in headless Chromium plays 40 s of video
 //! on demand from `recoup serve` over HTTP/3, through `recoup link` on ART Fig. 25's path (the
 //! Verizon LTE trace both ways, 30 ms RTT, 10 % loss on the data direction), once with the
 //! server's policy `arq` and once with `art`, and reports dash.js's own metrics: segments loaded,

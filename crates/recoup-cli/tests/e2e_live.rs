@@ -1,10 +1,10 @@
-//! The end-to-end test of issue 7: `recoup serve` streams 20 s of 4 Mbit/s live video through
-//! `recoup link` (12 Mbit/s, 60 ms RTT, 5 % Bernoulli loss: AutoRec's testbed path) to the
-//! unmodified aioquic player (`tests/interop/live_player.py`), once with `--policy arq` and once
-//! with `--policy autorec` (both at once, each with its own server and link). Every frame must
-//! arrive intact; the server's qlog must show copies of lost data under autorec and none under
-//! arq; and `recoup analyze` on the two server qlogs must report the recovery metrics, with
-//! autorec's recovery latency for data whose first retransmission was lost below arq's.
+//! The end-to-end test of the real deployment path: `recoup serve` streams 20 s of 4 Mbit/s live
+//! video through `recoup link` (12 Mbit/s, 60 ms RTT, 5 % Bernoulli loss: AutoRec's testbed path)
+//! to the unmodified aioquic player (`tests/interop/live_player.py`), once with `--policy arq` and
+//! once with `--policy autorec` (both at once, each with its own server and link). Every frame must
+//! arrive intact; the server's qlog must show copies of lost data under autorec and none under arq;
+//! and `recoup analyze` on the two server qlogs must report the recovery metrics, with autorec's
+//! recovery latency for data whose first retransmission was lost below arq's.
 
 mod common;
 
@@ -140,7 +140,7 @@ fn live_through_lossy_link_autorec_recovers_faster_than_arq() {
     );
 }
 
-/// Issue 19: the new policy on real sockets through `recoup link`: every frame intact (checked
+/// `crest` on real sockets through `recoup link`: every frame intact (checked
 /// in `stream_through_link`), copies in the server's qlog, and `recoup analyze` counting the
 /// same copies.
 #[test]

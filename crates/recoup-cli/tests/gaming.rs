@@ -1,9 +1,9 @@
-//! LADR's cloud-gaming workload over real sockets (issue 18): `recoup game` plays a session
-//! from `recoup serve` (Copa, RACK-TLP, the reactive rate limit) with LBBC and the pending-data
-//! limit, through `recoup link` with a shallow 8-packet buffer at 20 Mbit/s, 10 ms RTT and 1 %
-//! random loss towards the client. The client's frame metrics must add up with the server's
-//! report, every frame's delay must be at least the link's one-way delay (so the clock
-//! translation between the two processes holds), and the link must have dropped packets.
+//! LADR's cloud-gaming workload over real sockets (LADR Table 2's sessions): `recoup game` plays a
+//! session from `recoup serve` (Copa, RACK-TLP, the reactive rate limit) with LBBC and the
+//! pending-data limit, through `recoup link` with a shallow 8-packet buffer at 20 Mbit/s, 10 ms RTT
+//! and 1 % random loss towards the client. The client's frame metrics must add up with the server's
+//! report, every frame's delay must be at least the link's one-way delay (so the clock translation
+//! between the two processes holds), and the link must have dropped packets.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! `recoup get` as a user meets it (issue 14 scopes 3 and 6): a dead port fails fast with a
+//! `recoup get` as a user meets it: a dead port fails fast with a
 //! clear message, `-o` never leaves a truncated or clobbered file, a missing file reads "not
 //! found", nothing writes colour codes into a log that is not a terminal, and a server that
 //! restarted under a download ends it at once with a stateless reset.

@@ -1,4 +1,4 @@
-//! `recoup get URL1 URL2 ... -o DIR` (issue 14, the interop runner's client): every URL on one
+//! `recoup get URL1 URL2 ... -o DIR` (the interop runner's client): every URL on one
 //! connection, over hq-interop and HTTP/3, byte-exact; more URLs than the server's stream limit
 //! wait for its MAX_STREAMS instead of failing; a failed URL is named and leaves no file; URLs
 //! of different origins and several URLs without a directory are refused before connecting.

@@ -1,4 +1,4 @@
-//! HTTP/3 interoperability over loopback with unmodified peers (issue 14, scope 1):
+//! HTTP/3 interoperability over loopback with unmodified peers:
 //! - the aioquic HTTP/3 client (`aioquic.h3`, `tests/interop/aioquic_h3_client.py`) and the h3
 //!   client on h3-quinn (crates.io, in-process) download 10 MB from `recoup serve`, sha256
 //!   compared;

@@ -1,4 +1,4 @@
-//! Interoperability over loopback with unmodified peers (issue 4):
+//! Interoperability over loopback with unmodified peers:
 //! - the quinn client (crates.io, in-process) and the aioquic client (PyPI,
 //!   `tests/interop/aioquic_client.py`) download 10 MB from `recoup serve`, sha256 compared;
 //! - `recoup get` downloads 10 MB from an aioquic server (`tests/interop/aioquic_server.py`);

@@ -1,4 +1,4 @@
-//! Live streams from `recoup serve` to the unmodified aioquic client over loopback (issue 7):
+//! Live streams from `recoup serve` to the unmodified aioquic client over loopback:
 //! `tests/interop/live_player.py` plays 5 s of a 4 Mbit/s stream, checks every frame and
 //! measures freezes, once with `--policy arq` and once with `--policy autorec`; the server
 //! writes its qlog. A bad query is answered with an error the player shows, and logged.

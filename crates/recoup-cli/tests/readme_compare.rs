@@ -29,6 +29,6 @@ fn readme_shows_what_the_default_compare_prints() {
     assert!(
         readme.contains(&block),
         "README.md's compare example differs from what `recoup compare` prints today; \
-         replace the table in README.md's \"Main job\" section with:\n{block}"
+         replace the table in README.md's \"The main job\" section with:\n{block}"
     );
 }

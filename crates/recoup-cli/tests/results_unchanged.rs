@@ -1,5 +1,5 @@
 //! Speed work must not change results: `recoup run` of fixed-seed scenarios writes a runs.csv
-//! byte-equal to the one main's code wrote before the simulator optimisations of issue 16
+//! byte-equal to the one main's code wrote before the simulator's speed work
 //! (`tests/results_unchanged/*.runs.csv`). A difference means an optimisation changed what the
 //! simulator computes; regenerate an expected file only for a change that is meant to alter
 //! results, and say why in the commit.
@@ -8,7 +8,7 @@
 //! DIR/runs.csv to `tests/results_unchanged/NAME.runs.csv`.
 //!
 //! The simulator protects packets with a keyed checksum (`[transport] protection = "null"`, the
-//! default) rather than AES-GCM; issue 16 accepts that only if every result column is the same
+//! default) rather than AES-GCM; that is acceptable only if every result column is the same
 //! with real protection on the same seeds, so each scenario also runs with `protection = "aead"`
 //! against the same file (the expected files were written with AES-GCM).
 

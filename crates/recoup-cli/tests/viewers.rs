@@ -1,5 +1,5 @@
-//! `recoup viewers` (issue 16's load generator): many live viewers from one process, every frame
-//! checked, and the server releasing each connection when its viewer closes it.
+//! `recoup viewers` (the scale benchmark's load generator): many live viewers from one process,
+//! every frame checked, and the server releasing each connection when its viewer closes it.
 
 mod common;
 

@@ -1,15 +1,12 @@
 //! The crate's one error type.
 
-use recoup_sim::run::RunError;
-use recoup_sim::scenario::ScenarioError;
-
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("training scenario: {0}")]
-    Scenario(#[from] ScenarioError),
+    Scenario(recoup_sim::Error),
 
     #[error("training episode: {0}")]
-    Run(#[from] RunError),
+    Run(recoup_sim::Error),
 
     #[error(transparent)]
     Weights(#[from] recoup_recovery::Error),

@@ -98,7 +98,10 @@ impl TrainConfig {
     pub fn with_default_scenarios() -> Result<Self, Error> {
         let mut scenarios = Vec::new();
         for text in DEFAULT_SCENARIOS {
-            scenarios.extend(load_str(text, "train-dqn (built in)", None, "train-dqn")?);
+            scenarios.extend(
+                load_str(text, "train-dqn (built in)", None, "train-dqn")
+                    .map_err(Error::Scenario)?,
+            );
         }
         Ok(Self {
             episodes: 64,
@@ -250,7 +253,7 @@ pub fn train(cfg: &TrainConfig, mut on_episode: impl FnMut(&EpisodeReport)) -> R
             .seed
             .wrapping_mul(1_000_003)
             .wrapping_add(u64::from(episode));
-        run_one_with_policy(scenario, &policy, sim_seed, factory)?;
+        run_one_with_policy(scenario, &policy, sim_seed, factory).map_err(Error::Run)?;
         let decisions: Vec<Decision> =
             std::mem::take(&mut *log.lock().unwrap_or_else(PoisonError::into_inner));
         let mut new = 0usize;

@@ -14,7 +14,7 @@ use recoup_transport::{
 };
 
 use crate::bodies::{Bodies, Fetched, Files};
-use crate::driver::{Application, Driver, Stopper};
+use crate::driver::{ConnectionHandler, Driver, Stopper};
 use crate::error::Error;
 use crate::hq;
 use crate::http3;
@@ -479,7 +479,7 @@ impl std::fmt::Debug for Negotiated<'_> {
     }
 }
 
-impl Application for Negotiated<'_> {
+impl ConnectionHandler for Negotiated<'_> {
     fn accepted(&mut self, now: Instant, _handle: ConnectionHandle, conn: &mut Connection) {
         // A client endpoint accepts nothing; close anything that appears anyway.
         conn.close(now, hq::REFUSED_CODE, "not a server");
@@ -677,7 +677,7 @@ impl std::fmt::Debug for HqGet<'_> {
     }
 }
 
-impl Application for HqGet<'_> {
+impl ConnectionHandler for HqGet<'_> {
     fn accepted(&mut self, now: Instant, _handle: ConnectionHandle, conn: &mut Connection) {
         // A client endpoint accepts nothing; close anything that appears anyway.
         conn.close(now, hq::REFUSED_CODE, "not a server");

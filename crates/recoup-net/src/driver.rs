@@ -39,13 +39,14 @@ const EPOLL_GRANULARITY: Duration = Duration::from_millis(1);
 /// polls for input at least this often: ACKs are then handled at most this late.
 const MAX_POLL_GAP: Duration = Duration::from_micros(250);
 
-/// What an application does with the connections of a [`Driver`].
-pub trait Application {
-    /// A connection a peer opened (servers only), before its first [`Application::drive`].
+/// What handles the connections of a [`Driver`]: the server, client or viewer logic, per
+/// connection handle (HTTP/3, hq-interop, or a `recoup_apps::StreamApp` over `recoup_apps::conn`).
+pub trait ConnectionHandler {
+    /// A connection a peer opened (servers only), before its first [`ConnectionHandler::drive`].
     fn accepted(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection);
     /// Reacts to events and moves stream data. Called for a connection when it is created, in
     /// each turn in which it handled a datagram or a timer or sent a datagram, when its
-    /// [`Application::next_wakeup`] is due, and for every connection after a [`Wakeup`] or a
+    /// [`ConnectionHandler::next_wakeup`] is due, and for every connection after a [`Wakeup`] or a
     /// stop; not for idle connections.
     fn drive(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection);
     /// The endpoint dropped a closed connection.
@@ -54,7 +55,7 @@ pub trait Application {
     fn finished(&self) -> bool;
     /// When the application next has something to do on its own on this connection (a live
     /// stream's next frame), besides the transport's timers; asked after each
-    /// [`Application::drive`] of it. The driver wakes then and drives that connection.
+    /// [`ConnectionHandler::drive`] of it. The driver wakes then and drives that connection.
     fn next_wakeup(&self, _handle: ConnectionHandle) -> Option<Instant> {
         None
     }
@@ -281,7 +282,8 @@ pub struct Driver {
     readable: bool,
     /// When the poll was last asked for events.
     last_poll: Instant,
-    /// Each connection's [`Application::next_wakeup`] since it was last driven, by slot index.
+    /// Each connection's [`ConnectionHandler::next_wakeup`] since it was last driven, by slot
+    /// index.
     app_wakeups: IndexedHeap<Instant>,
     /// The connections to drive this turn (kept for its allocation).
     to_drive: Vec<ConnectionHandle>,
@@ -379,7 +381,7 @@ impl Driver {
 
     /// Runs until the application is finished or [`Stopper::stop`] is called; returns whether it
     /// was stopped. On a stop every connection is closed with `stop_code` before returning.
-    pub fn run(&mut self, app: &mut impl Application, stop_code: u64) -> Result<bool, Error> {
+    pub fn run(&mut self, app: &mut impl ConnectionHandler, stop_code: u64) -> Result<bool, Error> {
         let mut events = Events::with_capacity(16);
         loop {
             let more_input = self.receive()?;
@@ -416,8 +418,8 @@ impl Driver {
     }
 
     /// Drives the connections that have something for the application (see
-    /// [`Application::drive`]); on a stop, every connection, closing each with `stop_code`.
-    fn drive(&mut self, now: Instant, app: &mut impl Application, stop_code: Option<u64>) {
+    /// [`ConnectionHandler::drive`]); on a stop, every connection, closing each with `stop_code`.
+    fn drive(&mut self, now: Instant, app: &mut impl ConnectionHandler, stop_code: Option<u64>) {
         let mut handles = std::mem::take(&mut self.to_drive);
         handles.clear();
         self.endpoint.drain_woken(&mut handles);

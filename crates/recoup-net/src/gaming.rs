@@ -27,7 +27,7 @@ use recoup_apps::conn::{AppConn, Written};
 use recoup_apps::gaming::{GamingConfig, GamingOutcome, GamingSender, GamingViewer};
 use recoup_apps::lbbc::LbbcConfig;
 use recoup_apps::stats;
-use recoup_apps::{App, FrameError, StreamKey};
+use recoup_apps::{FrameError, StreamApp, StreamKey};
 use recoup_elements::{element_rng, parse_duration, parse_rate};
 use recoup_time::Instant;
 use recoup_transport::streams::{StreamEvent, StreamId};
@@ -478,7 +478,7 @@ impl ShiftedViewer {
     }
 }
 
-impl App for ShiftedViewer {
+impl StreamApp for ShiftedViewer {
     fn on_stream_bytes(
         &mut self,
         now: Instant,

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use recoup_apps::conn::AppConn;
 use recoup_apps::gaming::GamingViewerOutcome;
-use recoup_apps::{App, FrameError};
+use recoup_apps::{FrameError, StreamApp};
 use recoup_time::Instant;
 use recoup_transport::streams::{StreamEvent, StreamId};
 use recoup_transport::{Connection, ConnectionHandle, Event, Side, TransportConfig};
 
 use crate::client::{describe_close, dial, handshake_timeout};
-use crate::driver::{Application, Driver, Stopper};
+use crate::driver::{ConnectionHandler, Driver, Stopper};
 use crate::error::Error;
 use crate::gaming::{ControlReader, GamingParams, ShiftedViewer};
 use crate::hq;
@@ -212,7 +212,7 @@ impl Session {
     }
 }
 
-impl Application for Session {
+impl ConnectionHandler for Session {
     fn accepted(&mut self, now: Instant, _handle: ConnectionHandle, conn: &mut Connection) {
         conn.close(now, hq::REFUSED_CODE, "not a server");
     }

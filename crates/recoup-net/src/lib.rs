@@ -31,7 +31,7 @@ pub mod viewers;
 
 pub use bodies::{Bodies, Fetched};
 pub use client::{Client, Download, GetOptions, Protocol};
-pub use driver::{Application, Driver, Stopper, Wakeup};
+pub use driver::{ConnectionHandler, Driver, Stopper, Wakeup};
 pub use error::Error;
 pub use gaming_client::{GameClient, GameOptions, GameReport};
 pub use link::{LinkOptions, LinkReport, Relay};

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use recoup_apps::live::{LiveConfig, LiveSource};
 use recoup_apps::source::EncoderConfig;
-use recoup_apps::App;
+use recoup_apps::StreamApp;
 use recoup_elements::{element_rng, parse_duration, parse_rate};
 use recoup_time::Instant;
 use recoup_transport::streams::StreamId;

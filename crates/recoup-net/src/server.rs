@@ -19,7 +19,7 @@ use recoup_transport::{
 
 use crate::clock::Clock;
 use crate::content::{Content, Sources};
-use crate::driver::{Application, Driver, Stopper};
+use crate::driver::{ConnectionHandler, Driver, Stopper};
 use crate::error::Error;
 use crate::gaming;
 use crate::hq::{self, RequestBuffer, Root};
@@ -179,7 +179,7 @@ struct FileResponse {
     eof: bool,
 }
 
-impl Application for FileServer {
+impl ConnectionHandler for FileServer {
     fn accepted(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
         tracing::info!(remote = %conn.remote_address(), "connection accepted");
         if let Some(dir) = &self.qlog {

@@ -18,7 +18,7 @@ use recoup_transport::{
 };
 
 use crate::client::describe_close;
-use crate::driver::{Application, Driver, Stopper};
+use crate::driver::{ConnectionHandler, Driver, Stopper};
 use crate::error::Error;
 use crate::hq;
 use crate::live::{is_live, LiveParams};
@@ -246,7 +246,7 @@ impl Viewer {
     }
 }
 
-impl Application for Watch {
+impl ConnectionHandler for Watch {
     fn accepted(&mut self, now: Instant, _handle: ConnectionHandle, conn: &mut Connection) {
         conn.close(now, hq::REFUSED_CODE, "not a server");
     }

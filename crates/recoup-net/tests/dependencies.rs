@@ -1,4 +1,4 @@
-//! What the real-time side pulls in (issue 13): `recoup-net` runs the simulator's path elements
+//! What the real-time side pulls in: `recoup-net` runs the simulator's path elements
 //! and live encoder from their own crates, not the simulator, and the transport builds rcgen and
 //! the seeded TLS only for those who ask for them by feature.
 

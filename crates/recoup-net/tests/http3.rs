@@ -12,8 +12,8 @@ use recoup_apps::frame::{FrameParser, FRAME_HEADER_LEN};
 use recoup_net::tls::{client_tls, Identity};
 use recoup_net::url::Url;
 use recoup_net::{
-    Application, Client, Driver, Error, GetOptions, LiveParams, Protocol, ServeOptions, Server,
-    Stopper,
+    Client, ConnectionHandler, Driver, Error, GetOptions, LiveParams, Protocol, ServeOptions,
+    Server, Stopper,
 };
 use recoup_time::Instant;
 use recoup_transport::{
@@ -218,7 +218,7 @@ struct BadPeer {
     closed: Option<CloseReason>,
 }
 
-impl Application for BadPeer {
+impl ConnectionHandler for BadPeer {
     fn accepted(&mut self, _: Instant, _: ConnectionHandle, _: &mut Connection) {}
 
     fn drive(&mut self, now: Instant, _: ConnectionHandle, conn: &mut Connection) {

@@ -9,7 +9,7 @@
 //! time of the packet can be obtained when it is first retransmitted": one sample per lost range,
 //! from its first send to the send of its first retransmission, taken in the interval in which
 //! that retransmission leaves (`t_unit=loss`: every lost packet's send to its loss declaration,
-//! recoup's measure before issue 12). An interval without a sample keeps the previous T_unit.
+//! recoup's earlier measure). An interval without a sample keeps the previous T_unit.
 //!
 //! Queue rules (AutoRec §V-B, Fig. 10): an ARQ retransmission inserts its range at the tail; a
 //! reinjection moves it to the tail; it leaves on acknowledgement or when A_i reaches K_theta
@@ -22,8 +22,8 @@
 //! receiver through this persistent cycle of loss detection and retransmission", with no more
 //! reinjections; §V-B: "nor will it be retransmitted excessively". So a retransmission of a lost
 //! replica brings the data back into the queue with the count it had, and data that had K_theta
-//! reinjections stays out. `count=round` restarts A_i at 0 with each ARQ round, as recoup did
-//! before issue 12.
+//! reinjections stays out. `count=round` restarts A_i at 0 with each ARQ round, as recoup's
+//! earlier controller did.
 //!
 //! Off-mode (`offmode=repeat`): the controller "reinjects replicas when the current stream enters
 //! off-mode" (§V-B), from the head of the queue, each resent entry to the tail, for as long as the
@@ -33,7 +33,7 @@
 //! allow, as in the paper, where "the actual amount of injected replicas is limited by the
 //! sending rate determined by the congestion control algorithm" (§VII-A, Fig. 13). `offmode=once`
 //! reinjects each entry at most once per off-mode period, and only entries last sent before the
-//! period began: recoup's rule before issue 12, added so that one period would not spend all K
+//! period began: recoup's earlier rule, added so that one period would not spend all K
 //! copies of a range back to back; the paper has no such rule.
 
 use std::collections::BTreeMap;
@@ -509,7 +509,7 @@ mod tests {
         p.on_timeout(ms(100));
         assert_eq!(p.t_unit(), Some(Duration::from_millis(70)));
 
-        // The measure before issue 12: each lost packet's send to its loss declaration.
+        // recoup's earlier measure: each lost packet's send to its loss declaration.
         let cfg = AutoRecConfig {
             t_unit: TUnitSample::LossDeclaration,
             ..AutoRecConfig::testbed()

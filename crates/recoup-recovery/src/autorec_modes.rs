@@ -1,5 +1,5 @@
 //! AutoRec's Reinjection Controller switches: the paper's reading by default (AutoRec §V-B,
-//! §VIII-C, §III-C), the controller recoup had before issue 12 as the other value of each. Each
+//! §VIII-C, §III-C), recoup's earlier controller as the other value of each. Each
 //! is a policy parameter (`autorec:offmode=once`) through its serde name.
 
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,7 @@ pub enum OffMode {
     #[serde(rename = "repeat")]
     Repeat,
     /// Each entry at most once per off-mode period, and only entries last sent before the period
-    /// began (recoup before issue 12: so that one period would not spend all K copies of a range
+    /// began (recoup's earlier rule: so that one period would not spend all K copies of a range
     /// back to back; the paper has no such rule).
     #[serde(rename = "once")]
     Once,
@@ -28,7 +28,7 @@ pub enum ReinjectionCount {
     #[default]
     #[serde(rename = "data")]
     PerData,
-    /// A_i restarts at 0 with every ARQ round (recoup before issue 12).
+    /// A_i restarts at 0 with every ARQ round (recoup's earlier rule).
     #[serde(rename = "round")]
     PerRound,
 }
@@ -41,8 +41,8 @@ pub enum TUnitSample {
     #[default]
     #[serde(rename = "rtx")]
     FirstRetransmission,
-    /// Per lost packet of any kind, from its send to its loss declaration (recoup before
-    /// issue 12).
+    /// Per lost packet of any kind, from its send to its loss declaration (recoup's
+    /// earlier measure).
     #[serde(rename = "loss")]
     LossDeclaration,
 }

@@ -468,7 +468,7 @@ impl Default for TooConfig {
     }
 }
 
-/// `crest` (issue 19): see the `crest` module for the rules.
+/// `crest`: see the `crest` module for the rules.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CrestConfig {

@@ -1,7 +1,7 @@
-//! `crest` (issue 19 part 2): copies sized from a long-memory loss estimate, sent at once (and
-//! past the congestion window) under independent loss and dispersed past the measured loss
-//! bursts under bursty loss, dropped once they cannot meet the deadline, steered into the frame
-//! clock's predicted off-mode, and capped by AutoRec's cost tolerance.
+//! `crest`, the policy beyond the papers: copies sized from a long-memory loss estimate, sent at
+//! once (and past the congestion window) under independent loss and dispersed past the measured
+//! loss bursts under bursty loss, dropped once they cannot meet the deadline, steered into the
+//! frame clock's predicted off-mode, and capped by AutoRec's cost tolerance.
 //!
 //! What it answers, from EXPERIMENTS.md:
 //! - ART's 10-outcome window is all zeros 66 % of the time at 4 % loss, so R swings between

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use recoup_apps::{
-    gaming, live, rtc, transfer, vod, App, FrameError, PacketFeedback, PathFeedback, StreamKey,
-    Write,
+    gaming, live, rtc, transfer, vod, FrameError, PacketFeedback, PathFeedback, StreamApp,
+    StreamKey, Write,
 };
 use recoup_elements::element_rng;
 use recoup_time::Instant;
@@ -127,7 +127,7 @@ impl AppEndpoint {
         }
     }
 
-    fn app(&mut self) -> &mut dyn App {
+    fn app(&mut self) -> &mut dyn StreamApp {
         match self {
             Self::LiveSource(a) => a,
             Self::LivePlayer(a) => a,
@@ -144,7 +144,7 @@ impl AppEndpoint {
         }
     }
 
-    fn app_ref(&self) -> &dyn App {
+    fn app_ref(&self) -> &dyn StreamApp {
         match self {
             Self::LiveSource(a) => a,
             Self::LivePlayer(a) => a,
@@ -162,7 +162,7 @@ impl AppEndpoint {
     }
 }
 
-impl App for AppEndpoint {
+impl StreamApp for AppEndpoint {
     fn poll_write(&mut self, now: Instant, max: usize) -> Option<Write> {
         self.app().poll_write(now, max)
     }

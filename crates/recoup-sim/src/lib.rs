@@ -13,6 +13,7 @@
 #![deny(clippy::disallowed_methods)]
 
 pub mod app;
+mod error;
 pub mod metrics;
 pub mod oracle;
 pub mod population;
@@ -23,6 +24,7 @@ pub mod scenario;
 mod sim;
 mod traffic;
 
-pub use quic::{Application, QuicNode};
+pub use error::Error;
+pub use quic::{NodeApp, QuicNode};
 pub use sim::{NodeId, SimEvent, Simulator};
 pub use traffic::{Arrival, CbrSource, Sink, CBR_HEADER};

@@ -227,12 +227,12 @@ pub fn deteriorated(r: &Recovered, fallback_t_unit: Option<Duration>) -> bool {
     }
 }
 
-/// The time a run's goodput is measured over, from the run's start (issue 12 item 7). A
-/// transfer application whose transfers all completed is measured up to its last delivery:
-/// goodput is bytes / (completion - start), not bytes / duration, which would count the idle
-/// rest of the run (a 200 MB file at 100 Mbit/s finishing in 17.4 s of a 60 s run is
-/// 92 Mbit/s, not 26.7). Otherwise (live, rtc, unfinished transfers) it is the scenario's
-/// `duration`, or longer when data still arrived after it, during the drain.
+/// The time a run's goodput is measured over, from the run's start. A transfer application whose
+/// transfers all completed is measured up to its last delivery: goodput is bytes / (completion -
+/// start), not bytes / duration, which would count the idle rest of the run (a 200 MB file at 100
+/// Mbit/s finishing in 17.4 s of a 60 s run is 92 Mbit/s, not 26.7). Otherwise (live, rtc,
+/// unfinished transfers) it is the scenario's `duration`, or longer when data still arrived after
+/// it, during the drain.
 #[must_use]
 pub fn goodput_window(
     duration: Duration,
@@ -1018,7 +1018,7 @@ mod tests {
 
     #[test]
     fn goodput_of_a_finished_transfer_is_bytes_over_its_completion_time() {
-        // Issue 12 item 7: 200 MB at 100 Mbit/s completes after about 17.4 s of a 60 s run.
+        // 200 MB at 100 Mbit/s completes after about 17.4 s of a 60 s run.
         // bytes / duration would say 26.7 Mbit/s; bytes / (completion - start) says 92.
         let done = AppOutcome::Transfer(TransferOutcome {
             expected: 1,

@@ -1,4 +1,4 @@
-//! The oracle policy (issue 19 part 1): a lower bound on what any sender-side policy can do.
+//! The oracle policy: a lower bound on what any sender-side policy can do.
 //!
 //! It sees the future loss decisions of the downstream loss element — and nothing else the
 //! transport would not have: every other input is an ordinary [`RecoveryPolicy`] event. When a
@@ -48,8 +48,9 @@ impl Fate for LossForecast {
     }
 }
 
+/// What the oracle knows and has decided about one lost range (one `LossId`).
 #[derive(Debug)]
-struct Lineage {
+struct LossPlan {
     stream: u64,
     start: u64,
     /// Sends since the first loss, as the transport counts them (`Lineages::sends`).
@@ -67,8 +68,8 @@ struct Lineage {
 #[derive(Debug)]
 pub struct Oracle<F = LossForecast> {
     fate: F,
-    lineages: HashMap<LossId, Lineage>,
-    /// Lineages that want a copy, oldest first.
+    plans: HashMap<LossId, LossPlan>,
+    /// Losses that want a copy, oldest first.
     queue: VecDeque<LossId>,
     srtt: Duration,
     wake: Option<Instant>,
@@ -79,17 +80,17 @@ impl<F: Fate> Oracle<F> {
     pub fn new(fate: F) -> Self {
         Self {
             fate,
-            lineages: HashMap::new(),
+            plans: HashMap::new(),
             queue: VecDeque::new(),
             srtt: Duration::from_millis(333),
             wake: None,
         }
     }
 
-    /// Open lineages (for the no-state-after-ack check).
+    /// Losses still tracked (for the no-state-after-ack check).
     #[must_use]
     pub fn tracked(&self) -> usize {
-        self.lineages.len()
+        self.plans.len()
     }
 }
 
@@ -102,7 +103,7 @@ impl<F: Fate> RecoveryPolicy for Oracle<F> {
         let mut ids: Vec<LossId> = packet.ranges.iter().filter_map(|r| r.loss).collect();
         ids.dedup();
         for id in &ids {
-            if let Some(l) = self.lineages.get_mut(id) {
+            if let Some(l) = self.plans.get_mut(id) {
                 l.sends += 1;
                 if packet.kind == SendKind::Copy {
                     l.copies_this_round += 1;
@@ -119,14 +120,14 @@ impl<F: Fate> RecoveryPolicy for Oracle<F> {
         };
         let Some(key) = first
             .loss
-            .and_then(|id| self.lineages.get(&id))
+            .and_then(|id| self.plans.get(&id))
             .map(|l| data_send_key(l.stream, l.start, l.sends))
         else {
             return;
         };
         let lost = self.fate.lost(key, packet.sent);
         for id in ids {
-            let Some(l) = self.lineages.get_mut(&id) else {
+            let Some(l) = self.plans.get_mut(&id) else {
                 continue;
             };
             l.wants_copy = lost && l.copies_this_round < MAX_COPIES_PER_ROUND;
@@ -144,7 +145,7 @@ impl<F: Fate> RecoveryPolicy for Oracle<F> {
     fn on_packet_lost(&mut self, _now: Instant, _packet: &PacketInfo<'_>, _t: LossTrigger) {}
 
     fn on_data_lost(&mut self, now: Instant, lost: &LostData) {
-        let l = self.lineages.entry(lost.id).or_insert(Lineage {
+        let l = self.plans.entry(lost.id).or_insert(LossPlan {
             stream: lost.range.stream,
             start: lost.range.start,
             sends: 0,
@@ -160,7 +161,7 @@ impl<F: Fate> RecoveryPolicy for Oracle<F> {
     }
 
     fn on_data_acked(&mut self, _now: Instant, id: LossId) {
-        self.lineages.remove(&id);
+        self.plans.remove(&id);
         self.queue.retain(|&q| q != id);
     }
 
@@ -175,7 +176,7 @@ impl<F: Fate> RecoveryPolicy for Oracle<F> {
         let mut i = 0;
         while i < self.queue.len() {
             let id = self.queue[i];
-            let Some(l) = self.lineages.get(&id) else {
+            let Some(l) = self.plans.get(&id) else {
                 self.queue.remove(i);
                 continue;
             };
@@ -198,7 +199,7 @@ impl<F: Fate> RecoveryPolicy for Oracle<F> {
             }
             // Arrives, or nothing better comes in time: a doomed copy is still the cheapest way
             // to reach a send that arrives.
-            if let Some(l) = self.lineages.get_mut(&id) {
+            if let Some(l) = self.plans.get_mut(&id) {
                 l.requested = true;
             }
             return Some(CopyRequest {

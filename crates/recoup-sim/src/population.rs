@@ -1,4 +1,4 @@
-//! Population scenarios: a simulated deployment fleet (issue 12 item 6).
+//! Population scenarios: a simulated deployment fleet (AutoRec Figs. 21-22, TOO Fig. 3).
 //!
 //! AutoRec's Figs. 21-22 (§VII-B) and TOO's Fig. 3 (§3) are measured over the live streams of a
 //! CDN, each with its own bitrate, RTT and loss. A population file describes such a fleet: N
@@ -97,7 +97,8 @@ use recoup_elements::{element_rng, parse_duration, parse_rate, BurstSizes, MAX_B
 use serde::Deserialize;
 
 use crate::metrics::{mean, metric_values, percentile, RunRow};
-use crate::scenario::{load_str, Scenario, ScenarioError, MAX_SCENARIO_BYTES};
+use crate::scenario::{load_str, Scenario, MAX_SCENARIO_BYTES};
+use crate::Error;
 
 /// Most streams one population may expand to.
 pub const MAX_STREAMS: usize = 1_000_000;
@@ -275,15 +276,15 @@ const FACTOR: Kind = Kind {
     zero: false,
 };
 
-fn err(file: &str, key: &str, detail: impl Into<String>) -> ScenarioError {
-    ScenarioError::Invalid {
+fn err(file: &str, key: &str, detail: impl Into<String>) -> Error {
+    Error::Invalid {
         file: file.to_owned(),
         key: key.to_owned(),
         detail: detail.into(),
     }
 }
 
-fn quantity(q: &Quantity, kind: Kind, file: &str, key: &str) -> Result<f64, ScenarioError> {
+fn quantity(q: &Quantity, kind: Kind, file: &str, key: &str) -> Result<f64, Error> {
     let v = match q {
         Quantity::Number(n) => *n,
         Quantity::Text(s) => (kind.parse)(s).map_err(|e| err(file, key, e))?,
@@ -305,8 +306,8 @@ fn quantity(q: &Quantity, kind: Kind, file: &str, key: &str) -> Result<f64, Scen
     }
 }
 
-fn dist(raw: &RawDist, kind: Kind, file: &str, key: &str) -> Result<Dist, ScenarioError> {
-    let get = |name: &str, v: &Option<Quantity>| -> Result<f64, ScenarioError> {
+fn dist(raw: &RawDist, kind: Kind, file: &str, key: &str) -> Result<Dist, Error> {
+    let get = |name: &str, v: &Option<Quantity>| -> Result<f64, Error> {
         let q = v
             .as_ref()
             .ok_or_else(|| err(file, key, format!("`{}` needs `{name}`", raw.dist)))?;
@@ -316,7 +317,7 @@ fn dist(raw: &RawDist, kind: Kind, file: &str, key: &str) -> Result<Dist, Scenar
         Some(q) => quantity(q, kind, file, &format!("{key}.{name}")),
         None => Ok(default),
     };
-    let unused = |names: &[(&str, bool)]| -> Result<(), ScenarioError> {
+    let unused = |names: &[(&str, bool)]| -> Result<(), Error> {
         match names.iter().find(|(_, set)| *set) {
             Some((n, _)) => Err(err(
                 file,
@@ -432,9 +433,9 @@ const BURST_FORM: &str = "`burst = { single = SHARE, pNN = SIZE ..., max = SIZE 
                           of whole packets growing with NN, `max` the largest burst";
 
 /// A `[[loss_model]]`'s `burst` table (see the module documentation) as CDF points.
-fn burst_sizes(table: &toml::Table, file: &str, key: &str) -> Result<BurstSizes, ScenarioError> {
+fn burst_sizes(table: &toml::Table, file: &str, key: &str) -> Result<BurstSizes, Error> {
     let bad = |k: &str, detail: String| err(file, &format!("{key}.{k}"), detail);
-    let whole = |k: &str, v: &toml::Value| -> Result<u32, ScenarioError> {
+    let whole = |k: &str, v: &toml::Value| -> Result<u32, Error> {
         let n = match v {
             toml::Value::Integer(n) => Some(*n),
             toml::Value::Float(f) if f.fract() == 0.0 && f.is_finite() => Some(*f as i64),
@@ -570,10 +571,10 @@ pub struct Stream {
 }
 
 /// Loads a population file; relative trace paths resolve against its folder.
-pub fn load(path: &Path) -> Result<Population, ScenarioError> {
+pub fn load(path: &Path) -> Result<Population, Error> {
     let file = path.display().to_string();
-    let io = |source| ScenarioError::Io {
-        file: file.clone(),
+    let io = |source| Error::Io {
+        file: path.to_owned(),
         source,
     };
     if std::fs::metadata(path).map_err(io)?.len() > MAX_SCENARIO_BYTES {
@@ -598,7 +599,7 @@ pub fn parse(
     file: &str,
     base_dir: Option<&Path>,
     default_name: &str,
-) -> Result<Population, ScenarioError> {
+) -> Result<Population, Error> {
     let raw: RawPopulation =
         toml::from_str(src).map_err(|e| err(file, "", e.to_string().trim().to_owned()))?;
     let streams = raw.streams.unwrap_or(100);
@@ -770,7 +771,7 @@ fn rate_text(bps: f64) -> String {
 
 impl Population {
     /// Stream `i`'s draws and scenario.
-    pub fn stream(&self, i: usize) -> Result<Stream, ScenarioError> {
+    pub fn stream(&self, i: usize) -> Result<Stream, Error> {
         let seed = self.seed.wrapping_add(i as u64);
         let mut rng = element_rng(seed, "population");
         let bitrate = self.bitrate.sample(&mut rng);
@@ -893,7 +894,7 @@ impl Population {
     }
 
     /// The first `n` streams.
-    pub fn streams(&self, n: usize) -> Result<Vec<Stream>, ScenarioError> {
+    pub fn streams(&self, n: usize) -> Result<Vec<Stream>, Error> {
         (0..n).map(|i| self.stream(i)).collect()
     }
 }

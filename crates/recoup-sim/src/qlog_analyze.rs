@@ -1,4 +1,4 @@
-//! `recoup analyze`: DESIGN.md's metrics from the qlog trace of a QUIC sender (issue 7).
+//! `recoup analyze`: DESIGN.md's metrics from the qlog trace of a QUIC sender.
 //!
 //! The trace is replayed as a host of the very lineage code the transport drives
 //! ([`recoup_recovery::lineage`], DESIGN.md "The transport <-> policy contract"), and every
@@ -32,7 +32,7 @@
 //! Formats: qlog 0.3 as JSON text sequences (RFC 7464, `.sqlog`: recoup's, and other stacks'
 //! that log frames) and as one JSON document with `traces` (`.qlog`: aioquic's `QuicLogger`).
 //! quinn-proto 0.11's optional qlog logs packet headers without frames; such a trace is refused
-//! ([`AnalyzeError::NoFrames`]), since no lineage can be rebuilt from it. Event names are matched on
+//! ([`Error::NoFrames`]), since no lineage can be rebuilt from it. Event names are matched on
 //! their part after the category (`transport:packet_sent` and `quic:packet_sent` alike).
 //!
 //! Off-mode (AutoRec §III-B): the sender has no new data to send. From a trace it is measured as
@@ -42,7 +42,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use recoup_recovery::{DataRange, Lineages, LossId, LossTrigger, RangeSet, Recovered, SendKind};
@@ -50,41 +50,12 @@ use recoup_time::Instant;
 use serde_json::Value;
 
 use crate::metrics::{run_row, RunCounters, RunRow};
+use crate::Error;
 
 /// Default off-mode threshold: a gap of 5 ms between packets with new data. Pacing spaces
 /// full-size packets by less than that at any rate above 2.4 Mbit/s, while a 30 fps encoder's
 /// inter-frame idle time (AutoRec measures 23 ms per off period on average) is well above it.
 pub const DEFAULT_OFF_GAP: Duration = Duration::from_millis(5);
-
-/// Why a trace could not be analyzed.
-#[derive(Debug, thiserror::Error)]
-pub enum AnalyzeError {
-    #[error("{}: {source}", file.display())]
-    Io {
-        file: PathBuf,
-        source: std::io::Error,
-    },
-    /// `at` is `line N` (JSON text sequences, and JSON syntax errors) or `event N` (an event of
-    /// a JSON document, counted from 1).
-    #[error("{}: {at}: {detail}", file.display())]
-    Malformed {
-        file: PathBuf,
-        at: String,
-        detail: String,
-    },
-    #[error(
-        "{}: this is the {vantage}'s trace, the receiving side; analyze needs the sender's qlog \
-         (the server's for a download)",
-        file.display()
-    )]
-    Receiver { file: PathBuf, vantage: String },
-    #[error(
-        "{}: {sent} 1-RTT packets sent but none lists a STREAM frame: this trace does not log \
-         frames (quinn 0.11's qlog does not), so lost data cannot be followed",
-        file.display()
-    )]
-    NoFrames { file: PathBuf, sent: u64 },
-}
 
 /// Which software wrote the trace, as far as the header says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,8 +184,8 @@ pub struct Analysis {
 }
 
 /// Reads and analyzes one qlog file. `label` fills the row's `policy` column.
-pub fn analyze_file(path: &Path, label: &str, off_gap: Duration) -> Result<Analysis, AnalyzeError> {
-    let text = std::fs::read_to_string(path).map_err(|source| AnalyzeError::Io {
+pub fn analyze_file(path: &Path, label: &str, off_gap: Duration) -> Result<Analysis, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
         file: path.to_owned(),
         source,
     })?;
@@ -223,15 +194,15 @@ pub fn analyze_file(path: &Path, label: &str, off_gap: Duration) -> Result<Analy
 }
 
 /// Computes the metrics of a sender's trace. A client-side trace is refused
-/// ([`AnalyzeError::Receiver`]); `file` names the trace in errors.
+/// ([`Error::Receiver`]); `file` names the trace in errors.
 pub fn analyze(
     trace: &Trace,
     file: &Path,
     label: &str,
     off_gap: Duration,
-) -> Result<Analysis, AnalyzeError> {
+) -> Result<Analysis, Error> {
     if let Some(v) = trace.vantage.as_deref().filter(|v| *v == "client") {
-        return Err(AnalyzeError::Receiver {
+        return Err(Error::Receiver {
             file: file.to_owned(),
             vantage: v.to_owned(),
         });
@@ -241,7 +212,7 @@ pub fn analyze(
         replay.event(e);
     }
     if replay.app_sent > 0 && replay.stream_sent == 0 {
-        return Err(AnalyzeError::NoFrames {
+        return Err(Error::NoFrames {
             file: file.to_owned(),
             sent: replay.app_sent,
         });
@@ -290,9 +261,9 @@ fn off_mode(sends: &[Instant], threshold: Duration) -> OffMode {
 // ----- parsing -----
 
 /// Parses qlog text: a JSON text sequence (records separated by 0x1E) or one JSON document.
-pub fn parse_trace(text: &str, file: &Path) -> Result<Trace, AnalyzeError> {
+pub fn parse_trace(text: &str, file: &Path) -> Result<Trace, Error> {
     let body = text.trim_start();
-    let malformed = |at: String, detail: String| AnalyzeError::Malformed {
+    let malformed = |at: String, detail: String| Error::Malformed {
         file: file.to_owned(),
         at,
         detail,
@@ -313,7 +284,7 @@ pub fn parse_trace(text: &str, file: &Path) -> Result<Trace, AnalyzeError> {
     }
 }
 
-fn parse_json_seq(text: &str, file: &Path) -> Result<Trace, AnalyzeError> {
+fn parse_json_seq(text: &str, file: &Path) -> Result<Trace, Error> {
     let mut line = 1;
     let mut header: Option<Value> = None;
     let mut format = Format::JsonSeq;
@@ -326,14 +297,14 @@ fn parse_json_seq(text: &str, file: &Path) -> Result<Trace, AnalyzeError> {
         if record.trim().is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_str(record).map_err(|e| AnalyzeError::Malformed {
+        let value: Value = serde_json::from_str(record).map_err(|e| Error::Malformed {
             file: file.to_owned(),
             at: at.clone(),
             detail: format!("not JSON: {e}"),
         })?;
         if header.is_none() {
             if value.get("qlog_version").is_none() && value.get("qlog_format").is_none() {
-                return Err(AnalyzeError::Malformed {
+                return Err(Error::Malformed {
                     file: file.to_owned(),
                     at,
                     detail: "the first record is not a qlog header (no qlog_version)".into(),
@@ -349,18 +320,16 @@ fn parse_json_seq(text: &str, file: &Path) -> Result<Trace, AnalyzeError> {
             header = Some(value);
             continue;
         }
-        if let Some(e) =
-            parse_event(&value, &mut clock).map_err(|detail| AnalyzeError::Malformed {
-                file: file.to_owned(),
-                at,
-                detail,
-            })?
-        {
+        if let Some(e) = parse_event(&value, &mut clock).map_err(|detail| Error::Malformed {
+            file: file.to_owned(),
+            at,
+            detail,
+        })? {
             events.push(e);
         }
     }
     if header.is_none() {
-        return Err(AnalyzeError::Malformed {
+        return Err(Error::Malformed {
             file: file.to_owned(),
             at: "line 1".into(),
             detail: "no qlog header record".into(),
@@ -373,8 +342,8 @@ fn parse_json_seq(text: &str, file: &Path) -> Result<Trace, AnalyzeError> {
     })
 }
 
-fn parse_json_doc(doc: &Value, file: &Path) -> Result<Trace, AnalyzeError> {
-    let malformed = |at: &str, detail: String| AnalyzeError::Malformed {
+fn parse_json_doc(doc: &Value, file: &Path) -> Result<Trace, Error> {
+    let malformed = |at: &str, detail: String| Error::Malformed {
         file: file.to_owned(),
         at: at.to_owned(),
         detail,

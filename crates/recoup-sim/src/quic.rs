@@ -12,8 +12,9 @@ use recoup_elements::{Datagram, Node, Output};
 use recoup_time::{earliest, Instant};
 use recoup_transport::Endpoint;
 
-/// What runs on top of an endpoint: opens streams, writes and reads, closes.
-pub trait Application {
+/// The application half of a [`QuicNode`]: what runs on top of its endpoint (opens streams,
+/// writes and reads, closes). [`crate::run`]'s driver puts a `recoup_apps::StreamApp` here.
+pub trait NodeApp {
     /// Called after every datagram and timer the endpoint handled, before it sends. Use the
     /// endpoint's connections freely; return when to be called again even if nothing arrives.
     fn poll(&mut self, now: Instant, endpoint: &mut Endpoint) -> Option<Instant>;
@@ -71,7 +72,7 @@ const DATAGRAM_CAPACITY: usize = 1500;
 /// Smallest step a wake-up moves forward when a timer is already due, so the loop advances.
 const MIN_STEP: Duration = Duration::from_micros(1);
 
-impl<A: Application> QuicNode<A> {
+impl<A: NodeApp> QuicNode<A> {
     pub fn new(addr: SocketAddr, endpoint: Endpoint, app: A) -> Self {
         Self {
             addr,
@@ -125,7 +126,7 @@ impl<A: Application> QuicNode<A> {
     }
 }
 
-impl<A: Application + 'static> Node for QuicNode<A> {
+impl<A: NodeApp + 'static> Node for QuicNode<A> {
     fn process(&mut self, input: Option<Datagram>, now: Instant) -> Output {
         match input {
             Some(mut d) => {

@@ -5,18 +5,18 @@
 use std::fs::File;
 use std::io::BufWriter;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use recoup_apps::conn::{AppConn, Written};
-use recoup_apps::App;
+use recoup_apps::StreamApp;
 use recoup_elements::{element_rng, ElementSpec, LossForecast, LossSpec};
 use recoup_recovery::PolicySpec;
 use recoup_time::Instant;
 use recoup_transport::qlog::{QlogWriter, VantagePoint};
 use recoup_transport::{
-    simulation_tls, ClientConfig, ConnectionHandle, Endpoint, Error as TransportError,
-    PolicyFactory, Protection, Recovered, ServerConfig, Side, TransportConfig,
+    simulation_tls, ClientConfig, ConnectionHandle, Endpoint, PolicyFactory, Protection, Recovered,
+    ServerConfig, Side, TransportConfig,
 };
 
 use crate::app::{AppEndpoint, AppOutcome};
@@ -24,9 +24,10 @@ use crate::metrics::{
     goodput_window, run_row, write_csv, CwndHolds, LossRecord, RunCounters, RunRow,
 };
 use crate::oracle::Oracle;
-use crate::quic::{Application, QuicNode};
+use crate::quic::{NodeApp, QuicNode};
 use crate::scenario::{PolicyEntry, Scenario};
 use crate::sim::{NodeId, Simulator};
+use crate::Error;
 
 const CLIENT: &str = "10.0.0.1:50000";
 const SERVER: &str = "10.0.0.2:443";
@@ -65,7 +66,7 @@ impl AppDriver {
     }
 }
 
-impl Application for AppDriver {
+impl NodeApp for AppDriver {
     fn poll(&mut self, now: Instant, ep: &mut Endpoint) -> Option<Instant> {
         if self.conn.is_none() {
             self.conn = match self.side {
@@ -115,31 +116,6 @@ impl Application for AppDriver {
         }
         self.app.next_wakeup()
     }
-}
-
-/// Why a run could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("building the path: {0}")]
-    Path(#[from] recoup_elements::Error),
-    #[error("transport: {0}")]
-    Transport(#[from] TransportError),
-    #[error("a run has 1 to {MAX_FLOWS} flows, not {0}")]
-    Flows(usize),
-    #[error("policy `oracle` forecasts the losses of one flow: it cannot share a path")]
-    OracleOneFlow,
-    #[error(
-        "policy `oracle` needs the down path's loss drawn per packet: write its loss as \
-         `crn …` (e.g. `crn bernoulli 5%`) for every policy of the comparison"
-    )]
-    OracleNeedsCrn,
-    #[error("qlog {path}: {source}")]
-    Qlog {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("loss records {path}: {detail}")]
-    Losses { path: PathBuf, detail: String },
 }
 
 /// The qlog file of one side of a run: `<scenario>-<policy>-<seed>-{server,client}.sqlog`, with
@@ -192,11 +168,11 @@ fn qlog_writer(
     name: String,
     vantage: VantagePoint,
     start: Instant,
-) -> Result<QlogWriter, RunError> {
+) -> Result<QlogWriter, Error> {
     let path = dir.join(name);
     let file = std::fs::create_dir_all(dir)
         .and_then(|()| File::create(&path))
-        .map_err(|source| RunError::Qlog {
+        .map_err(|source| Error::Qlog {
             path: path.clone(),
             source,
         })?;
@@ -210,7 +186,7 @@ fn qlog_writer(
 
 /// One run: `policy` of `scenario` with `seed`. The server is the sender (a CDN edge), the
 /// client the viewer.
-pub fn run_one(scenario: &Scenario, policy: &PolicyEntry, seed: u64) -> Result<RunRow, RunError> {
+pub fn run_one(scenario: &Scenario, policy: &PolicyEntry, seed: u64) -> Result<RunRow, Error> {
     run_one_with_outputs(scenario, policy, seed, RunOutputs::default())
 }
 
@@ -220,7 +196,7 @@ pub fn run_one_with_outputs(
     policy: &PolicyEntry,
     seed: u64,
     outputs: RunOutputs<'_>,
-) -> Result<RunRow, RunError> {
+) -> Result<RunRow, Error> {
     let mut rows = run_flows_with_outputs(scenario, policy, seed, 1, outputs, None)?;
     Ok(rows.remove(0))
 }
@@ -232,7 +208,7 @@ pub fn run_one_with_policy(
     policy: &PolicyEntry,
     seed: u64,
     factory: PolicyFactory,
-) -> Result<RunRow, RunError> {
+) -> Result<RunRow, Error> {
     let mut rows = run_flows_with_outputs(
         scenario,
         policy,
@@ -256,7 +232,7 @@ pub fn run_flows(
     policy: &PolicyEntry,
     seed: u64,
     flows: usize,
-) -> Result<Vec<RunRow>, RunError> {
+) -> Result<Vec<RunRow>, Error> {
     run_flows_with_outputs(scenario, policy, seed, flows, RunOutputs::default(), None)
 }
 
@@ -282,7 +258,7 @@ fn add_flow(
     (seed, i): (u64, usize),
     qlog_dir: Option<&Path>,
     custom: Option<&PolicyFactory>,
-) -> Result<Flow, RunError> {
+) -> Result<Flow, Error> {
     let seed = flow_seed(seed, i);
     let (client_tls, server_tls) = simulation_tls(seed, "localhost", &[b"hq-interop"], protection)?;
     let defaults = TransportConfig::default();
@@ -404,12 +380,12 @@ fn run_flows_with_outputs(
     flows: usize,
     outputs: RunOutputs<'_>,
     custom: Option<PolicyFactory>,
-) -> Result<Vec<RunRow>, RunError> {
+) -> Result<Vec<RunRow>, Error> {
     if !(1..=MAX_FLOWS).contains(&flows) {
-        return Err(RunError::Flows(flows));
+        return Err(Error::Flows(flows));
     }
     if policy.oracle && flows > 1 {
-        return Err(RunError::OracleOneFlow);
+        return Err(Error::OracleOneFlow);
     }
     let start = Instant::ZERO;
     let (down, up) = (scenario.down.path_spec(), scenario.up.path_spec());
@@ -430,7 +406,7 @@ fn run_flows_with_outputs(
                 custom.as_ref(),
             )
         })
-        .collect::<Result<Vec<Flow>, RunError>>()?;
+        .collect::<Result<Vec<Flow>, Error>>()?;
     let down = down.build(seed, "down", None, 0)?;
     let up = up.build(seed, "up", None, 0)?;
     let first = &all[0];
@@ -461,9 +437,9 @@ fn run_flows_with_outputs(
     Ok(rows)
 }
 
-fn write_losses(path: &Path, recovered: &[Recovered]) -> Result<(), RunError> {
+fn write_losses(path: &Path, recovered: &[Recovered]) -> Result<(), Error> {
     let records: Vec<LossRecord> = recovered.iter().map(LossRecord::from).collect();
-    let err = |detail: String| RunError::Losses {
+    let err = |detail: String| Error::Losses {
         path: path.to_owned(),
         detail,
     };
@@ -580,13 +556,13 @@ fn flow_row(
 
 /// The oracle for one run: the fate function of the down path's loss element, built from the
 /// same spec and random stream as the element itself, so it answers what the element will do.
-fn oracle_factory(scenario: &Scenario, seed: u64) -> Result<PolicyFactory, RunError> {
+fn oracle_factory(scenario: &Scenario, seed: u64) -> Result<PolicyFactory, Error> {
     let down = scenario.down.path_spec();
     let Some((i, spec)) = down.elements.iter().enumerate().find_map(|(i, e)| match e {
         ElementSpec::Loss(spec @ LossSpec::Crn { .. }) => Some((i, spec)),
         _ => None,
     }) else {
-        return Err(RunError::OracleNeedsCrn);
+        return Err(Error::OracleNeedsCrn);
     };
     let name = format!("down/{i}-{}", down.elements[i].kind());
     let forecast = LossForecast::new(spec, element_rng(seed, &name))?;

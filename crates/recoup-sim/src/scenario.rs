@@ -8,9 +8,11 @@
 //! (rates, durations, loss and queue descriptions, congestion controllers, policies). Relative
 //! paths (traces, loss replay files) resolve against the folder of the file.
 //!
-//! Each table is a `#[serde(deny_unknown_fields)]` struct and each key one of its fields; the
-//! keys a sweep may vary are read from the same structs (`keys`), so a new key is one field.
-//! `[transport]` deserializes straight into [`TransportSpec`], defaults included.
+//! Each table is a `#[serde(deny_unknown_fields)]` struct and each key one of its fields, which
+//! holds the key's default (the struct's `Default`, for `[app]` the application's own) and its
+//! check (the field's deserializer); the keys a sweep may vary are read from the same structs
+//! (`keys`). What is left after deserializing are the checks that span keys (`rate` or `trace`,
+//! a gaming session's rate range). `[transport]` deserializes straight into [`TransportSpec`].
 //!
 //! A `[sweep]` table maps axes to values: any scenario key path (`"path.loss"`,
 //! `"path.down.rate"`, `"app.bitrate"`, `"transport.cc"`, `"duration"` ...) or a policy parameter
@@ -42,6 +44,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
 use crate::app::AppSpec;
+use crate::Error;
 
 /// Largest scenario file read (1 MiB).
 pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
@@ -51,49 +54,22 @@ pub const MAX_SWEEP_POINTS: usize = 100_000;
 /// (RFC 9000 §14).
 pub const MIN_RECEIVE_WINDOW: u64 = 1200;
 
-/// Why a scenario could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum ScenarioError {
-    #[error("{file}: {source}")]
-    Io {
-        file: String,
-        source: std::io::Error,
-    },
-    /// Malformed TOML, an unknown key or a bad value, located in the file.
-    #[error("{file}:{line}:{column}: {message}\n  | {text}")]
-    Parse {
-        file: String,
-        line: usize,
-        column: usize,
-        message: String,
-        /// The offending line.
-        text: String,
-    },
-    /// A value is wrong in combination with others, or in a sweep point; `key` names it.
-    #[error("{file}: `{key}`: {detail}")]
-    Invalid {
-        file: String,
-        key: String,
-        detail: String,
-    },
-}
-
-fn invalid(file: &str, key: &str, detail: impl Into<String>) -> ScenarioError {
-    ScenarioError::Invalid {
+fn invalid(file: &str, key: &str, detail: impl Into<String>) -> Error {
+    Error::Invalid {
         file: file.to_owned(),
         key: key.to_owned(),
         detail: detail.into(),
     }
 }
 
-fn parse_error(file: &str, src: &str, e: &toml::de::Error) -> ScenarioError {
+fn parse_error(file: &str, src: &str, e: &toml::de::Error) -> Error {
     let at = e.span().map_or(0, |s| s.start).min(src.len());
     let before = &src[..at];
     let line = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let column = src[line_start..at].chars().count() + 1;
     let text = src[line_start..].lines().next().unwrap_or("").to_owned();
-    ScenarioError::Parse {
+    Error::Parse {
         file: file.to_owned(),
         line,
         column,
@@ -224,6 +200,7 @@ struct RawFile {
     sweep: Option<toml::Table>,
 }
 
+/// `[path.down]` / `[path.up]`: a key set here overrides `[path]`'s for that direction.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDirection {
@@ -235,21 +212,42 @@ struct RawDirection {
     loss: Option<Parsed<LossSpec>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `[path]`: both directions, with the defaults of a key neither direction sets. `rate` or
+/// `trace` has no default, and `rtt` or `delay` (one way) gives the delay.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 struct RawPath {
     rtt: Option<Dur>,
     delay: Option<Dur>,
-    jitter: Option<Dur>,
+    jitter: Dur,
     rate: Option<Rate>,
     trace: Option<String>,
-    queue: Option<Parsed<QueueSpec>>,
-    loss: Option<Parsed<LossSpec>>,
+    queue: Parsed<QueueSpec>,
+    loss: Parsed<LossSpec>,
     down: Option<RawDirection>,
     up: Option<RawDirection>,
 }
 
-/// `[app]`, by `kind`.
+impl Default for RawPath {
+    /// No delay, jitter or loss, and an unbounded queue.
+    fn default() -> Self {
+        Self {
+            rtt: None,
+            delay: None,
+            jitter: Dur(Duration::ZERO),
+            rate: None,
+            trace: None,
+            queue: Parsed(QueueSpec::Infinite),
+            loss: Parsed(LossSpec::Bernoulli(Prob::ZERO)),
+            down: None,
+            up: None,
+        }
+    }
+}
+
+/// `[app]`, by `kind`. Each kind's table holds every key with its default (the application's
+/// own, through the table's `Default`) and its check (the field's deserializer); [`app`] adds
+/// only the checks that span several keys or tables.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 enum RawApp {
@@ -261,87 +259,398 @@ enum RawApp {
     Vod(RawVod),
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawVod {
-    /// Bitrates, ascending (default: Big Buck Bunny's 20).
-    ladder: Option<Vec<Rate>>,
-    segment: Option<Dur>,
-    segments: Option<u32>,
-    startup_segments: Option<u32>,
-    resume_segments: Option<u32>,
-    max_buffer: Option<Dur>,
-    rate_window: Option<usize>,
-    upper: Option<f64>,
+// ---- `[app]` keys: inside the `kind`-tagged table serde keeps no position, so each key's
+// deserializer names its key, and holds its range check ----
+
+/// An `[app]` value read as `R` and turned into `T` by `check`, errors naming `app.<key>`.
+fn app_key<'de, D, R, T>(
+    d: D,
+    key: &str,
+    check: impl FnOnce(R) -> Result<T, String>,
+) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    R: Deserialize<'de>,
+{
+    let named = |e: String| <D::Error as de::Error>::custom(format!("`app.{key}`: {e}"));
+    let raw = R::deserialize(d).map_err(|e| named(e.to_string()))?;
+    check(raw).map_err(named)
 }
 
+fn rate_of(v: String) -> Result<u64, String> {
+    parse_rate(&v).map_err(|e| format!("bad rate `{v}`: {e}"))
+}
+
+fn duration_of(v: String) -> Result<Duration, String> {
+    parse_duration(&v).map_err(|e| format!("bad duration `{v}`: {e}"))
+}
+
+/// Defines `[app]` keys whose deserializer is [`app_key`] with a check.
+macro_rules! app_keys {
+    ($($(#[$doc:meta])* $key:ident: $raw:ty => $out:ty = $check:expr;)*) => {$(
+        $(#[$doc])*
+        fn $key<'de, D: Deserializer<'de>>(d: D) -> Result<$out, D::Error> {
+            app_key(d, stringify!($key), $check)
+        }
+    )*};
+}
+
+/// Most transfers (files or requests) of one run.
+const MAX_TRANSFERS: u32 = 1_000_000;
+
+/// A transfer's size: at most a frame's payload (1 GiB).
+fn transfer_size(s: Size) -> Result<u64, String> {
+    if s.0 > u64::from(MAX_PAYLOAD) {
+        Err("larger than 1 GiB".into())
+    } else {
+        Ok(s.0)
+    }
+}
+
+app_keys! {
+    bitrate: String => u64 = rate_of;
+    min_bitrate: String => u64 = rate_of;
+    max_bitrate: String => u64 = rate_of;
+    fps: u32 => u32 = |fps| {
+        if (1..=1000).contains(&fps) {
+            Ok(fps)
+        } else {
+            Err("must be between 1 and 1000".to_owned())
+        }
+    };
+    key_ratio: f64 => f64 = |r: f64| {
+        if r.is_finite() && r > 0.0 {
+            Ok(r)
+        } else {
+            Err("must be > 0".to_owned())
+        }
+    };
+    size_noise: f64 => f64 = |n| {
+        if (0.0..1.0).contains(&n) {
+            Ok(n)
+        } else {
+            Err("must be in [0, 1)".to_owned())
+        }
+    };
+    startup: String => Duration = duration_of;
+    rebuffer: String => Duration = duration_of;
+    deadline: String => Duration = duration_of;
+    interval: String => Duration = duration_of;
+    think: String => Duration = duration_of;
+    segment: String => Duration = duration_of;
+    max_buffer: String => Duration = duration_of;
+    lbbc_delta: String => Duration = duration_of;
+    start: String => LiveStart = |s: String| match s.as_str() {
+        "session" => Ok(LiveStart::Session),
+        "connect" => Ok(LiveStart::Connect),
+        other => Err(format!("unknown start `{other}`: expected `session` or `connect`")),
+    };
+    count: u32 => u32 = |n| match n {
+        0 => Err("must be at least 1".to_owned()),
+        n if n > MAX_TRANSFERS => Err(format!("at most {MAX_TRANSFERS}")),
+        n => Ok(n),
+    };
+    size: Size => u64 = transfer_size;
+    request: Size => u64 = transfer_size;
+    response: Size => u64 = transfer_size;
+    ladder: Vec<String> => Vec<u64> = |l: Vec<String>| l.into_iter().map(rate_of).collect();
+    delay_controller: String => DelayController = |s: String| match s.trim() {
+        "copa" => Ok(DelayController::Copa),
+        "pudica" => Err(
+            "`pudica` is not implemented (its paper is not among ours); use `copa`".to_owned()
+        ),
+        other => Err(format!("unknown controller `{other}` (known: copa)")),
+    };
+    loss_controller: String => Option<LossController> = |s: String| match s.trim() {
+        "none" => Ok(None),
+        "lbbc" => Ok(Some(LossController::Lbbc)),
+        other => Err(format!("unknown controller `{other}` (known: none, lbbc)")),
+    };
+}
+
+/// `kind = "live"`: [`LiveConfig`].
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 struct RawLive {
-    bitrate: Option<Rate>,
-    fps: Option<u32>,
-    gop: Option<u32>,
-    key_ratio: Option<f64>,
-    size_noise: Option<f64>,
-    startup: Option<Dur>,
-    rebuffer: Option<Dur>,
-    start: Option<String>,
+    #[serde(deserialize_with = "bitrate")]
+    bitrate: u64,
+    #[serde(deserialize_with = "fps")]
+    fps: u32,
+    gop: u32,
+    #[serde(deserialize_with = "key_ratio")]
+    key_ratio: f64,
+    #[serde(deserialize_with = "size_noise")]
+    size_noise: f64,
+    #[serde(deserialize_with = "startup")]
+    startup: Duration,
+    #[serde(deserialize_with = "rebuffer")]
+    rebuffer: Duration,
+    #[serde(deserialize_with = "start")]
+    start: LiveStart,
 }
 
+impl Default for RawLive {
+    fn default() -> Self {
+        let d = LiveConfig::default();
+        Self {
+            bitrate: d.encoder.bitrate,
+            fps: d.encoder.fps,
+            gop: d.encoder.gop,
+            key_ratio: d.encoder.key_ratio,
+            size_noise: d.encoder.size_noise,
+            startup: d.startup,
+            rebuffer: d.rebuffer,
+            start: d.start,
+        }
+    }
+}
+
+impl From<RawLive> for LiveConfig {
+    fn from(t: RawLive) -> Self {
+        Self {
+            encoder: EncoderConfig {
+                bitrate: t.bitrate,
+                fps: t.fps,
+                gop: t.gop,
+                key_ratio: t.key_ratio,
+                size_noise: t.size_noise,
+            },
+            start: t.start,
+            startup: t.startup,
+            rebuffer: t.rebuffer,
+        }
+    }
+}
+
+/// `kind = "file"`: [`FileConfig`]; `size` has no default.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFileApp {
-    size: Size,
-    count: Option<u32>,
-    interval: Option<Dur>,
+    #[serde(deserialize_with = "size")]
+    size: u64,
+    #[serde(default = "one", deserialize_with = "count")]
+    count: u32,
+    #[serde(default, deserialize_with = "interval")]
+    interval: Duration,
 }
 
+/// `kind = "rpc"`: [`RpcConfig`]; `response` has no default.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRpc {
-    request: Option<Size>,
-    response: Size,
-    count: Option<u32>,
-    think: Option<Dur>,
+    #[serde(default = "rpc_request", deserialize_with = "request")]
+    request: u64,
+    #[serde(deserialize_with = "response")]
+    response: u64,
+    #[serde(default = "one", deserialize_with = "count")]
+    count: u32,
+    #[serde(default, deserialize_with = "think")]
+    think: Duration,
 }
 
+/// One transfer.
+fn one() -> u32 {
+    1
+}
+
+/// A 100-byte request.
+fn rpc_request() -> u64 {
+    100
+}
+
+/// `kind = "rtc"`: [`RtcConfig`].
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 struct RawRtc {
-    bitrate: Option<Rate>,
-    fps: Option<u32>,
-    gop: Option<u32>,
-    key_ratio: Option<f64>,
-    size_noise: Option<f64>,
-    deadline: Option<Dur>,
+    #[serde(deserialize_with = "bitrate")]
+    bitrate: u64,
+    #[serde(deserialize_with = "fps")]
+    fps: u32,
+    gop: u32,
+    #[serde(deserialize_with = "key_ratio")]
+    key_ratio: f64,
+    #[serde(deserialize_with = "size_noise")]
+    size_noise: f64,
+    #[serde(deserialize_with = "deadline")]
+    deadline: Duration,
 }
 
-/// `kind = "gaming"` (docs/LADR.md): cloud gaming with a bitrate controller. Rates and
-/// durations stay strings until `gaming` parses them: inside the `kind`-tagged `[app]` a value's
-/// own error would lose its key.
+impl Default for RawRtc {
+    fn default() -> Self {
+        let d = RtcConfig::default();
+        Self {
+            bitrate: d.encoder.bitrate,
+            fps: d.encoder.fps,
+            gop: d.encoder.gop,
+            key_ratio: d.encoder.key_ratio,
+            size_noise: d.encoder.size_noise,
+            deadline: d.deadline,
+        }
+    }
+}
+
+impl From<RawRtc> for RtcConfig {
+    fn from(t: RawRtc) -> Self {
+        Self {
+            encoder: EncoderConfig {
+                bitrate: t.bitrate,
+                fps: t.fps,
+                gop: t.gop,
+                key_ratio: t.key_ratio,
+                size_noise: t.size_noise,
+            },
+            deadline: t.deadline,
+        }
+    }
+}
+
+/// Cloud gaming's delay-based bitrate controller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DelayController {
+    /// Copa, the transport's congestion controller (so `transport.cc` must be `copa`).
+    Copa,
+}
+
+/// Cloud gaming's loss-based bitrate controller beside the delay-based one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LossController {
+    /// LADR §3.2.
+    Lbbc,
+}
+
+/// `kind = "gaming"` (docs/LADR.md): [`GamingConfig`], cloud gaming with a bitrate controller.
+/// The `lbbc_*` keys apply with `loss_controller = "lbbc"`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 struct RawGaming {
-    bitrate: Option<String>,
-    min_bitrate: Option<String>,
-    max_bitrate: Option<String>,
-    fps: Option<u32>,
-    gop: Option<u32>,
-    key_ratio: Option<f64>,
-    size_noise: Option<f64>,
-    deadline: Option<String>,
-    /// The delay-based controller: `copa` (the transport's congestion controller).
-    delay_controller: Option<String>,
-    /// `none` or `lbbc` (LADR §3.2).
-    loss_controller: Option<String>,
-    lbbc_n: Option<u32>,
-    lbbc_delta: Option<String>,
-    lbbc_beta: Option<f64>,
-    lbbc_c: Option<f64>,
+    #[serde(deserialize_with = "bitrate")]
+    bitrate: u64,
+    #[serde(deserialize_with = "min_bitrate")]
+    min_bitrate: u64,
+    #[serde(deserialize_with = "max_bitrate")]
+    max_bitrate: u64,
+    #[serde(deserialize_with = "fps")]
+    fps: u32,
+    gop: u32,
+    #[serde(deserialize_with = "key_ratio")]
+    key_ratio: f64,
+    #[serde(deserialize_with = "size_noise")]
+    size_noise: f64,
+    #[serde(deserialize_with = "deadline")]
+    deadline: Duration,
+    #[serde(deserialize_with = "delay_controller")]
+    delay_controller: DelayController,
+    /// `none` or `lbbc`.
+    #[serde(deserialize_with = "loss_controller")]
+    loss_controller: Option<LossController>,
+    lbbc_n: u32,
+    #[serde(deserialize_with = "lbbc_delta")]
+    lbbc_delta: Duration,
+    lbbc_beta: f64,
+    lbbc_c: f64,
     /// LADR §3.3's pending-data limit.
-    pending_limit: Option<bool>,
+    pending_limit: bool,
     /// The share of the delay-based rate the encoder targets, in (0, 1].
-    utilization: Option<f64>,
+    utilization: f64,
+}
+
+impl Default for RawGaming {
+    fn default() -> Self {
+        let d = GamingConfig::default();
+        let l = LbbcConfig::default();
+        Self {
+            bitrate: d.encoder.bitrate,
+            min_bitrate: d.min_bitrate,
+            max_bitrate: d.max_bitrate,
+            fps: d.encoder.fps,
+            gop: d.encoder.gop,
+            key_ratio: d.encoder.key_ratio,
+            size_noise: d.encoder.size_noise,
+            deadline: d.deadline,
+            delay_controller: DelayController::Copa,
+            loss_controller: d.lbbc.map(|_| LossController::Lbbc),
+            lbbc_n: l.n,
+            lbbc_delta: l.delta,
+            lbbc_beta: l.beta,
+            lbbc_c: l.c,
+            pending_limit: d.pending_limit,
+            utilization: d.utilization,
+        }
+    }
+}
+
+impl From<RawGaming> for GamingConfig {
+    fn from(t: RawGaming) -> Self {
+        Self {
+            encoder: EncoderConfig {
+                bitrate: t.bitrate,
+                fps: t.fps,
+                gop: t.gop,
+                key_ratio: t.key_ratio,
+                size_noise: t.size_noise,
+            },
+            min_bitrate: t.min_bitrate,
+            max_bitrate: t.max_bitrate,
+            deadline: t.deadline,
+            lbbc: t.loss_controller.map(|LossController::Lbbc| LbbcConfig {
+                n: t.lbbc_n,
+                delta: t.lbbc_delta,
+                beta: t.lbbc_beta,
+                c: t.lbbc_c,
+            }),
+            pending_limit: t.pending_limit,
+            utilization: t.utilization,
+        }
+    }
+}
+
+/// `kind = "vod"`: [`VodConfig`], key for key.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct RawVod {
+    /// Bitrates, ascending (default: Big Buck Bunny's 20).
+    #[serde(deserialize_with = "ladder")]
+    ladder: Vec<u64>,
+    #[serde(deserialize_with = "segment")]
+    segment: Duration,
+    segments: u32,
+    startup_segments: u32,
+    resume_segments: u32,
+    #[serde(deserialize_with = "max_buffer")]
+    max_buffer: Duration,
+    rate_window: usize,
+    upper: f64,
+}
+
+impl Default for RawVod {
+    fn default() -> Self {
+        let d = VodConfig::default();
+        Self {
+            ladder: d.ladder,
+            segment: d.segment,
+            segments: d.segments,
+            startup_segments: d.startup_segments,
+            resume_segments: d.resume_segments,
+            max_buffer: d.max_buffer,
+            rate_window: d.rate_window,
+            upper: d.upper,
+        }
+    }
+}
+
+impl From<RawVod> for VodConfig {
+    fn from(t: RawVod) -> Self {
+        Self {
+            ladder: t.ladder,
+            segment: t.segment,
+            segments: t.segments,
+            startup_segments: t.startup_segments,
+            resume_segments: t.resume_segments,
+            max_buffer: t.max_buffer,
+            rate_window: t.rate_window,
+            upper: t.upper,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -540,7 +849,8 @@ pub struct PolicyEntry {
     pub params: String,
     /// Placeholder `arq` for the oracle, which the run builds itself (`oracle` below).
     pub spec: PolicySpec,
-    /// The simulation-only oracle (issue 19): built per run from the down path's loss draws.
+    /// The simulation-only oracle ([`crate::oracle`]): built per run from the down path's loss
+    /// draws.
     pub oracle: bool,
 }
 
@@ -617,10 +927,10 @@ impl Scenario {
 }
 
 /// Loads a scenario file and expands its sweep (one scenario without one).
-pub fn load(path: &Path) -> Result<Vec<Scenario>, ScenarioError> {
+pub fn load(path: &Path) -> Result<Vec<Scenario>, Error> {
     let file = path.display().to_string();
-    let io = |source| ScenarioError::Io {
-        file: file.clone(),
+    let io = |source| Error::Io {
+        file: path.to_owned(),
         source,
     };
     let meta = std::fs::metadata(path).map_err(io)?;
@@ -648,7 +958,7 @@ pub fn load_str(
     file: &str,
     base_dir: Option<&Path>,
     default_name: &str,
-) -> Result<Vec<Scenario>, ScenarioError> {
+) -> Result<Vec<Scenario>, Error> {
     // Typed first, so errors carry line and column.
     let raw: RawFile = toml::from_str(src).map_err(|e| parse_error(file, src, &e))?;
     let Some(sweep) = raw.sweep.clone() else {
@@ -678,10 +988,7 @@ pub fn load_str(
 
 /// Each sweep point's axis values, in the order [`load_str`] returns the points (one point
 /// with no axes without a `[sweep]`), so results can carry one typed column per axis.
-pub fn sweep_points(
-    src: &str,
-    file: &str,
-) -> Result<Vec<Vec<(String, toml::Value)>>, ScenarioError> {
+pub fn sweep_points(src: &str, file: &str) -> Result<Vec<Vec<(String, toml::Value)>>, Error> {
     let raw: RawFile = toml::from_str(src).map_err(|e| parse_error(file, src, &e))?;
     match &raw.sweep {
         Some(sweep) => expand_axes(sweep, &raw, file),
@@ -701,7 +1008,7 @@ fn expand_axes(
     sweep: &toml::Table,
     raw: &RawFile,
     file: &str,
-) -> Result<Vec<Vec<(String, toml::Value)>>, ScenarioError> {
+) -> Result<Vec<Vec<(String, toml::Value)>>, Error> {
     let labels: Vec<String> = raw
         .policy
         .iter()
@@ -733,7 +1040,7 @@ fn expand_axes(
     Ok(points)
 }
 
-fn check_axis(axis: &str, policy_labels: &[String], file: &str) -> Result<(), ScenarioError> {
+fn check_axis(axis: &str, policy_labels: &[String], file: &str) -> Result<(), Error> {
     let parts: Vec<&str> = axis.split('.').collect();
     let known = match parts.as_slice() {
         [k] => keys::<RawFile>().contains(k) && !TABLES.contains(k),
@@ -779,7 +1086,7 @@ fn check_axis(axis: &str, policy_labels: &[String], file: &str) -> Result<(), Sc
 }
 
 /// A list, or a range `{ from, to, step }`.
-fn axis_values(axis: &str, v: &toml::Value, file: &str) -> Result<Vec<toml::Value>, ScenarioError> {
+fn axis_values(axis: &str, v: &toml::Value, file: &str) -> Result<Vec<toml::Value>, Error> {
     let key = format!("sweep.\"{axis}\"");
     match v {
         toml::Value::Array(a) if a.is_empty() => Err(invalid(file, &key, "no values")),
@@ -879,7 +1186,7 @@ fn apply_axis(
     axis: &str,
     value: &toml::Value,
     file: &str,
-) -> Result<(), ScenarioError> {
+) -> Result<(), Error> {
     let parts: Vec<&str> = axis.split('.').collect();
     if let ["policy", label, param] = parts.as_slice() {
         let value = display_value(value);
@@ -944,13 +1251,14 @@ fn resolve(base_dir: Option<&Path>, p: &str) -> PathBuf {
     }
 }
 
+/// One direction: `over` (`[path.down]` or `[path.up]`) key by key, else `[path]`.
 fn direction(
-    base: &RawDirection,
+    base: &RawPath,
     over: Option<&RawDirection>,
     which: &str,
     file: &str,
     base_dir: Option<&Path>,
-) -> Result<DirectionSpec, ScenarioError> {
+) -> Result<DirectionSpec, Error> {
     let o = over.cloned().unwrap_or_default();
     let (rate, trace) = if o.rate.is_some() || o.trace.is_some() {
         (o.rate, o.trace.clone())
@@ -975,11 +1283,9 @@ fn direction(
             ))
         }
     };
-    let loss = match o.loss.or_else(|| base.loss.clone()) {
-        Some(Parsed(LossSpec::Replay(p))) => {
-            LossSpec::Replay(resolve(base_dir, &p.to_string_lossy()))
-        }
-        Some(Parsed(LossSpec::Crn { slot, model })) => match *model {
+    let loss = match o.loss.unwrap_or_else(|| base.loss.clone()).0 {
+        LossSpec::Replay(p) => LossSpec::Replay(resolve(base_dir, &p.to_string_lossy())),
+        LossSpec::Crn { slot, model } => match *model {
             LossSpec::Replay(p) => LossSpec::Crn {
                 slot,
                 model: Box::new(LossSpec::Replay(resolve(base_dir, &p.to_string_lossy()))),
@@ -989,100 +1295,39 @@ fn direction(
                 model: Box::new(other),
             },
         },
-        Some(Parsed(l)) => l,
-        None => LossSpec::Bernoulli(Prob::ZERO),
+        l => l,
     };
+    // `rtt` is split evenly between the directions; with neither `rtt` nor `delay`, none.
+    let base_delay = base.delay.or(base.rtt.map(|r| Dur(r.0 / 2)));
     Ok(DirectionSpec {
         loss,
-        queue: o
-            .queue
-            .or_else(|| base.queue.clone())
-            .map_or(QueueSpec::Infinite, |q| q.0),
+        queue: o.queue.unwrap_or_else(|| base.queue.clone()).0,
         service,
-        delay: o.delay.or(base.delay).map_or(Duration::ZERO, |d| d.0),
-        jitter: o.jitter.or(base.jitter).map_or(Duration::ZERO, |d| d.0),
+        delay: o.delay.or(base_delay).map_or(Duration::ZERO, |d| d.0),
+        jitter: o.jitter.unwrap_or(base.jitter).0,
     })
 }
 
-fn encoder(
-    bitrate: Option<Rate>,
-    fps: Option<u32>,
-    gop: Option<u32>,
-    key_ratio: Option<f64>,
-    size_noise: Option<f64>,
-    defaults: EncoderConfig,
-    file: &str,
-) -> Result<EncoderConfig, ScenarioError> {
-    let fps = fps.unwrap_or(defaults.fps);
-    if !(1..=1000).contains(&fps) {
-        return Err(invalid(file, "app.fps", "must be between 1 and 1000"));
-    }
-    let key_ratio = key_ratio.unwrap_or(defaults.key_ratio);
-    if !(key_ratio.is_finite() && key_ratio > 0.0) {
-        return Err(invalid(file, "app.key_ratio", "must be > 0"));
-    }
-    let size_noise = size_noise.unwrap_or(defaults.size_noise);
-    if !(0.0..1.0).contains(&size_noise) {
-        return Err(invalid(file, "app.size_noise", "must be in [0, 1)"));
-    }
-    Ok(EncoderConfig {
-        bitrate: bitrate.map_or(defaults.bitrate, |r| r.0),
-        fps,
-        gop: gop.unwrap_or(defaults.gop),
-        key_ratio,
-        size_noise,
-    })
-}
-
-const MAX_TRANSFERS: u32 = 1_000_000;
-
-/// `app.<key>`'s rate, parsed with an error naming the key.
-fn app_rate(file: &str, key: &str, value: Option<&str>) -> Result<Option<u64>, ScenarioError> {
-    value
-        .map(|v| {
-            parse_rate(v)
-                .map_err(|e| invalid(file, &format!("app.{key}"), format!("bad rate `{v}`: {e}")))
-        })
-        .transpose()
-}
-
-/// `app.<key>`'s duration, parsed with an error naming the key.
-fn app_duration(
-    file: &str,
-    key: &str,
-    value: Option<&str>,
-) -> Result<Option<Duration>, ScenarioError> {
-    value
-        .map(|v| {
-            parse_duration(v).map_err(|e| {
-                invalid(
-                    file,
-                    &format!("app.{key}"),
-                    format!("bad duration `{v}`: {e}"),
-                )
-            })
-        })
-        .transpose()
-}
-
-/// The cloud-gaming app: bounds checked, errors naming the key.
-fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, ScenarioError> {
-    let d = GamingConfig::default();
-    let encoder = encoder(
-        app_rate(file, "bitrate", g.bitrate.as_deref())?.map(Rate),
-        g.fps,
-        g.gop,
-        g.key_ratio,
-        g.size_noise,
-        d.encoder,
-        file,
-    )?;
-    let min_bitrate =
-        app_rate(file, "min_bitrate", g.min_bitrate.as_deref())?.unwrap_or(d.min_bitrate);
-    let max_bitrate =
-        app_rate(file, "max_bitrate", g.max_bitrate.as_deref())?.unwrap_or(d.max_bitrate);
-    match g.delay_controller.as_deref().map(str::trim) {
-        None | Some("copa") => {
+/// The application a scenario runs: each key is checked already ([`RawApp`]); here are the
+/// checks that span several keys or tables.
+fn app(raw: Option<RawApp>, file: &str, cc: CcAlgorithm) -> Result<AppSpec, Error> {
+    Ok(match raw {
+        None => AppSpec::Live(LiveConfig::default()),
+        Some(RawApp::Live(t)) => AppSpec::Live(t.into()),
+        Some(RawApp::File(t)) => AppSpec::File(FileConfig {
+            size: t.size,
+            count: t.count,
+            interval: t.interval,
+        }),
+        Some(RawApp::Rpc(t)) => AppSpec::Rpc(RpcConfig {
+            request: t.request,
+            response: t.response,
+            count: t.count,
+            think: t.think,
+        }),
+        Some(RawApp::Rtc(t)) => AppSpec::Rtc(t.into()),
+        Some(RawApp::Gaming(t)) => {
+            let DelayController::Copa = t.delay_controller;
             if cc != CcAlgorithm::Copa {
                 return Err(invalid(
                     file,
@@ -1090,164 +1335,21 @@ fn gaming(g: RawGaming, cc: CcAlgorithm, file: &str) -> Result<AppSpec, Scenario
                     "`copa` is the transport's congestion controller: set transport.cc = \"copa\"",
                 ));
             }
+            let config = GamingConfig::from(t);
+            config
+                .validate()
+                .map_err(|(key, why)| invalid(file, &format!("app.{key}"), why))?;
+            AppSpec::Gaming(config)
         }
-        Some("pudica") => {
-            return Err(invalid(
-                file,
-                "app.delay_controller",
-                "`pudica` is not implemented (its paper is not among ours); use `copa`",
-            ))
+        Some(RawApp::Vod(t)) => {
+            let config = VodConfig::from(t);
+            config.validate().map_err(|e| {
+                let (key, detail) = e.split_once(": ").unwrap_or(("", e.as_str()));
+                invalid(file, &format!("app.{key}"), detail)
+            })?;
+            AppSpec::Vod(config)
         }
-        Some(other) => {
-            return Err(invalid(
-                file,
-                "app.delay_controller",
-                format!("unknown controller `{other}` (known: copa)"),
-            ))
-        }
-    }
-    let lbbc = match g.loss_controller.as_deref().map(str::trim) {
-        None | Some("none") => None,
-        Some("lbbc") => {
-            let l = LbbcConfig::default();
-            Some(LbbcConfig {
-                n: g.lbbc_n.unwrap_or(l.n),
-                delta: app_duration(file, "lbbc_delta", g.lbbc_delta.as_deref())?
-                    .unwrap_or(l.delta),
-                beta: g.lbbc_beta.unwrap_or(l.beta),
-                c: g.lbbc_c.unwrap_or(l.c),
-            })
-        }
-        Some(other) => {
-            return Err(invalid(
-                file,
-                "app.loss_controller",
-                format!("unknown controller `{other}` (known: none, lbbc)"),
-            ))
-        }
-    };
-    let config = GamingConfig {
-        utilization: g.utilization.unwrap_or(d.utilization),
-        encoder,
-        min_bitrate,
-        max_bitrate,
-        deadline: app_duration(file, "deadline", g.deadline.as_deref())?.unwrap_or(d.deadline),
-        lbbc,
-        pending_limit: g.pending_limit.unwrap_or(false),
-    };
-    config
-        .validate()
-        .map_err(|(key, why)| invalid(file, &format!("app.{key}"), why))?;
-    Ok(AppSpec::Gaming(config))
-}
-
-fn app(raw: Option<RawApp>, file: &str, cc: CcAlgorithm) -> Result<AppSpec, ScenarioError> {
-    let count = |c: Option<u32>| match c.unwrap_or(1) {
-        0 => Err(invalid(file, "app.count", "must be at least 1")),
-        n if n > MAX_TRANSFERS => Err(invalid(
-            file,
-            "app.count",
-            format!("at most {MAX_TRANSFERS}"),
-        )),
-        n => Ok(n),
-    };
-    let size = |key: &str, s: Size| {
-        if s.0 > u64::from(MAX_PAYLOAD) {
-            Err(invalid(file, key, "larger than 1 GiB"))
-        } else {
-            Ok(s.0)
-        }
-    };
-    Ok(match raw {
-        None => AppSpec::Live(LiveConfig::default()),
-        Some(RawApp::Live(RawLive {
-            bitrate,
-            fps,
-            gop,
-            key_ratio,
-            size_noise,
-            startup,
-            rebuffer,
-            start,
-        })) => {
-            let d = LiveConfig::default();
-            let start = match start.as_deref() {
-                None => d.start,
-                Some("session") => LiveStart::Session,
-                Some("connect") => LiveStart::Connect,
-                Some(other) => {
-                    return Err(invalid(
-                        file,
-                        "app.start",
-                        format!("unknown start `{other}`: expected `session` or `connect`"),
-                    ))
-                }
-            };
-            AppSpec::Live(LiveConfig {
-                encoder: encoder(bitrate, fps, gop, key_ratio, size_noise, d.encoder, file)?,
-                start,
-                startup: startup.map_or(d.startup, |x| x.0),
-                rebuffer: rebuffer.map_or(d.rebuffer, |x| x.0),
-            })
-        }
-        Some(RawApp::File(RawFileApp {
-            size: s,
-            count: c,
-            interval,
-        })) => AppSpec::File(FileConfig {
-            size: size("app.size", s)?,
-            count: count(c)?,
-            interval: interval.map_or(Duration::ZERO, |x| x.0),
-        }),
-        Some(RawApp::Rpc(RawRpc {
-            request,
-            response,
-            count: c,
-            think,
-        })) => AppSpec::Rpc(RpcConfig {
-            request: size("app.request", request.unwrap_or(Size(100)))?,
-            response: size("app.response", response)?,
-            count: count(c)?,
-            think: think.map_or(Duration::ZERO, |x| x.0),
-        }),
-        Some(RawApp::Rtc(RawRtc {
-            bitrate,
-            fps,
-            gop,
-            key_ratio,
-            size_noise,
-            deadline,
-        })) => {
-            let d = RtcConfig::default();
-            AppSpec::Rtc(RtcConfig {
-                encoder: encoder(bitrate, fps, gop, key_ratio, size_noise, d.encoder, file)?,
-                deadline: deadline.map_or(d.deadline, |x| x.0),
-            })
-        }
-        Some(RawApp::Gaming(g)) => gaming(g, cc, file)?,
-        Some(RawApp::Vod(v)) => vod(v, file)?,
     })
-}
-
-fn vod(v: RawVod, file: &str) -> Result<AppSpec, ScenarioError> {
-    let d = VodConfig::default();
-    let c = VodConfig {
-        ladder: v
-            .ladder
-            .map_or(d.ladder, |l| l.into_iter().map(|r| r.0).collect()),
-        segment: v.segment.map_or(d.segment, |x| x.0),
-        segments: v.segments.unwrap_or(d.segments),
-        startup_segments: v.startup_segments.unwrap_or(d.startup_segments),
-        resume_segments: v.resume_segments.unwrap_or(d.resume_segments),
-        max_buffer: v.max_buffer.map_or(d.max_buffer, |x| x.0),
-        rate_window: v.rate_window.unwrap_or(d.rate_window),
-        upper: v.upper.unwrap_or(d.upper),
-    };
-    c.validate().map_err(|e| {
-        let (key, detail) = e.split_once(": ").unwrap_or(("", e.as_str()));
-        invalid(file, &format!("app.{key}"), detail)
-    })?;
-    Ok(AppSpec::Vod(c))
 }
 
 /// Checks a parsed file (or sweep point) and builds the scenario.
@@ -1256,7 +1358,7 @@ fn check(
     file: &str,
     base_dir: Option<&Path>,
     name: String,
-) -> Result<Scenario, ScenarioError> {
+) -> Result<Scenario, Error> {
     let path = raw.path.unwrap_or_default();
     if path.rtt.is_some() && path.delay.is_some() {
         return Err(invalid(
@@ -1265,16 +1367,8 @@ fn check(
             "set `rtt` or `delay` (one way), not both",
         ));
     }
-    let base = RawDirection {
-        delay: path.delay.or(path.rtt.map(|r| Dur(r.0 / 2))),
-        jitter: path.jitter,
-        rate: path.rate,
-        trace: path.trace,
-        queue: path.queue,
-        loss: path.loss,
-    };
-    let down = direction(&base, path.down.as_ref(), "down", file, base_dir)?;
-    let up = direction(&base, path.up.as_ref(), "up", file, base_dir)?;
+    let down = direction(&path, path.down.as_ref(), "down", file, base_dir)?;
+    let up = direction(&path, path.up.as_ref(), "up", file, base_dir)?;
     let raw_policies = raw.policy.unwrap_or_else(|| {
         vec![RawPolicy {
             name: "arq".into(),
@@ -1337,7 +1431,7 @@ fn check(
 mod tests {
     use super::*;
 
-    fn one(src: &str) -> Result<Scenario, ScenarioError> {
+    fn one(src: &str) -> Result<Scenario, Error> {
         let mut v = load_str(src, "t.toml", Some(Path::new("/base")), "t")?;
         assert_eq!(v.len(), 1);
         Ok(v.remove(0))
@@ -1566,6 +1660,116 @@ mod tests {
         let rules: Vec<CopiesBeyondCwnd> =
             v.iter().map(|s| s.transport.copies_beyond_cwnd).collect();
         assert_eq!(rules, [CopiesBeyondCwnd::Policy, CopiesBeyondCwnd::Always]);
+    }
+
+    #[test]
+    fn an_app_table_without_keys_is_the_applications_default() {
+        let app = |kind: &str, keys: &str| {
+            let cc = if kind == "gaming" { "copa" } else { "bbr" };
+            one(&format!(
+                "{MINIMAL}[app]\nkind = \"{kind}\"\n{keys}[transport]\ncc = \"{cc}\"\n"
+            ))
+            .expect(kind)
+            .app
+        };
+        assert_eq!(app("live", ""), AppSpec::Live(LiveConfig::default()));
+        assert_eq!(app("rtc", ""), AppSpec::Rtc(RtcConfig::default()));
+        assert_eq!(app("gaming", ""), AppSpec::Gaming(GamingConfig::default()));
+        assert_eq!(app("vod", ""), AppSpec::Vod(VodConfig::default()));
+        assert_eq!(
+            app("file", "size = 1000\n"),
+            AppSpec::File(FileConfig {
+                size: 1000,
+                count: 1,
+                interval: Duration::ZERO
+            })
+        );
+        assert_eq!(
+            app("rpc", "response = 1000\n"),
+            AppSpec::Rpc(RpcConfig {
+                request: 100,
+                response: 1000,
+                count: 1,
+                think: Duration::ZERO
+            })
+        );
+    }
+
+    #[test]
+    fn each_app_key_is_checked_by_its_field_and_named_in_the_error() {
+        for (kind, keys, key, why) in [
+            ("live", "fps = 0\n", "app.fps", "between 1 and 1000"),
+            ("rtc", "fps = 1001\n", "app.fps", "between 1 and 1000"),
+            ("live", "key_ratio = 0.0\n", "app.key_ratio", "> 0"),
+            ("gaming", "size_noise = 1.0\n", "app.size_noise", "[0, 1)"),
+            (
+                "live",
+                "bitrate = \"fast\"\n",
+                "app.bitrate",
+                "bad rate `fast`",
+            ),
+            (
+                "live",
+                "startup = \"soon\"\n",
+                "app.startup",
+                "bad duration `soon`",
+            ),
+            (
+                "live",
+                "start = \"now\"\n",
+                "app.start",
+                "`session` or `connect`",
+            ),
+            (
+                "file",
+                "size = 1000\ncount = 0\n",
+                "app.count",
+                "at least 1",
+            ),
+            (
+                "rpc",
+                "response = 10\ncount = 2000000\n",
+                "app.count",
+                "at most",
+            ),
+            ("file", "size = \"2GiB\"\n", "app.size", "larger than 1 GiB"),
+            (
+                "rpc",
+                "response = \"2GiB\"\n",
+                "app.response",
+                "larger than 1 GiB",
+            ),
+            (
+                "rpc",
+                "response = 10\nrequest = -1\n",
+                "app.request",
+                "negative",
+            ),
+            (
+                "vod",
+                "ladder = [\"1Mbps\", \"x\"]\n",
+                "app.ladder",
+                "bad rate `x`",
+            ),
+            ("vod", "segment = \"4\"\n", "app.segment", "bad duration"),
+            (
+                "gaming",
+                "loss_controller = \"bbr\"\n",
+                "app.loss_controller",
+                "none, lbbc",
+            ),
+            (
+                "gaming",
+                "lbbc_delta = \"5\"\n",
+                "app.lbbc_delta",
+                "bad duration",
+            ),
+        ] {
+            let e = err(&format!(
+                "{MINIMAL}[app]\nkind = \"{kind}\"\n{keys}[transport]\ncc = \"copa\"\n"
+            ));
+            assert!(e.contains(key) && e.contains(why), "{kind} {keys}: {e}");
+        }
     }
 
     #[test]

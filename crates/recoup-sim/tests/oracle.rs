@@ -1,7 +1,8 @@
-//! The oracle (issue 19 part 1) on the real transport in the simulator.
+//! The oracle on the real transport in the simulator.
 
-use recoup_sim::run::{run_one, RunError};
+use recoup_sim::run::run_one;
 use recoup_sim::scenario::{load_str, Scenario};
+use recoup_sim::Error;
 
 fn scenario(loss: &str, rtt: &str) -> Scenario {
     let text = format!(
@@ -81,7 +82,7 @@ fn the_oracle_never_loses_data_and_recovers_within_one_extra_round() {
 fn the_oracle_needs_per_packet_draws_and_names_the_fix() {
     let sc = scenario("bernoulli 5%", "60ms");
     let err = run_one(&sc, &sc.policies[1], 1).expect_err("sequential draws");
-    assert!(matches!(err, RunError::OracleNeedsCrn), "{err}");
+    assert!(matches!(err, Error::OracleNeedsCrn), "{err}");
     assert!(err.to_string().contains("crn"), "{err}");
 }
 

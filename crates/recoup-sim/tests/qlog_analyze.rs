@@ -2,9 +2,10 @@
 //! those the simulator computed from the transport's own lineage records.
 
 use recoup_sim::metrics::RunRow;
-use recoup_sim::qlog_analyze::{analyze_file, AnalyzeError, Format, DEFAULT_OFF_GAP};
+use recoup_sim::qlog_analyze::{analyze_file, Format, DEFAULT_OFF_GAP};
 use recoup_sim::run::{qlog_file_name, run_one, run_one_with_outputs, RunOutputs};
 use recoup_sim::scenario::{load_str, Scenario};
+use recoup_sim::Error;
 use recoup_transport::qlog::VantagePoint;
 
 /// A short live stream over a lossy path: enough lost ranges, retransmission losses and (for
@@ -142,7 +143,7 @@ fn analyze_of_the_server_qlog_equals_the_simulator_metrics() {
             VantagePoint::Client,
         ));
         match analyze_file(&client, &policy.label, DEFAULT_OFF_GAP) {
-            Err(AnalyzeError::Receiver { vantage, .. }) => assert_eq!(vantage, "client"),
+            Err(Error::Receiver { vantage, .. }) => assert_eq!(vantage, "client"),
             other => panic!("client trace: {other:?}"),
         }
     }

@@ -150,7 +150,7 @@ fn the_receive_window_bounds_a_transfer_to_one_window_per_round_trip() {
 #[test]
 fn a_finished_file_transfer_measures_goodput_over_its_completion_time() {
     // 2 MB at 10 Mbit/s completes in about 1.7 s of a 10 s run: goodput near the link rate,
-    // not 2 MB / 10 s = 1.6 Mbit/s (issue 12 item 7).
+    // not 2 MB / 10 s = 1.6 Mbit/s.
     let text = r#"
         name = "file"
         duration = "10s"

@@ -30,7 +30,7 @@ const SYMBOL: usize = 1300;
 const CALL: Duration = Duration::from_secs(60);
 const LOSS: f64 = 0.05;
 const SEED: u64 = 15;
-/// Every scheme of issue 15, with AutoRec §VII's settings where it gives them.
+/// Every dual-side FEC scheme (docs/FEC.md), with AutoRec §VII's settings where it gives them.
 const SCHEMES: [&str; 9] = [
     "block:k=4,m=1",
     "block:k=9,m=1",

@@ -5,7 +5,7 @@ use std::ops::Deref;
 
 use rand::RngCore;
 
-use crate::error::DecodeError;
+use crate::error::Error;
 
 /// The longest connection ID QUIC v1 allows (RFC 9000 §17.2).
 pub const MAX_CID_LEN: usize = 20;
@@ -30,9 +30,9 @@ impl ConnectionId {
     };
 
     /// Copies `bytes`; rejects more than [`MAX_CID_LEN`] bytes.
-    pub fn new(bytes: &[u8]) -> Result<Self, DecodeError> {
+    pub fn new(bytes: &[u8]) -> Result<Self, Error> {
         if bytes.len() > MAX_CID_LEN {
-            return Err(DecodeError::invalid(
+            return Err(Error::invalid(
                 "connection id",
                 format!("{} bytes, at most {MAX_CID_LEN} allowed", bytes.len()),
             ));
@@ -74,9 +74,9 @@ impl AsRef<[u8]> for ConnectionId {
 }
 
 impl TryFrom<&[u8]> for ConnectionId {
-    type Error = DecodeError;
+    type Error = Error;
 
-    fn try_from(bytes: &[u8]) -> Result<Self, DecodeError> {
+    fn try_from(bytes: &[u8]) -> Result<Self, Error> {
         Self::new(bytes)
     }
 }
@@ -110,7 +110,7 @@ mod tests {
         assert_eq!(&*max, &[7; 20]);
         assert!(matches!(
             ConnectionId::new(&[0; 21]),
-            Err(DecodeError::Invalid { .. })
+            Err(Error::Invalid { .. })
         ));
     }
 

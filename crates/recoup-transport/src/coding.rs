@@ -1,13 +1,13 @@
 //! Wire primitives: QUIC variable-length integers (RFC 9000 §16), a bounds-checked reader over
 //! received bytes, and writer helpers on `Vec<u8>`.
 //!
-//! Decoding never panics: every read returns [`DecodeError::UnexpectedEnd`] naming what it was
+//! Decoding never panics: every read returns [`Error::UnexpectedEnd`] naming what it was
 //! reading. Encoding appends to a `Vec<u8>`; values come from our own state, so an out-of-range
 //! value there is a bug and panics (see [`BufMutExt::put_varint`]).
 
 use std::fmt;
 
-use crate::error::DecodeError;
+use crate::error::Error;
 
 /// A QUIC variable-length integer: a value in `0..=2^62-1` (RFC 9000 §16).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -80,10 +80,10 @@ impl From<VarInt> for u64 {
 }
 
 impl TryFrom<u64> for VarInt {
-    type Error = DecodeError;
+    type Error = Error;
 
-    fn try_from(v: u64) -> Result<Self, DecodeError> {
-        Self::new(v).ok_or_else(|| DecodeError::invalid("varint", format!("{v} exceeds 2^62-1")))
+    fn try_from(v: u64) -> Result<Self, Error> {
+        Self::new(v).ok_or_else(|| Error::invalid("varint", format!("{v} exceeds 2^62-1")))
     }
 }
 
@@ -144,9 +144,9 @@ impl<'a> Reader<'a> {
     }
 
     /// Consume exactly `n` bytes.
-    pub fn bytes(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
+    pub fn bytes(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], Error> {
         if n > self.remaining() {
-            return Err(DecodeError::UnexpectedEnd(what));
+            return Err(Error::UnexpectedEnd(what));
         }
         let out = &self.buf[self.pos..self.pos + n];
         self.pos += n;
@@ -154,35 +154,35 @@ impl<'a> Reader<'a> {
     }
 
     /// Consume exactly `N` bytes into an array.
-    pub fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
+    pub fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], Error> {
         let mut out = [0; N];
         out.copy_from_slice(self.bytes(N, what)?);
         Ok(out)
     }
 
-    pub fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
+    pub fn u8(&mut self, what: &'static str) -> Result<u8, Error> {
         Ok(self.array::<1>(what)?[0])
     }
 
-    pub fn u16(&mut self, what: &'static str) -> Result<u16, DecodeError> {
+    pub fn u16(&mut self, what: &'static str) -> Result<u16, Error> {
         Ok(u16::from_be_bytes(self.array(what)?))
     }
 
-    pub fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
+    pub fn u32(&mut self, what: &'static str) -> Result<u32, Error> {
         Ok(u32::from_be_bytes(self.array(what)?))
     }
 
     /// A variable-length integer (RFC 9000 §16). Non-minimal encodings are accepted, as §16
     /// requires for everything except frame types.
     #[inline]
-    pub fn varint(&mut self, what: &'static str) -> Result<u64, DecodeError> {
+    pub fn varint(&mut self, what: &'static str) -> Result<u64, Error> {
         Ok(self.varint_with_len(what)?.0)
     }
 
     /// A varint and how many bytes it took on the wire (frame types must be minimal, §12.4).
     #[inline]
-    pub fn varint_with_len(&mut self, what: &'static str) -> Result<(u64, usize), DecodeError> {
-        self.try_varint().ok_or(DecodeError::UnexpectedEnd(what))
+    pub fn varint_with_len(&mut self, what: &'static str) -> Result<(u64, usize), Error> {
+        self.try_varint().ok_or(Error::UnexpectedEnd(what))
     }
 
     /// A varint and its length, or `None` (nothing consumed) where the input ends inside it.
@@ -216,16 +216,16 @@ impl<'a> Reader<'a> {
     /// A varint used as a byte count for data that follows in this same input. Rejecting counts
     /// beyond what is left before converting keeps a hostile 2^62 length from reaching `usize`
     /// arithmetic or an allocation.
-    pub fn length(&mut self, what: &'static str) -> Result<usize, DecodeError> {
+    pub fn length(&mut self, what: &'static str) -> Result<usize, Error> {
         let n = self.varint(what)?;
         usize::try_from(n)
             .ok()
             .filter(|&n| n <= self.remaining())
-            .ok_or(DecodeError::UnexpectedEnd(what))
+            .ok_or(Error::UnexpectedEnd(what))
     }
 
     /// A varint length followed by that many bytes.
-    pub fn length_prefixed(&mut self, what: &'static str) -> Result<&'a [u8], DecodeError> {
+    pub fn length_prefixed(&mut self, what: &'static str) -> Result<&'a [u8], Error> {
         let n = self.length(what)?;
         self.bytes(n, what)
     }
@@ -316,7 +316,7 @@ pub fn write_varint_with_len(out: &mut [u8], v: u64, len: usize) {
 mod tests {
     use super::*;
 
-    fn decode(bytes: &[u8]) -> Result<(u64, usize), DecodeError> {
+    fn decode(bytes: &[u8]) -> Result<(u64, usize), Error> {
         Reader::new(bytes).varint_with_len("test")
     }
 
@@ -383,18 +383,15 @@ mod tests {
 
     #[test]
     fn truncated_reads_name_what_they_read() {
-        assert_eq!(
-            decode(&[0xc2, 0x19]),
-            Err(DecodeError::UnexpectedEnd("test"))
-        );
-        assert_eq!(decode(&[]), Err(DecodeError::UnexpectedEnd("test")));
+        assert_eq!(decode(&[0xc2, 0x19]), Err(Error::UnexpectedEnd("test")));
+        assert_eq!(decode(&[]), Err(Error::UnexpectedEnd("test")));
         let mut r = Reader::new(&[1, 2, 3]);
         assert_eq!(r.u16("a").unwrap(), 0x0102);
-        assert_eq!(r.u16("b"), Err(DecodeError::UnexpectedEnd("b")));
+        assert_eq!(r.u16("b"), Err(Error::UnexpectedEnd("b")));
         assert_eq!(r.remaining(), 1, "a failed read consumes nothing");
         assert_eq!(r.u8("c").unwrap(), 3);
         assert!(r.is_empty());
-        assert_eq!(r.u32("d"), Err(DecodeError::UnexpectedEnd("d")));
+        assert_eq!(r.u32("d"), Err(Error::UnexpectedEnd("d")));
     }
 
     #[test]
@@ -403,7 +400,7 @@ mod tests {
         let mut r = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00]);
         assert_eq!(
             r.length_prefixed("token"),
-            Err(DecodeError::UnexpectedEnd("token"))
+            Err(Error::UnexpectedEnd("token"))
         );
         let mut r = Reader::new(&[0x02, 0xaa, 0xbb, 0xcc]);
         assert_eq!(r.length_prefixed("token").unwrap(), &[0xaa, 0xbb]);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use recoup_recovery::{FecSpec, Policy, PolicySpec, RecoveryPolicy};
 
 use crate::cc::CcAlgorithm;
-use crate::error::DecodeError;
+use crate::error::Error;
 use crate::loss::LossDetectionMode;
 
 /// The smallest datagram QUIC allows on a path (RFC 9000 §14): Initial packets are padded to it.
@@ -206,7 +206,7 @@ impl fmt::Display for CopiesBeyondCwnd {
 }
 
 impl FromStr for CopiesBeyondCwnd {
-    type Err = DecodeError;
+    type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let name = s.trim().to_ascii_lowercase();
@@ -216,7 +216,7 @@ impl FromStr for CopiesBeyondCwnd {
             .find(|(n, _)| **n == name)
             .map(|(_, v)| v)
             .ok_or_else(|| {
-                DecodeError::invalid(
+                Error::invalid(
                     "copies_beyond_cwnd",
                     format!("unknown value {s:?}; accepted: {}", Self::NAMES.join(", ")),
                 )

@@ -6,7 +6,7 @@
 
 use rustls::quic::{HeaderProtectionKey, PacketKey, PacketKeySet, Secrets};
 
-use crate::error::{DecodeError, Error};
+use crate::error::Error;
 use crate::packet::{read_truncated_pn, SAMPLE_OFFSET_FROM_PN as SAMPLE_OFFSET};
 
 /// RFC 9000 §17.1: packet numbers are encoded in 1 to 4 bytes.
@@ -123,7 +123,7 @@ impl PacketProtection {
     /// Removes header protection in place (RFC 9001 §5.4.1) and returns the packet number length
     /// and the truncated packet number. The packet number field starts at `pn_offset`.
     ///
-    /// Fails with [`Error::Decode`] (nothing changed) if the packet is too short to hold the
+    /// Fails with [`Error::UnexpectedEnd`] (nothing changed) if the packet is too short to hold the
     /// sample; such a packet is dropped (RFC 9001 §5.4.2).
     pub fn unprotect_header(
         &self,
@@ -478,13 +478,13 @@ fn unprotect_header(
     let sample_len = header_key.sample_len();
     let sample_end = pn_offset
         .checked_add(SAMPLE_OFFSET + sample_len)
-        .ok_or(DecodeError::UnexpectedEnd("header protection sample"))?;
+        .ok_or(Error::UnexpectedEnd("header protection sample"))?;
     if pn_offset == 0 || packet.len() < sample_end {
-        return Err(DecodeError::UnexpectedEnd("header protection sample").into());
+        return Err(Error::UnexpectedEnd("header protection sample").into());
     }
     let (first, rest) = packet
         .split_first_mut()
-        .ok_or(DecodeError::UnexpectedEnd("header protection sample"))?;
+        .ok_or(Error::UnexpectedEnd("header protection sample"))?;
     let (pn_area, sample_area) = rest.split_at_mut(pn_offset - 1 + SAMPLE_OFFSET);
     let pn_field = &mut pn_area[pn_offset - 1..];
     // The mask covers all 4 candidate bytes; rustls unmasks only the `pn_len` it reads from the
@@ -586,7 +586,7 @@ mod tests {
                 Ok(_) => assert!(cut >= pn_offset + 20),
                 Err(e) => {
                     assert!(cut < pn_offset + 20);
-                    assert!(matches!(e, Error::Decode(_)), "{e}");
+                    assert!(e.is_decode(), "{e}");
                 }
             }
             assert!(server.remote.open(9, &mut short, header_len).is_err());

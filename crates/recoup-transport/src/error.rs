@@ -124,13 +124,19 @@ macro_rules! transport_err {
 }
 pub(crate) use transport_err;
 
-/// Everything the transport's API can fail with.
-#[derive(Debug, thiserror::Error)]
+/// Everything the transport can fail with: malformed input, a protocol violation, TLS, the
+/// state of a connection or stream, and the FEC erasure code. The one error enum of the crate
+/// ([`TransportError`] is what a peer sees in CONNECTION_CLOSE).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
-    /// Bytes that are not a well-formed QUIC packet, frame or parameter. Packets that fail this way
-    /// before the connection is established are dropped; after, the connection closes.
-    #[error("malformed input: {0}")]
-    Decode(#[from] DecodeError),
+    /// Bytes ended before a well-formed QUIC packet, frame or parameter did; says what was being
+    /// read, so a bad datagram in a log or a fuzz report explains itself. Packets that fail this
+    /// way before the connection is established are dropped; after, the connection closes.
+    #[error("unexpected end of input while reading {0}")]
+    UnexpectedEnd(&'static str),
+    /// Bytes (or a configuration string) that are not a valid `what`.
+    #[error("invalid {what}: {detail}")]
+    Invalid { what: &'static str, detail: String },
     /// The peer (or we) broke the protocol; the connection closes with this code.
     #[error("transport error: {0}")]
     Transport(#[from] TransportError),
@@ -152,25 +158,28 @@ pub enum Error {
     /// The connection is closed.
     #[error("connection closed: {0}")]
     Closed(String),
+    /// An FEC window cannot be decoded: more source symbols are missing than repair symbols
+    /// arrived.
+    #[error("{missing} source symbols missing but only {repairs} repair symbols")]
+    FecNotEnough { missing: usize, repairs: usize },
+    /// The erasure code itself failed.
+    #[error("the erasure code failed: {0}")]
+    FecCodec(String),
 }
 
-/// Why bytes could not be decoded. Says what was being read, so a bad datagram in a log or a fuzz
-/// report explains itself.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
-    #[error("unexpected end of input while reading {0}")]
-    UnexpectedEnd(&'static str),
-    #[error("invalid {what}: {detail}")]
-    Invalid { what: &'static str, detail: String },
-}
-
-impl DecodeError {
+impl Error {
     #[must_use]
     pub fn invalid(what: &'static str, detail: impl Into<String>) -> Self {
         Self::Invalid {
             what,
             detail: detail.into(),
         }
+    }
+
+    /// Whether the input was malformed ([`Error::UnexpectedEnd`] or [`Error::Invalid`]).
+    #[must_use]
+    pub fn is_decode(&self) -> bool {
+        matches!(self, Self::UnexpectedEnd(_) | Self::Invalid { .. })
     }
 }
 

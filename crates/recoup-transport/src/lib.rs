@@ -46,7 +46,7 @@ pub use connection::{
 };
 pub use crypto::{initial_keys, Keys, OneRttKeys, Opened, PacketProtection, Side};
 pub use endpoint::{ConnectionHandle, Endpoint};
-pub use error::{DecodeError, Error, TransportError, TransportErrorCode};
+pub use error::{Error, TransportError, TransportErrorCode};
 pub use recoup_recovery::Recovered;
 #[cfg(feature = "seeded-tls")]
 pub use seeded_tls::{simulation_tls, Protection};

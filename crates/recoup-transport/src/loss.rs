@@ -23,7 +23,7 @@ use recoup_recovery::LossTrigger;
 use recoup_time::Instant;
 
 use crate::delivery_rate::{DeliveryRateEstimator, RateSample, RateSnapshot};
-use crate::error::{transport_err, DecodeError, TransportError};
+use crate::error::{transport_err, Error, TransportError};
 use crate::rtt::{mul_ratio, RttEstimator, DEFAULT_INITIAL_RTT, GRANULARITY};
 use rack::{Rack, RackAck};
 use sent::SentPackets;
@@ -229,13 +229,13 @@ impl fmt::Display for LossDetectionMode {
 }
 
 impl FromStr for LossDetectionMode {
-    type Err = DecodeError;
+    type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "rfc9002" => Ok(LossDetectionMode::Rfc9002),
             "rack-tlp" | "rack_tlp" | "racktlp" | "rack" => Ok(LossDetectionMode::RackTlp),
-            _ => Err(DecodeError::invalid(
+            _ => Err(Error::invalid(
                 "loss detection",
                 format!(
                     "unknown name {s:?}; accepted: {}",

@@ -25,7 +25,7 @@
 
 use crate::cid::{ConnectionId, MAX_CID_LEN};
 use crate::coding::{write_varint_with_len, BufMutExt, Reader};
-use crate::error::{transport_err, DecodeError, TransportError};
+use crate::error::{transport_err, Error, TransportError};
 
 /// QUIC version 1 (RFC 9000 §15).
 pub const QUIC_VERSION_1: u32 = 0x0000_0001;
@@ -115,7 +115,7 @@ impl<'a> PartialDecode<'a> {
     /// bit (§17.2, except Version Negotiation), a CID longer than 20 bytes, a version other than
     /// v1 (use [`VersionInvariants::parse`] to answer with Version Negotiation), or a Length
     /// field running past the datagram.
-    pub fn parse(datagram: &'a [u8], local_cid_len: usize) -> Result<Self, DecodeError> {
+    pub fn parse(datagram: &'a [u8], local_cid_len: usize) -> Result<Self, Error> {
         let mut r = Reader::new(datagram);
         let first_byte = r.u8("first byte")?;
         if first_byte & LONG_FORM_BIT == 0 {
@@ -141,7 +141,7 @@ impl<'a> PartialDecode<'a> {
         if version == 0 {
             let list = r.rest();
             if list.len() % 4 != 0 {
-                return Err(DecodeError::invalid(
+                return Err(Error::invalid(
                     "version negotiation",
                     format!("supported version list of {} bytes", list.len()),
                 ));
@@ -150,10 +150,10 @@ impl<'a> PartialDecode<'a> {
             return Ok(pd);
         }
         if first_byte & FIXED_BIT == 0 {
-            return Err(DecodeError::invalid("fixed bit", "zero in a long header"));
+            return Err(Error::invalid("fixed bit", "zero in a long header"));
         }
         if version != QUIC_VERSION_1 {
-            return Err(DecodeError::invalid(
+            return Err(Error::invalid(
                 "version",
                 format!("unsupported version 0x{version:08x}"),
             ));
@@ -171,7 +171,7 @@ impl<'a> PartialDecode<'a> {
                 let token_len = rest
                     .len()
                     .checked_sub(16)
-                    .ok_or(DecodeError::UnexpectedEnd("retry integrity tag"))?;
+                    .ok_or(Error::UnexpectedEnd("retry integrity tag"))?;
                 pd.token = &rest[..token_len];
                 let mut tag = [0; 16];
                 tag.copy_from_slice(&rest[token_len..]);
@@ -187,7 +187,7 @@ impl<'a> PartialDecode<'a> {
                     .ok()
                     .filter(|&l| l <= r.remaining())
                     .map(|l| pn_offset + l)
-                    .ok_or(DecodeError::UnexpectedEnd("packet payload"))?;
+                    .ok_or(Error::UnexpectedEnd("packet payload"))?;
                 pd.length = Some(length);
                 pd.pn_offset = Some(pn_offset);
                 pd.packet = &datagram[..end];
@@ -201,12 +201,12 @@ impl<'a> PartialDecode<'a> {
         first_byte: u8,
         local_cid_len: usize,
         datagram: &'a [u8],
-    ) -> Result<Self, DecodeError> {
+    ) -> Result<Self, Error> {
         if first_byte & FIXED_BIT == 0 {
-            return Err(DecodeError::invalid("fixed bit", "zero in a short header"));
+            return Err(Error::invalid("fixed bit", "zero in a short header"));
         }
         if local_cid_len > MAX_CID_LEN {
-            return Err(DecodeError::invalid(
+            return Err(Error::invalid(
                 "local connection id length",
                 local_cid_len.to_string(),
             ));
@@ -273,7 +273,7 @@ impl<'a> CoalescedPackets<'a> {
 }
 
 impl<'a> Iterator for CoalescedPackets<'a> {
-    type Item = Result<PartialDecode<'a>, DecodeError>;
+    type Item = Result<PartialDecode<'a>, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.rest.is_empty() {
@@ -304,10 +304,10 @@ pub struct VersionInvariants<'a> {
 
 impl<'a> VersionInvariants<'a> {
     /// Fails on a short header or truncation.
-    pub fn parse(datagram: &'a [u8]) -> Result<Self, DecodeError> {
+    pub fn parse(datagram: &'a [u8]) -> Result<Self, Error> {
         let mut r = Reader::new(datagram);
         if r.u8("first byte")? & LONG_FORM_BIT == 0 {
-            return Err(DecodeError::invalid("header form", "short header"));
+            return Err(Error::invalid("header form", "short header"));
         }
         let version = r.u32("version")?;
         let dcid_len = usize::from(r.u8("destination connection id")?);
@@ -322,7 +322,7 @@ impl<'a> VersionInvariants<'a> {
     }
 }
 
-fn read_cid(r: &mut Reader<'_>, what: &'static str) -> Result<ConnectionId, DecodeError> {
+fn read_cid(r: &mut Reader<'_>, what: &'static str) -> Result<ConnectionId, Error> {
     let len = usize::from(r.u8(what)?);
     // §17.2: a v1 long header CID over 20 bytes means the packet is dropped.
     ConnectionId::new(r.bytes(len, what)?)
@@ -563,16 +563,12 @@ impl FirstByte {
 }
 
 /// The truncated packet number at `pn_offset` (after header protection removal).
-pub fn read_truncated_pn(
-    packet: &[u8],
-    pn_offset: usize,
-    pn_len: usize,
-) -> Result<u64, DecodeError> {
+pub fn read_truncated_pn(packet: &[u8], pn_offset: usize, pn_len: usize) -> Result<u64, Error> {
     let bytes = packet
         .get(pn_offset..)
         .and_then(|b| b.get(..pn_len))
         .filter(|b| b.len() <= 4)
-        .ok_or(DecodeError::UnexpectedEnd("packet number"))?;
+        .ok_or(Error::UnexpectedEnd("packet number"))?;
     Ok(bytes.iter().fold(0, |acc, &b| (acc << 8) | u64::from(b)))
 }
 
@@ -789,7 +785,7 @@ mod tests {
         bad[0] &= !FIXED_BIT;
         assert_eq!(
             PartialDecode::parse(&bad, 0),
-            Err(DecodeError::invalid("fixed bit", "zero in a long header"))
+            Err(Error::invalid("fixed bit", "zero in a long header"))
         );
         // CID length 21.
         let mut bad = good.clone();

@@ -103,13 +103,13 @@ pub enum Protection {
 }
 
 impl std::str::FromStr for Protection {
-    type Err = crate::DecodeError;
+    type Err = crate::Error;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim() {
             "null" => Ok(Self::Null),
             "aead" => Ok(Self::Aead),
-            _ => Err(crate::DecodeError::invalid(
+            _ => Err(crate::Error::invalid(
                 "packet protection",
                 format!("unknown name {s:?}; accepted: null, aead"),
             )),

@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 
 use crate::cid::{ConnectionId, StatelessResetToken, MAX_CID_LEN};
 use crate::coding::{varint_size, BufMutExt, Reader};
-use crate::error::{transport_err, DecodeError, TransportError};
+use crate::error::{transport_err, Error, TransportError};
 use crate::frame::MAX_STREAM_COUNT;
 
 pub use crate::crypto::Side;
@@ -362,7 +362,7 @@ fn put_param(buf: &mut Vec<u8>, id: u64, value: &[u8]) {
     buf.put_bytes(value);
 }
 
-fn param_err(e: DecodeError) -> TransportError {
+fn param_err(e: Error) -> TransportError {
     transport_err!(TRANSPORT_PARAMETER_ERROR, "{e}")
 }
 
@@ -378,7 +378,7 @@ fn cid(bytes: &[u8]) -> Result<ConnectionId, TransportError> {
     ConnectionId::new(bytes).map_err(param_err)
 }
 
-fn preferred_address(r: &mut Reader<'_>) -> Result<PreferredAddress, DecodeError> {
+fn preferred_address(r: &mut Reader<'_>) -> Result<PreferredAddress, Error> {
     let ip4 = Ipv4Addr::from(r.array::<4>("preferred address ipv4")?);
     let port4 = r.u16("preferred address ipv4 port")?;
     let ip6 = Ipv6Addr::from(r.array::<16>("preferred address ipv6")?);
@@ -386,7 +386,7 @@ fn preferred_address(r: &mut Reader<'_>) -> Result<PreferredAddress, DecodeError
     let len = usize::from(r.u8("preferred address connection id")?);
     // §18.2: a zero-length CID here is a TRANSPORT_PARAMETER_ERROR.
     if len == 0 || len > MAX_CID_LEN {
-        return Err(DecodeError::invalid(
+        return Err(Error::invalid(
             "preferred address connection id",
             format!("length {len}"),
         ));

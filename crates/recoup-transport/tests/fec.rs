@@ -17,9 +17,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use recoup_recovery::FecSpec;
 use recoup_time::Instant;
-use recoup_transport::fec::{decode, CodeError, CodedRepair};
+use recoup_transport::fec::{decode, CodedRepair};
 use recoup_transport::frame::{Frame, RepairFrame};
-use recoup_transport::{CloseReason, Event, TransportConfig, TransportErrorCode};
+use recoup_transport::{CloseReason, Error, Event, TransportConfig, TransportErrorCode};
 
 fn with_fec(spec: &str) -> TransportConfig {
     TransportConfig {
@@ -404,7 +404,7 @@ fn check_pattern(
             assert!(missing > received.len(), "{what}: {e}");
             assert_eq!(
                 e,
-                CodeError::NotEnough {
+                Error::FecNotEnough {
                     missing,
                     repairs: received.len()
                 },

@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use recoup_sim::metrics::write_csv;
-use recoup_sim::qlog_analyze::{analyze_file, Analysis, AnalyzeError, DEFAULT_OFF_GAP};
+use recoup_sim::qlog_analyze::{analyze_file, Analysis, DEFAULT_OFF_GAP};
 use serde::Serialize;
+
+use super::simulate::Error;
 
 /// Compute recovery metrics from the qlog traces of a sender (e.g. a server's `.sqlog`/`.qlog`).
 ///
@@ -33,15 +35,6 @@ pub struct Args {
     /// [default: 5ms, recoup_sim::qlog_analyze::DEFAULT_OFF_GAP].
     #[arg(long, value_name = "DURATION", value_parser = super::simulate::parse_duration)]
     pub off_gap: Option<Duration>,
-}
-
-/// Why `analyze` failed.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(transparent)]
-    Analyze(#[from] AnalyzeError),
-    #[error("{}: {detail}", path.display())]
-    Write { path: PathBuf, detail: String },
 }
 
 /// One output row: the file, what wrote it, the result columns, the off-mode measurement.

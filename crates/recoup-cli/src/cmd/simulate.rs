@@ -12,16 +12,18 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use recoup_sim::metrics::{fill_baseline_columns, summarize, write_csv, RunRow, SummaryRow};
 use recoup_sim::run::{jobs, run_one_with_outputs, RunOutputs};
-use recoup_sim::scenario::{Scenario, ScenarioError};
+use recoup_sim::scenario::Scenario;
 use serde::Serialize;
 
 use super::tables::{write_groups, Format};
 
-/// Why a simulation command failed.
+/// Why a simulation or analysis command failed (the CLI's one error type; the commands on real
+/// sockets return `recoup_net::Error`).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A scenario or population file, or a qlog trace, is wrong.
     #[error(transparent)]
-    Scenario(#[from] ScenarioError),
+    Sim(#[from] recoup_sim::Error),
     #[error("{0}")]
     Usage(String),
     #[error("scenario {scenario}, policy {policy}, seed {seed}: {source}")]
@@ -29,7 +31,7 @@ pub enum Error {
         scenario: String,
         policy: String,
         seed: u64,
-        source: Box<recoup_sim::run::RunError>,
+        source: Box<recoup_sim::Error>,
     },
     #[error("{path}: {source}")]
     Io {

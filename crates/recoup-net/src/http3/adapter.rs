@@ -1,11 +1,11 @@
 //! h3's QUIC traits (`h3::quic`) over a recoup [`Connection`], through a mailbox.
 //!
-//! The transport connection lives inside the endpoint and is lent to the application only
-//! during [`crate::driver::Application::drive`], so h3's stream handles cannot hold it. They hold
-//! the connection's [`Mailbox`] instead: [`Mailbox::pull`] moves transport events, new streams
-//! and received bytes in, the tasks run, and [`Mailbox::push`] moves what they wrote, finished,
-//! reset, opened or closed out to the transport. Both bound what they buffer (so flow control
-//! still pushes back on the peer) and wake the tasks whose handles can make progress.
+//! The transport connection lives inside the endpoint and is lent to the application only during
+//! [`crate::driver::ConnectionHandler::drive`], so h3's stream handles cannot hold it. They hold
+//! the connection's [`Mailbox`] instead: [`Mailbox::pull`] moves transport events, new streams and
+//! received bytes in, the tasks run, and [`Mailbox::push`] moves what they wrote, finished, reset,
+//! opened or closed out to the transport. Both bound what they buffer (so flow control still pushes
+//! back on the peer) and wake the tasks whose handles can make progress.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -14,7 +14,7 @@ use super::session::Session;
 use super::tasks::Spawner;
 use crate::bodies::Files;
 use crate::client::describe_close;
-use crate::driver::Application;
+use crate::driver::ConnectionHandler;
 use crate::error::Error;
 
 /// What a request task hands the application.
@@ -180,7 +180,7 @@ fn status_line(status: StatusCode) -> String {
     }
 }
 
-impl Application for H3Get<'_> {
+impl ConnectionHandler for H3Get<'_> {
     fn accepted(&mut self, now: Instant, _handle: ConnectionHandle, conn: &mut Connection) {
         // A client endpoint accepts nothing; close anything that appears anyway.
         conn.close(

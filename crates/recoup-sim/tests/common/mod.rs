@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use recoup_elements::{Datagram, Node, Output, PathSpec};
 use recoup_recovery::{Policy, PolicySpec};
-use recoup_sim::{Application, QuicNode, Simulator};
+use recoup_sim::{NodeApp, QuicNode, Simulator};
 use recoup_time::Instant;
 use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::streams::StreamId;
@@ -59,7 +59,7 @@ pub struct LiveSender {
     pub recovered: Vec<Recovered>,
 }
 
-impl Application for LiveSender {
+impl NodeApp for LiveSender {
     fn poll(&mut self, now: Instant, ep: &mut Endpoint) -> Option<Instant> {
         if self.conn.is_none() {
             self.conn = ep.accept();
@@ -103,7 +103,7 @@ pub struct Viewer {
     pub fin: bool,
 }
 
-impl Application for Viewer {
+impl NodeApp for Viewer {
     fn poll(&mut self, _now: Instant, ep: &mut Endpoint) -> Option<Instant> {
         let h = self.conn.or_else(|| ep.handles().next())?;
         self.conn = Some(h);

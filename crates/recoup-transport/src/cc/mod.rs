@@ -23,7 +23,7 @@ use recoup_time::Instant;
 use smallvec::SmallVec;
 
 use crate::delivery_rate::{RateSample, RateSnapshot};
-use crate::error::DecodeError;
+use crate::error::Error;
 use crate::loss::SentPacket;
 use crate::rtt::RttEstimator;
 
@@ -277,7 +277,7 @@ impl fmt::Display for CcAlgorithm {
 }
 
 impl FromStr for CcAlgorithm {
-    type Err = DecodeError;
+    type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let (name, params) = match s.split_once(':') {
@@ -292,7 +292,7 @@ impl FromStr for CcAlgorithm {
                 ))
             }
             (_, Some(_)) if CcAlgorithm::NAMES.contains(&name.as_str()) => {
-                return Err(DecodeError::invalid(
+                return Err(Error::invalid(
                     "congestion controller",
                     format!("`{name}` takes no parameters; only bbr3 does (`bbr3:beta=0.8`)"),
                 ))
@@ -305,7 +305,7 @@ impl FromStr for CcAlgorithm {
             "bbr" | "bbr1" | "bbrv1" => Ok(CcAlgorithm::Bbr),
             "copa" => Ok(CcAlgorithm::Copa),
             "none" => Ok(CcAlgorithm::None),
-            _ => Err(DecodeError::invalid(
+            _ => Err(Error::invalid(
                 "congestion controller",
                 format!(
                     "unknown name {s:?}; accepted: {}",

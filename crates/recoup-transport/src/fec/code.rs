@@ -6,14 +6,7 @@
 
 use std::collections::BTreeMap;
 
-/// Why a window could not be coded or decoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CodeError {
-    #[error("{missing} source symbols missing but only {repairs} repair symbols")]
-    NotEnough { missing: usize, repairs: usize },
-    #[error("the erasure code failed: {0}")]
-    Codec(String),
-}
+use crate::Error;
 
 /// Pads `symbol` with zeros to `len`.
 fn padded(symbol: &[u8], len: usize) -> Vec<u8> {
@@ -31,7 +24,7 @@ pub fn symbol_len<'a>(sources: impl IntoIterator<Item = &'a [u8]>) -> usize {
 }
 
 /// `repairs` repair symbols of `len` bytes over `sources` (each at most `len` bytes).
-pub fn encode(sources: &[&[u8]], repairs: usize, len: usize) -> Result<Vec<Vec<u8>>, CodeError> {
+pub fn encode(sources: &[&[u8]], repairs: usize, len: usize) -> Result<Vec<Vec<u8>>, Error> {
     if repairs == 1 {
         let mut out = vec![0u8; len];
         for s in sources {
@@ -43,7 +36,7 @@ pub fn encode(sources: &[&[u8]], repairs: usize, len: usize) -> Result<Vec<Vec<u
     }
     let padded: Vec<Vec<u8>> = sources.iter().map(|s| padded(s, len)).collect();
     reed_solomon_simd::encode(sources.len(), repairs, &padded)
-        .map_err(|e| CodeError::Codec(e.to_string()))
+        .map_err(|e| Error::FecCodec(e.to_string()))
 }
 
 /// Restores the missing source symbols of a window of `k` with `repairs` repair symbols in
@@ -56,13 +49,13 @@ pub fn decode(
     present: &[(usize, &[u8])],
     received: &[(usize, &[u8])],
     len: usize,
-) -> Result<BTreeMap<usize, Vec<u8>>, CodeError> {
+) -> Result<BTreeMap<usize, Vec<u8>>, Error> {
     let missing = k - present.len();
     if missing == 0 {
         return Ok(BTreeMap::new());
     }
     if missing > received.len() {
-        return Err(CodeError::NotEnough {
+        return Err(Error::FecNotEnough {
             missing,
             repairs: received.len(),
         });
@@ -77,13 +70,13 @@ pub fn decode(
         }
         let index = (0..k)
             .find(|i| !present.iter().any(|(p, _)| p == i))
-            .ok_or_else(|| CodeError::Codec("no missing index".into()))?;
+            .ok_or_else(|| Error::FecCodec("no missing index".into()))?;
         return Ok(BTreeMap::from([(index, out)]));
     }
     let present: Vec<(usize, Vec<u8>)> =
         present.iter().map(|(i, s)| (*i, padded(s, len))).collect();
     reed_solomon_simd::decode(k, repairs, present, received.iter().copied())
-        .map_err(|e| CodeError::Codec(e.to_string()))
+        .map_err(|e| Error::FecCodec(e.to_string()))
 }
 
 #[cfg(test)]
@@ -109,7 +102,7 @@ mod tests {
 
     /// Codes a window, loses the symbols in `pattern` (bit i < k: source i, bit k + j: repair
     /// j) and decodes; returns what decoding said.
-    fn round_trip(k: usize, m: usize, pattern: u32, seed: u8) -> Result<(), CodeError> {
+    fn round_trip(k: usize, m: usize, pattern: u32, seed: u8) -> Result<(), Error> {
         let src = sources(k, seed);
         let refs: Vec<&[u8]> = src.iter().map(Vec::as_slice).collect();
         let len = symbol_len(refs.iter().copied());
@@ -152,7 +145,7 @@ mod tests {
                     } else {
                         assert_eq!(
                             result,
-                            Err(CodeError::NotEnough {
+                            Err(Error::FecNotEnough {
                                 missing: sources_lost,
                                 repairs: repairs_left
                             }),

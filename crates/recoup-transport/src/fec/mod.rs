@@ -42,7 +42,7 @@ mod code;
 mod receiver;
 mod sender;
 
-pub use code::{decode, encode, symbol_len, CodeError};
+pub use code::{decode, encode, symbol_len};
 pub use receiver::{FecReceiver, Restored};
 pub use sender::{CodedRepair, FecSender};
 

@@ -7,7 +7,7 @@ use smallvec::SmallVec;
 
 use super::FrameType;
 use crate::coding::{varint_size, BufMutExt, Reader};
-use crate::error::DecodeError;
+use crate::error::Error;
 use recoup_recovery::RangeSet;
 
 /// ECN counts of an ACK_ECN frame (RFC 9000 §19.3.2).
@@ -57,7 +57,7 @@ impl<'a> AckFrame<'a> {
         }
     }
 
-    pub(super) fn parse(r: &mut Reader<'a>, ecn: bool) -> Result<Self, DecodeError> {
+    pub(super) fn parse(r: &mut Reader<'a>, ecn: bool) -> Result<Self, Error> {
         let largest = r.varint("ack largest acknowledged")?;
         let ack_delay = r.varint("ack delay")?;
         let range_count = r.varint("ack range count")?;
@@ -65,7 +65,7 @@ impl<'a> AckFrame<'a> {
         // §19.3.1: a range reaching below packet number 0 is a FRAME_ENCODING_ERROR.
         let mut smallest = largest
             .checked_sub(first_range)
-            .ok_or_else(|| DecodeError::invalid("ack first range", "exceeds largest"))?;
+            .ok_or_else(|| Error::invalid("ack first range", "exceeds largest"))?;
         let start = r.position();
         let all = r.peek_rest();
         // Each pair takes at least two bytes, so a hostile count ends at the input's end.
@@ -76,7 +76,7 @@ impl<'a> AckFrame<'a> {
                 .checked_sub(gap)
                 .and_then(|s| s.checked_sub(2))
                 .and_then(|s| s.checked_sub(len))
-                .ok_or_else(|| DecodeError::invalid("ack range", "below packet number 0"))?;
+                .ok_or_else(|| Error::invalid("ack range", "below packet number 0"))?;
         }
         let raw_ranges = &all[..r.position() - start];
         let ecn = if ecn {

@@ -1,7 +1,7 @@
 //! CONNECTION_CLOSE frames (RFC 9000 §19.19), for transport and application errors.
 
 use crate::coding::{varint_size, BufMutExt, Reader};
-use crate::error::{DecodeError, TransportError};
+use crate::error::{Error, TransportError};
 
 /// A CONNECTION_CLOSE frame (RFC 9000 §19.19).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +26,7 @@ impl<'a> From<&'a TransportError> for ConnectionClose<'a> {
 
 impl<'a> ConnectionClose<'a> {
     /// The body of a transport (`application` false, type 0x1c) or application (0x1d) close.
-    pub(super) fn parse(r: &mut Reader<'a>, application: bool) -> Result<Self, DecodeError> {
+    pub(super) fn parse(r: &mut Reader<'a>, application: bool) -> Result<Self, Error> {
         let error_code = r.varint("error code")?;
         let frame_type = if application {
             None

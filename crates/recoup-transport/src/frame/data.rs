@@ -1,9 +1,9 @@
 //! Data-carrying frames: STREAM (RFC 9000 §19.8) and CRYPTO (§19.6), and how much data fits in
 //! the room a packet has left.
 
-use super::{Frame, FrameError, FrameType};
+use super::{Frame, FrameType};
 use crate::coding::{varint_size, BufMutExt, Reader, VarInt};
-use crate::error::{transport_err, TransportError};
+use crate::error::{transport_err, Error, TransportError};
 
 /// A STREAM frame (RFC 9000 §19.8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub fn crypto_frame_len(offset: u64, data_len: usize) -> usize {
 }
 
 /// The body of a CRYPTO frame (type 0x06).
-pub(super) fn parse_crypto<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, FrameError> {
+pub(super) fn parse_crypto<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, Error> {
     let offset = r.varint("crypto offset")?;
     let data = r.length_prefixed("crypto data")?;
     check_end(offset, data.len())?;
@@ -128,7 +128,7 @@ pub(super) fn parse_crypto<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, FrameErr
 }
 
 /// The body of a STREAM frame; the type's low bits say which fields are present.
-pub(super) fn parse_stream<'a>(r: &mut Reader<'a>, ty: FrameType) -> Result<Frame<'a>, FrameError> {
+pub(super) fn parse_stream<'a>(r: &mut Reader<'a>, ty: FrameType) -> Result<Frame<'a>, Error> {
     let stream_id = r.varint("stream id")?;
     let offset = if ty.0 & FrameType::STREAM_OFF != 0 {
         r.varint("stream offset")?

@@ -1,9 +1,9 @@
 //! Stream control and flow control frames: RESET_STREAM, STOP_SENDING (RFC 9000 §19.4-5),
 //! MAX_DATA, MAX_STREAM_DATA, MAX_STREAMS (§19.9-11) and the BLOCKED frames (§19.12-14).
 
-use super::{unknown_type, Frame, FrameError, FrameType};
+use super::{unknown_type, Frame, FrameType};
 use crate::coding::Reader;
-use crate::error::{transport_err, TransportError};
+use crate::error::{transport_err, Error, TransportError};
 
 /// The largest stream count MAX_STREAMS / STREAMS_BLOCKED may carry (RFC 9000 §19.11, §19.14).
 pub const MAX_STREAM_COUNT: u64 = 1 << 60;
@@ -16,7 +16,7 @@ pub enum StreamDir {
 }
 
 /// The body of a frame of this family (`ty` one of 0x04, 0x05, 0x10..=0x17).
-pub(super) fn parse<'a>(r: &mut Reader<'a>, ty: FrameType) -> Result<Frame<'a>, FrameError> {
+pub(super) fn parse<'a>(r: &mut Reader<'a>, ty: FrameType) -> Result<Frame<'a>, Error> {
     Ok(match ty.0 {
         0x04 => Frame::ResetStream {
             stream_id: r.varint("stream id")?,

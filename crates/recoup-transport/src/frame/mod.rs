@@ -49,7 +49,7 @@ pub use types::{frame_allowed, frame_allowed_or_err, FrameType};
 
 use crate::cid::{ConnectionId, StatelessResetToken};
 use crate::coding::{varint_size, BufMutExt, Reader};
-use crate::error::{transport_err, DecodeError, TransportError};
+use crate::error::{transport_err, Error, TransportError};
 
 /// A decoded frame. Data, tokens and reasons borrow the packet payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -351,30 +351,14 @@ fn parse_frame<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, TransportError> {
         )
         .with_frame(ty));
     }
+    // A frame's own protocol violation keeps its code; malformed bytes are FRAME_ENCODING_ERROR.
     parse_body(r, FrameType(ty)).map_err(|e| match e {
-        FrameError::Decode(e) => transport_err!(FRAME_ENCODING_ERROR, "{e}").with_frame(ty),
-        FrameError::Transport(e) => e.with_frame(ty),
+        Error::Transport(e) => e.with_frame(ty),
+        e => transport_err!(FRAME_ENCODING_ERROR, "{e}").with_frame(ty),
     })
 }
 
-enum FrameError {
-    Decode(DecodeError),
-    Transport(TransportError),
-}
-
-impl From<DecodeError> for FrameError {
-    fn from(e: DecodeError) -> Self {
-        Self::Decode(e)
-    }
-}
-
-impl From<TransportError> for FrameError {
-    fn from(e: TransportError) -> Self {
-        Self::Transport(e)
-    }
-}
-
-fn parse_body<'a>(r: &mut Reader<'a>, ty: FrameType) -> Result<Frame<'a>, FrameError> {
+fn parse_body<'a>(r: &mut Reader<'a>, ty: FrameType) -> Result<Frame<'a>, Error> {
     Ok(match ty.0 {
         0x00 => {
             let zeros = r.peek_rest().iter().take_while(|&&b| b == 0).count();
@@ -396,7 +380,7 @@ fn parse_body<'a>(r: &mut Reader<'a>, ty: FrameType) -> Result<Frame<'a>, FrameE
 
 /// §12.4: an unknown frame type is a FRAME_ENCODING_ERROR. A family's decoder answers the same
 /// for a type that is not its own.
-fn unknown_type(ty: FrameType) -> FrameError {
+fn unknown_type(ty: FrameType) -> Error {
     transport_err!(FRAME_ENCODING_ERROR, "unknown frame type 0x{:x}", ty.0).into()
 }
 

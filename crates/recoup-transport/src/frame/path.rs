@@ -1,13 +1,13 @@
 //! Frames about addressing the connection: NEW_TOKEN (RFC 9000 §19.7), NEW_CONNECTION_ID and
 //! RETIRE_CONNECTION_ID (§19.15-16), PATH_CHALLENGE and PATH_RESPONSE (§19.17-18).
 
-use super::{unknown_type, Frame, FrameError, FrameType};
+use super::{unknown_type, Frame, FrameType};
 use crate::cid::{ConnectionId, MAX_CID_LEN};
 use crate::coding::Reader;
-use crate::error::transport_err;
+use crate::error::{transport_err, Error};
 
 /// The body of a frame of this family (`ty` one of 0x07, 0x18..=0x1b).
-pub(super) fn parse<'a>(r: &mut Reader<'a>, ty: FrameType) -> Result<Frame<'a>, FrameError> {
+pub(super) fn parse<'a>(r: &mut Reader<'a>, ty: FrameType) -> Result<Frame<'a>, Error> {
     Ok(match ty.0 {
         0x07 => {
             let token = r.length_prefixed("token")?;

@@ -21,9 +21,9 @@
 
 use recoup_recovery::fec::{MAX_REPAIRS, MAX_WINDOW_SPAN};
 
-use super::{Frame, FrameError, FrameType};
+use super::{Frame, FrameType};
 use crate::coding::{varint_size, BufMutExt, Reader};
-use crate::error::transport_err;
+use crate::error::{transport_err, Error};
 
 /// Longest repair symbol: a symbol is at most one packet's STREAM frames.
 pub const MAX_SYMBOL_LEN: usize = 65_534;
@@ -89,7 +89,7 @@ impl RepairFrame<'_> {
 pub const MAX_REPAIR_OVERHEAD: usize =
     4 + 8 + 1 + (MAX_WINDOW_SPAN as usize).div_ceil(8) + 2 + 2 + 4;
 
-pub(super) fn parse<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, FrameError> {
+pub(super) fn parse<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, Error> {
     let first_pn = r.varint("repair first packet number")?;
     let span = r.varint("repair span")?;
     if span == 0 || span > MAX_WINDOW_SPAN {
@@ -110,7 +110,7 @@ pub(super) fn parse<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, FrameError> {
         )
         .into());
     }
-    let count = |v: u64, what: &str| -> Result<u16, FrameError> {
+    let count = |v: u64, what: &str| -> Result<u16, Error> {
         match u16::try_from(v) {
             Ok(v) if (1..=MAX_REPAIRS).contains(&v) => Ok(v),
             _ => Err(transport_err!(

@@ -9,7 +9,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::RangeInclusive;
 
-use crate::error::DecodeError;
+use crate::error::Error;
 
 /// BBRv3's loss response (draft-ietf-ccwg-bbr-06 §2.8).
 #[derive(Clone, Copy, Debug)]
@@ -60,8 +60,8 @@ impl Bbr3Params {
     /// # Errors
     /// An item without `=`, an unknown or repeated key, or a value outside its range, each
     /// naming the item and listing what is accepted.
-    pub fn parse(list: &str) -> Result<Self, DecodeError> {
-        let invalid = |detail: String| DecodeError::invalid("congestion controller", detail);
+    pub fn parse(list: &str) -> Result<Self, Error> {
+        let invalid = |detail: String| Error::invalid("congestion controller", detail);
         let keys = KEYS.map(|(k, _, _)| k).join(", ");
         let mut params = Self::default();
         let mut seen: Vec<&str> = Vec::new();

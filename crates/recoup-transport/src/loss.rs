@@ -7,8 +7,8 @@
 //! or discarded. Lost packets are removed at once, so state is bounded by what is in flight.
 //!
 //! [`LossDetectionMode::RackTlp`] swaps in RACK-TLP (RFC 8985): RACK's time-based detection
-//! ([`rack`]) replaces RFC 9002's thresholds, and a tail loss probe replaces the first PTO. Both
-//! run on the same sent-packet maps, RTT estimator and timer.
+//! (`loss::rack`) replaces RFC 9002's thresholds, and a tail loss probe replaces the first PTO.
+//! Both run on the same sent-packet maps, RTT estimator and timer.
 
 mod rack;
 mod sent;

@@ -120,13 +120,13 @@ pub struct Args {
     /// a row; within the first `within` bytes).
     #[arg(long, value_name = "CORRUPT", value_parser = parse_corrupt)]
     pub corrupt: Option<CorruptSpec>,
-    /// Duplicate datagrams in both directions, netem syntax: "1%", "5% 25%" (percentage
-    /// [correlation]). The copy leaves right behind the original and meets the loss, corruption
+    /// Duplicate datagrams in both directions, netem syntax: "1%", "5% 25%" (percentage, then
+    /// optionally correlation). The copy leaves right behind the original and meets the loss, corruption
     /// and delay after it on its own.
     #[arg(long, value_name = "DUPLICATE", value_parser = parse_duplicate)]
     pub duplicate: Option<DuplicateSpec>,
-    /// Reorder in both directions, netem syntax: "25%", "25% 50% gap 5" (percentage
-    /// [correlation] [gap N]). As in netem it needs a delay (--delay or --rtt): a chosen
+    /// Reorder in both directions, netem syntax: "25%", "25% 50% gap 5" (percentage, then
+    /// optionally correlation and gap N). As in netem it needs a delay (--delay or --rtt): a chosen
     /// datagram skips it and overtakes the ones waiting; after one, gap - 1 are delayed.
     #[arg(long, value_name = "REORDER", value_parser = parse_reorder)]
     pub reorder: Option<ReorderSpec>,

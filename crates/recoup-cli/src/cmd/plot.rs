@@ -27,7 +27,7 @@ pub struct Args {
     /// Metric to plot (a `metric` of summary.csv; repeat for more panels).
     #[arg(long, value_name = "NAME")]
     pub metric: Vec<String>,
-    /// Sweep axis on the x axis (as in the plan's [sweep] table, e.g. path.rtt).
+    /// Sweep axis on the x axis (as in the plan's `[sweep]` table, e.g. path.rtt).
     #[arg(long, value_name = "AXIS")]
     pub x: Option<String>,
     /// Output PNG (default: DIR/plot.png).

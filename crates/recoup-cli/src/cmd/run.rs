@@ -35,12 +35,12 @@ pub struct Args {
     #[arg(long, value_name = "TIME", value_parser = simulate::parse_duration)]
     pub duration: Option<Duration>,
     /// Also write a qlog trace per run and side:
-    /// DIR/qlog/<scenario>-<policy>-<seed>-{server,client}.sqlog (simulated time).
+    /// `DIR/qlog/<scenario>-<policy>-<seed>-{server,client}.sqlog` (simulated time).
     #[arg(long)]
     pub qlog: bool,
     /// Also write every lost data range of each run's sender, one CSV row each (stream range,
     /// send and detection times, retransmission rounds N, sends, copies):
-    /// DIR/losses/<scenario>-<policy>-<seed>.csv.
+    /// `DIR/losses/<scenario>-<policy>-<seed>.csv`.
     #[arg(long)]
     pub losses: bool,
     /// Table formats, comma-separated: csv, json, parquet (Parquet is written by python3 with

@@ -18,7 +18,7 @@ struct Args {
     /// Where the body of the one URL goes.
     #[arg(short, long, conflicts_with = "dir")]
     output: Option<PathBuf>,
-    /// Each body goes to DIR/<last path segment>.
+    /// Each body goes to `DIR/<last path segment>`.
     #[arg(short, long)]
     dir: Option<PathBuf>,
     /// One connection per URL, one after the other.

@@ -159,7 +159,7 @@ pub fn ack_growth(hystart: Option<&mut HyStart>, ack: &AckEvent<'_>, mds: u64) -
 }
 
 /// After a controller's growth for `ack`: whether HyStart++'s slow start ended with it (CSS
-/// lasted CSS_ROUNDS rounds), in which case `hystart` is dropped and the caller "enter[s]
+/// lasted CSS_ROUNDS rounds), in which case `hystart` is dropped and the caller "enter\[s\]
 /// congestion avoidance by setting the ssthresh to the current cwnd" (RFC 9406 §4.2).
 pub fn slow_start_over(hystart: &mut Option<HyStart>, ack: &AckEvent<'_>) -> bool {
     let newest_sent = ack.acked.iter().map(|p| p.time_sent).max();

@@ -5,7 +5,8 @@
 //! The driver (the simulator, or the UDP loop in `recoup-net`) owns the socket and the clock and
 //! repeats, forever:
 //!
-//! 1. hand every datagram received for this connection to [`Connection::handle_datagram`];
+//! 1. hand every datagram received for this connection to
+//!    [`Connection::handle_datagram_in_place`];
 //! 2. call [`Connection::poll_transmit`] until it returns `None`, sending each datagram;
 //! 3. wait until [`Connection::poll_timeout`] (or the next datagram) and call
 //!    [`Connection::handle_timeout`] when it passes;
@@ -315,8 +316,8 @@ impl Connection {
     }
 
     /// Accepts a connection whose first Initial was sent to `original_dcid` from `remote`, with
-    /// source ID `peer_scid`. The endpoint calls this, then [`Connection::handle_datagram`] with
-    /// the datagram.
+    /// source ID `peer_scid`. The endpoint calls this, then
+    /// [`Connection::handle_datagram_in_place`] with the datagram.
     pub fn accept(
         now: Instant,
         config: &ServerConfig,

@@ -26,7 +26,7 @@
 //! [`Frame::encode`] appends any frame. For STREAM and CRYPTO, [`stream_data_fit`] and
 //! [`crypto_data_fit`] say how much data fits in the space left; [`StreamFrame::encode`] can omit
 //! the Length field for the packet's last frame. ACKs are written from a
-//! [`RangeSet`](crate::range_set::RangeSet) with [`encode_ack`].
+//! [`RangeSet`](recoup_recovery::RangeSet) with [`encode_ack`].
 
 mod ack;
 mod close;

@@ -397,7 +397,7 @@ impl Streams {
     }
 
     /// Every in-order byte ready, handed to `visit` in the pieces the stream holds (see
-    /// [`RecvStream::read_with`]): what [`Self::read`] gives, without the copy.
+    /// `RecvStream::read_with`): what [`Self::read`] gives, without the copy.
     pub fn read_with(
         &mut self,
         id: StreamId,

@@ -53,10 +53,10 @@ echo
 echo "## 3. Policy CPU against arq (whole runs) and per decision"
 "$TARGET/release/examples/policy_cpu" | tee "$OUT/policy_cpu.md"
 "$TARGET/release/examples/policy_bench" | tee "$OUT/policy_bench.md"
-# A policy's share of a run's CPU: ns per decision (one per packet sent, policy_bench) times
-# the packets the default scenario sends, over the CPU of that run (step 1). The measure
-# is the overhead against arq: arq's row is policy_bench's own cost of driving the events, so
-# the last column takes arq's ns per decision away first.
+# A policy's share of a run's CPU: ns per decision (one per packet sent, policy_bench) times the
+# packets the default scenario sends, over the CPU of that run (step 1). The measure that counts is
+# the overhead against arq: arq's row is policy_bench's own cost of driving the events, so the last
+# column takes arq's ns per decision away first.
 echo
 echo "| policy | ns / decision | packets / run | CPU ms / run | policy share of run CPU | overhead vs arq |"
 echo "|---|---|---|---|---|---|"

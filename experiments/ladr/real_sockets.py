@@ -94,11 +94,19 @@ class Proc:
         self.file.close()
 
 
-def down_loss(summary: str) -> tuple[int, int]:
-    """(datagrams in, lost + queue-dropped) towards the client, from the link's summary."""
-    line = next(ln for ln in summary.splitlines() if ln.strip().startswith("down:"))
+def down_link(summary: str) -> tuple[int, int, float]:
+    """(datagrams in, lost + queue-dropped, p99 timing error in ms) towards the client, from the
+    link's summary. The timing error (a datagram's send minus its scheduled time) says whether
+    the machine kept the link's schedule: a loaded machine's milliseconds are as large as the
+    8-packet buffer's."""
+    lines = summary.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.strip().startswith("down:"))
+    line = lines[at]
     n = lambda key: int(re.search(rf"{key} (\d+)", line).group(1))  # noqa: E731
-    return n("in"), n("lost") + n("queue-dropped")
+    timing = re.search(r"p99 (\d+) us", lines[at + 1])
+    if timing is None:
+        sys.exit(f"recoup link's summary has no timing line after the down line: {summary!r}")
+    return n("in"), n("lost") + n("queue-dropped"), int(timing.group(1)) / 1000
 
 
 def session(binary: str, row: str, rtt: str, seed: int, duration: str, setting: str, folder: Path):
@@ -164,8 +172,8 @@ def session(binary: str, row: str, rtt: str, seed: int, duration: str, setting: 
     finally:
         serve.close()
     j = json.loads(report.read_text())
-    sent, lost = down_loss(summary)
-    j["link"] = {"down_in": sent, "down_lost": lost}
+    sent, lost, timing_p99 = down_link(summary)
+    j["link"] = {"down_in": sent, "down_lost": lost, "timing_p99_ms": timing_p99}
     return j
 
 
@@ -193,6 +201,7 @@ def real_rows(binary: str, rtts: list[str], duration: str, setting: str, out: Pa
                     "rtt": rtt,
                     "packet_loss_pct": 100.0 * s["packets_lost"] / max(s["packets_sent"], 1),
                     "link_drop_pct": 100.0 * link["down_lost"] / max(link["down_in"], 1),
+                    "link_timing_p99_ms": link["timing_p99_ms"],
                     "repair_sent": s["repair_packets"],
                     "rate_limited_pct": 100.0
                     * s["rate_limited_packets"]
@@ -274,6 +283,7 @@ def main() -> None:
                 f"{r['fec_recovered'].mean():.1f}",
                 pair("rate_limited_pct", "rate_limited_rate", 100, 1),
                 f"{r['link_drop_pct'].mean():.2f}",
+                f"{r['link_timing_p99_ms'].max():.2f}",
             ]
         )
     md = common.markdown_table(
@@ -291,6 +301,7 @@ def main() -> None:
             "restored (client)",
             "RRL-limited packets %",
             "link drops % (down)",
+            "link timing error p99 ms, worst session",
         ],
         table,
     )
@@ -301,7 +312,9 @@ def main() -> None:
         "Sender-side columns: real (the server's report) / simulated (the same sessions in the "
         "simulator). Client columns: real sockets only (capture on the server to the last byte "
         "at the client). Packet loss: packets the sender declared lost / packets sent; link "
-        "drops: what `recoup link` lost or queue-dropped towards the client / datagrams in.\n"
+        "drops: what `recoup link` lost or queue-dropped towards the client / datagrams in; its "
+        "timing error: how late the link sent a datagram against its schedule (a loaded machine "
+        "shows here, and its real columns then measure the machine).\n"
     )
     real.to_csv(out / "real.csv", index=False)
     figs = common.figure_dir(args.quick)

@@ -480,7 +480,7 @@ fn unprotect_header(
         .checked_add(SAMPLE_OFFSET + sample_len)
         .ok_or(Error::UnexpectedEnd("header protection sample"))?;
     if pn_offset == 0 || packet.len() < sample_end {
-        return Err(Error::UnexpectedEnd("header protection sample").into());
+        return Err(Error::UnexpectedEnd("header protection sample"));
     }
     let (first, rest) = packet
         .split_first_mut()

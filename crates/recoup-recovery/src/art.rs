@@ -1563,14 +1563,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn learned_rounds_report_outcomes_and_observe_the_state() {
+    /// `art-dqn` under `reading` with a [`Recorder`], the scheduler off.
+    fn recorded(reading: ArtReading) -> (Art, std::sync::Arc<std::sync::Mutex<Recorder>>) {
         let rec = std::sync::Arc::new(std::sync::Mutex::new(Recorder::default()));
         let cfg = SchedulerConfig {
             enabled: false,
             ..SchedulerConfig::default()
         };
-        let mut p = Art::new_learned(Box::new(Shared(rec.clone())), ArtReading::Text, cfg, 1);
+        let p = Art::new_learned(Box::new(Shared(rec.clone())), reading, cfg, 1);
+        (p, rec)
+    }
+
+    #[test]
+    fn learned_rounds_report_outcomes_and_observe_the_state() {
+        let (mut p, rec) = recorded(ArtReading::Text);
         assert_eq!(p.name(), "art-dqn");
         // 7 of 10 replicas lost: p_r = 0.7 in both windows (0.07 in the long one of 100).
         replica_outcomes(&mut p, 7, 3);
@@ -1617,12 +1623,7 @@ mod tests {
 
     #[test]
     fn learned_code_rounds_observe_quic_arts_state_and_report_outcomes() {
-        let rec = std::sync::Arc::new(std::sync::Mutex::new(Recorder::default()));
-        let cfg = SchedulerConfig {
-            enabled: false,
-            ..SchedulerConfig::default()
-        };
-        let mut p = Art::new_learned(Box::new(Shared(rec.clone())), ArtReading::Code, cfg, 1);
+        let (mut p, rec) = recorded(ArtReading::Code);
         p.on_rtt_update(
             ms(0),
             &RttSample {

@@ -8,12 +8,15 @@ use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use recoup_recovery::qnet::{state_features, Dense, QNet};
+use recoup_recovery::qnet::{state_features, QNet};
 use recoup_recovery::{
     ArtReading, DataRange, LossTrigger, LostData, PacketInfo, Policy, PolicySpec, RecoveryPolicy,
     RttSample, SendContext, SendKind, SendState, SentRange,
 };
 use recoup_time::Instant;
+
+mod common;
+use common::random_net;
 
 fn seed() -> u64 {
     std::env::var("RECOUP_SEED")
@@ -24,21 +27,6 @@ fn seed() -> u64 {
 
 /// The text reading's number of inputs, which the hand-written files below take.
 const STATE_LEN: usize = 6;
-
-/// A network of `reading`'s state with random weights (seeded), as an untrained one would be.
-fn random_net(reading: ArtReading, seed: u64, actions: usize) -> QNet {
-    let inputs = state_features(reading).len();
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut layer = |inputs: usize, outputs: usize| Dense {
-        weight: (0..inputs * outputs)
-            .map(|_| rng.gen_range(-1.0..1.0))
-            .collect(),
-        bias: (0..outputs).map(|_| rng.gen_range(-0.1..0.1)).collect(),
-        inputs,
-    };
-    let layers = vec![layer(inputs, 16), layer(16, 16), layer(16, actions)];
-    QNet::new(layers, reading, BTreeMap::new()).unwrap_or_else(|e| panic!("{e}"))
-}
 
 struct Dir(PathBuf);
 

@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use recoup_recovery::qnet::{Dense, QNet, TEXT_FEATURES};
 use recoup_recovery::{
     ArtReading, DataRange, LossTrigger, LostData, PacketInfo, Policy, PolicySpec, RecoveryPolicy,
     RttSample, SendContext, SendKind, SendState, SentRange,
 };
 use recoup_time::Instant;
+
+mod common;
 
 /// FNV-1a over 64-bit words: a stable digest of the policy's answers.
 struct Digest(u64);
@@ -405,21 +406,7 @@ fn reading_code_is_the_default_and_differs() {
 /// network's: its greedy choices vary with the state), `actions` outputs, in a directory of this
 /// process.
 fn dqn_weights(seed: u64, actions: usize) -> std::path::PathBuf {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut layer = |inputs: usize, outputs: usize| Dense {
-        weight: (0..inputs * outputs)
-            .map(|_| rng.gen_range(-1.0..1.0))
-            .collect(),
-        bias: (0..outputs).map(|_| rng.gen_range(-0.1..0.1)).collect(),
-        inputs,
-    };
-    let layers = vec![
-        layer(TEXT_FEATURES.len(), 16),
-        layer(16, 16),
-        layer(16, actions),
-    ];
-    let net =
-        QNet::new(layers, ArtReading::Text, BTreeMap::new()).unwrap_or_else(|e| panic!("{e}"));
+    let net = common::random_net(ArtReading::Text, seed, actions);
     let dir = std::env::temp_dir().join(format!("recoup-art-readings-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let path = dir.join(format!("net-{seed}-{actions}.safetensors"));

@@ -286,10 +286,12 @@ def train_dqn(
     replot: bool = False,
     gamma: float | None = None,
     scenario: Path | None = None,
+    reading: str | None = None,
 ) -> Path:
     """art-dqn's weights at `out`, trained by `recoup train-dqn` (`gamma`: ART §8's reward
-    ratio; `scenario`: train on that file's sweep points instead of the built-in ones); an
-    existing file is kept with `replot`. The wall time goes to <out>.seconds beside it."""
+    ratio; `scenario`: train on that file's sweep points instead of the built-in ones;
+    `reading`: `code`, the default, or `text`); an existing file is kept with `replot`. The wall
+    time goes to <out>.seconds beside it."""
     if replot and out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -297,6 +299,7 @@ def train_dqn(
     cmd += ["--episodes", str(episodes), "--seed", str(seed)]
     cmd += ["--gamma", str(gamma)] if gamma is not None else []
     cmd += ["--scenario", str(scenario)] if scenario is not None else []
+    cmd += ["--reading", reading] if reading is not None else []
     print("$", " ".join(cmd), flush=True)
     t0 = time.monotonic()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)

@@ -1,6 +1,6 @@
 """ART Fig. 27: N_max and redundancy cost of ART's Redundancy Adapters: test-and-verification
 (ART), the multi-armed bandits (ART-MAB, epsilon-greedy and UCB, eta = 1.01) and ART-DQN at
-gamma = 1.01-1.05.
+gamma = 1.01-1.05, each under the authors' code's reading and under recoup's reading of the text.
 
     python3 experiments/art/fig27_variants.py [--quick] [--seeds N] [--jobs N] [--replot]
 
@@ -9,8 +9,9 @@ ART §8.1: files over Mahimahi's Verizon-LTE trace, 30 ms delay, loss 1-10 %; la
 traces' Verizon LTE), 30 ms RTT, `crn bernoulli` loss of 1, 5 and 10 % on the data direction
 (every policy meets the same losses), BBR, 1 MB files and 20 MB as the large ones (200 MB over
 this trace takes minutes per run; the paper's runs took 4 hours each). ART-DQN is trained by
-`recoup train-dqn --gamma G --scenario` on this figure's own points (the paper's DQN learned
-"under varying packet loss patterns" of the same testbed), 64 episodes, seed 1.
+`recoup train-dqn --gamma G --reading R --scenario` on this figure's own points (the paper's DQN
+learned "under varying packet loss patterns" of the same testbed), 64 episodes, seed 1, once
+for each reading: `code` (quic-art's state and reward, the default of `art-dqn`) and `text`.
 
 Raw rows in experiments/results/art-fig27/, the plot in experiments/figures/art-fig27.png and the
 table in experiments/figures/art-fig27.md.
@@ -90,16 +91,24 @@ def main() -> None:
     train_plan.parent.mkdir(parents=True, exist_ok=True)
     train_plan.write_text(common.to_toml(plan("art-fig27-train", "1MB", 1, fixed[:1])))
     dqn = []
-    for g in GAMMAS:
-        weights = common.train_dqn(
-            out / "dqn" / f"gamma-{g}.safetensors",
-            episodes,
-            DQN_SEED,
-            replot=args.replot,
-            gamma=g,
-            scenario=train_plan,
-        )
-        dqn.append({"label": f"DQN γ={g}", "name": "art-dqn", "params": f"weights={weights}"})
+    for reading, suffix, given in [("code", "", ""), ("text", " (text)", "reading=text,")]:
+        for g in GAMMAS:
+            weights = common.train_dqn(
+                out / "dqn" / reading / f"gamma-{g}.safetensors",
+                episodes,
+                DQN_SEED,
+                replot=args.replot,
+                gamma=g,
+                scenario=train_plan,
+                reading=reading,
+            )
+            dqn.append(
+                {
+                    "label": f"DQN γ={g}{suffix}",
+                    "name": "art-dqn",
+                    "params": f"{given}weights={weights}",
+                }
+            )
     policies = fixed + dqn
     labels = [p["label"] for p in policies]
 
@@ -135,7 +144,9 @@ def main() -> None:
         )
         mean = rows.groupby("policy")[["n_max", "redundancy_cost"]].mean().loc[labels]
         for i, (label, r) in enumerate(mean.iterrows()):
-            marker = "o" if label.startswith("ART") else "s" if label.startswith("MAB") else "^"
+            kind = label.split()[0]
+            marker = {"ART": "o", "MAB-EG": "s", "MAB-UCB": "s"}.get(kind, "^")
+            marker = "v" if kind == "DQN" and label.endswith("(text)") else marker
             color = plt.cm.tab20(i)
             ax.scatter(
                 100 * r["redundancy_cost"], r["n_max"], label=label, marker=marker, c=[color]
@@ -144,7 +155,7 @@ def main() -> None:
         ax.set_ylabel("N_max")
         ax.set_title(f"{size} files, {path} path ({PATHS[path]['rtt']} RTT)")
         ax.grid(alpha=0.3)
-    axes.flat[0].legend(fontsize=8)
+    axes.flat[0].legend(fontsize=7, ncol=2)
     common.save_figure(fig, common.figure_path("art-fig27", args.quick), 120)
     common.write_table(
         "art-fig27",

@@ -3,8 +3,8 @@
 //! `on_data_lost` (state, decision, copy bookkeeping), plus the same network run by candle.
 //!
 //! Run: `cargo run -p recoup-dqn --release --example decision_cost [WEIGHTS]`
-//! Without WEIGHTS the network is the default shape (6-64-64-10) with seeded random weights:
-//! the cost does not depend on the values.
+//! Without WEIGHTS the network is the default shape (7-64-64-10, the code reading's) with seeded
+//! random weights: the cost does not depend on the values.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use recoup_dqn::net::{states, Mlp};
 use recoup_dqn::TrainConfig;
-use recoup_recovery::qnet::{DqnState, QNet};
+use recoup_recovery::qnet::{state_features, DqnState, QNet};
 use recoup_recovery::{
     art_adapt, ArtDqnConfig, DataRange, LossTrigger, LostData, OutcomeWindow, PolicySpec,
     RecoveryPolicy, SchedulerConfig,
@@ -39,10 +39,13 @@ fn best_ns_per(n: usize, mut f: impl FnMut()) -> f64 {
     best.as_nanos() as f64 / n as f64
 }
 
-fn random_states(n: usize) -> Vec<DqnState> {
+fn random_states(n: usize, len: usize) -> Vec<DqnState> {
     let mut rng = ChaCha8Rng::seed_from_u64(2);
     (0..n)
-        .map(|_| std::array::from_fn(|_| rng.gen_range(0.0..1.0)))
+        .map(|_| {
+            let values: Vec<f32> = (0..len).map(|_| rng.gen_range(0.0..1.0)).collect();
+            DqnState::new(&values)
+        })
         .collect()
 }
 
@@ -84,8 +87,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cfg = TrainConfig::with_default_scenarios()?;
     let net = match std::env::args().nth(1).map(PathBuf::from) {
         Some(path) => QNet::load(&path)?,
-        None => Mlp::init(cfg.hidden, cfg.actions, &mut ChaCha8Rng::seed_from_u64(1))?
-            .to_qnet(BTreeMap::new())?,
+        None => Mlp::init(
+            state_features(cfg.reading).len(),
+            cfg.hidden,
+            cfg.actions,
+            &mut ChaCha8Rng::seed_from_u64(1),
+        )?
+        .to_qnet(cfg.reading, BTreeMap::new())?,
     };
     let shape: Vec<String> = std::iter::once(net.layers()[0].inputs)
         .chain(net.layers().iter().map(|l| l.outputs()))
@@ -95,7 +103,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{DECISIONS} decisions, network {}, best of 5, release build",
         shape.join("-")
     );
-    let inputs = random_states(DECISIONS);
+    let inputs = random_states(DECISIONS, net.layers()[0].inputs);
 
     let mut window = OutcomeWindow::new(10);
     let mut outcomes = ChaCha8Rng::seed_from_u64(4);
@@ -109,7 +117,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     let plain = best_ns_per(DECISIONS, || {
         for s in &inputs {
-            black_box(net.greedy(black_box(s)));
+            black_box(net.greedy(black_box(s.as_slice())));
         }
     });
     let mlp = Mlp::from_qnet(&net)?;
@@ -135,6 +143,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let dqn = PolicySpec::ArtDqn(ArtDqnConfig {
+        reading: net.reading(),
         weights: "(in memory)".to_owned(),
         net: Arc::new(net),
         scheduler: SchedulerConfig::default(),

@@ -7,6 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use recoup_recovery::dqn::{reward, RedundancyLearner};
 use recoup_recovery::qnet::{DqnState, QNet};
+use recoup_recovery::ArtReading;
 
 /// One decision of an episode: the state, the R chosen and, once the round resolved, its reward.
 #[derive(Clone, Debug)]
@@ -22,6 +23,8 @@ pub type EpisodeLog = Arc<Mutex<Vec<Decision>>>;
 #[derive(Debug)]
 pub struct Explorer {
     net: Arc<QNet>,
+    /// The reading whose reward the rounds earn (the network's).
+    reading: ArtReading,
     epsilon: f64,
     gamma: f64,
     rng: ChaCha8Rng,
@@ -35,6 +38,7 @@ impl Explorer {
     pub fn new(net: Arc<QNet>, epsilon: f64, gamma: f64, seed: u64, log: EpisodeLog) -> Self {
         let base = log.lock().unwrap_or_else(PoisonError::into_inner).len();
         Self {
+            reading: net.reading(),
             net,
             epsilon,
             gamma,
@@ -50,7 +54,7 @@ impl RedundancyLearner for Explorer {
         let r = if self.rng.gen::<f64>() < self.epsilon {
             self.rng.gen_range(1..=self.actions())
         } else {
-            self.net.greedy(state)
+            self.net.greedy(state.as_slice())
         };
         self.log
             .lock()
@@ -63,14 +67,14 @@ impl RedundancyLearner for Explorer {
         r
     }
 
-    fn outcome(&mut self, decision: u64, r: u32, recovered: bool) {
+    fn outcome(&mut self, decision: u64, r: u32, round: u32, recovered: bool) {
         let Ok(i) = usize::try_from(decision) else {
             return;
         };
         let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(d) = log.get_mut(self.base.saturating_add(i)) {
-            // Rewards lie in [0, 1]; f32 is the network's precision.
-            d.reward = Some(reward(self.gamma, r, recovered) as f32);
+            // f32 is the network's precision.
+            d.reward = Some(reward(self.reading, self.gamma, r, round, recovered) as f32);
         }
     }
 

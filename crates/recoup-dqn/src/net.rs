@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use candle_core::{Device, Tensor, Var};
 use rand::Rng;
-use recoup_recovery::qnet::{Dense, QNet, STATE_LEN};
+use recoup_recovery::qnet::{Dense, DqnState, QNet};
+use recoup_recovery::ArtReading;
 
 use crate::error::Error;
 
@@ -16,10 +17,16 @@ pub struct Mlp {
 }
 
 impl Mlp {
-    /// Fresh weights drawn from `rng`: U(-1/sqrt(in), 1/sqrt(in)), the usual initialization of
-    /// a linear layer (drawn here, not by candle, whose CPU generator cannot be seeded).
-    pub fn init(hidden: [usize; 2], actions: usize, rng: &mut impl Rng) -> Result<Self, Error> {
-        let sizes = [STATE_LEN, hidden[0], hidden[1], actions];
+    /// Fresh weights for a state of `inputs` values, drawn from `rng`: U(-1/sqrt(in),
+    /// 1/sqrt(in)), the usual initialization of a linear layer (drawn here, not by candle, whose
+    /// CPU generator cannot be seeded).
+    pub fn init(
+        inputs: usize,
+        hidden: [usize; 2],
+        actions: usize,
+        rng: &mut impl Rng,
+    ) -> Result<Self, Error> {
+        let sizes = [inputs, hidden[0], hidden[1], actions];
         let mut layers = Vec::with_capacity(3);
         for pair in sizes.windows(2) {
             let (inputs, outputs) = (pair[0], pair[1]);
@@ -56,7 +63,7 @@ impl Mlp {
         Ok(Self { layers })
     }
 
-    /// Q-values [batch, actions] of states [batch, STATE_LEN].
+    /// Q-values [batch, actions] of states [batch, inputs].
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
         let last = self.layers.len().saturating_sub(1);
         let mut x = x.clone();
@@ -89,8 +96,12 @@ impl Mlp {
         Ok(())
     }
 
-    /// The network as the policy reads it, with `metadata`.
-    pub fn to_qnet(&self, metadata: BTreeMap<String, String>) -> Result<QNet, Error> {
+    /// The network as the policy reads it under `reading`, with `metadata`.
+    pub fn to_qnet(
+        &self,
+        reading: ArtReading,
+        metadata: BTreeMap<String, String>,
+    ) -> Result<QNet, Error> {
         let layers = self
             .layers
             .iter()
@@ -103,16 +114,13 @@ impl Mlp {
                 })
             })
             .collect::<Result<Vec<_>, candle_core::Error>>()?;
-        QNet::new(layers, metadata).map_err(Error::Config)
+        QNet::new(layers, reading, metadata).map_err(Error::Config)
     }
 }
 
-/// A batch of states as a tensor [n, STATE_LEN].
-pub fn states(rows: &[[f32; STATE_LEN]]) -> Result<Tensor, Error> {
-    let flat: Vec<f32> = rows.iter().flatten().copied().collect();
-    Ok(Tensor::from_vec(
-        flat,
-        (rows.len(), STATE_LEN),
-        &Device::Cpu,
-    )?)
+/// A batch of states, all of one reading's length, as a tensor [n, length].
+pub fn states(rows: &[DqnState]) -> Result<Tensor, Error> {
+    let len = rows.first().map_or(0, |r| r.as_slice().len());
+    let flat: Vec<f32> = rows.iter().flat_map(DqnState::as_slice).copied().collect();
+    Ok(Tensor::from_vec(flat, (rows.len(), len), &Device::Cpu)?)
 }

@@ -14,8 +14,8 @@ use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use recoup_recovery::dqn::DEFAULT_GAMMA;
-use recoup_recovery::qnet::{DqnState, QNet, MAX_ACTIONS};
-use recoup_recovery::{Art, PolicySpec, SchedulerConfig};
+use recoup_recovery::qnet::{state_features, DqnState, QNet, MAX_ACTIONS};
+use recoup_recovery::{Art, ArtReading, PolicySpec, SchedulerConfig};
 use recoup_sim::run::run_one_with_policy;
 use recoup_sim::scenario::{load_str, PolicyEntry, Scenario};
 use recoup_transport::PolicyFactory;
@@ -69,9 +69,13 @@ cc = "bbr"
 /// What a training run does; `Default` holds our defaults (EXPERIMENTS.md "ART-DQN").
 #[derive(Clone, Debug)]
 pub struct TrainConfig {
+    /// The reading the network is for: its state, what R counts and the reward
+    /// (`art-dqn:reading=`).
+    pub reading: ArtReading,
     pub episodes: u32,
     pub seed: u64,
-    /// ART §8's gamma in the reward ([`recoup_recovery::dqn::reward`]).
+    /// ART §8's gamma in the reward ([`recoup_recovery::dqn::reward`]): quic-art's penalty
+    /// factor under `reading=code`.
     pub gamma: f64,
     /// The DQN's discount of future rewards (not ART's gamma).
     pub discount: f32,
@@ -104,6 +108,7 @@ impl TrainConfig {
             );
         }
         Ok(Self {
+            reading: ArtReading::default(),
             episodes: 64,
             seed: 1,
             gamma: DEFAULT_GAMMA,
@@ -205,8 +210,9 @@ struct Transition {
 pub fn train(cfg: &TrainConfig, mut on_episode: impl FnMut(&EpisodeReport)) -> Result<QNet, Error> {
     cfg.check()?;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-    let online = Mlp::init(cfg.hidden, cfg.actions, &mut rng)?;
-    let target = Mlp::init(cfg.hidden, cfg.actions, &mut rng)?;
+    let inputs = state_features(cfg.reading).len();
+    let online = Mlp::init(inputs, cfg.hidden, cfg.actions, &mut rng)?;
+    let target = Mlp::init(inputs, cfg.hidden, cfg.actions, &mut rng)?;
     target.assign(&online)?;
     let mut opt = AdamW::new(
         online.vars(),
@@ -229,11 +235,11 @@ pub fn train(cfg: &TrainConfig, mut on_episode: impl FnMut(&EpisodeReport)) -> R
     for episode in 0..cfg.episodes {
         let scenario = &cfg.scenarios[episode as usize % cfg.scenarios.len()];
         let epsilon = cfg.epsilon(episode);
-        let acting = Arc::new(online.to_qnet(BTreeMap::new())?);
+        let acting = Arc::new(online.to_qnet(cfg.reading, BTreeMap::new())?);
         let log: EpisodeLog = Arc::new(Mutex::new(Vec::new()));
         let explore_seed = rng.gen::<u64>();
         let factory = {
-            let (log, gamma) = (Arc::clone(&log), cfg.gamma);
+            let (log, gamma, reading) = (Arc::clone(&log), cfg.gamma, cfg.reading);
             PolicyFactory::new(move |_| {
                 let learner = Explorer::new(
                     Arc::clone(&acting),
@@ -244,6 +250,7 @@ pub fn train(cfg: &TrainConfig, mut on_episode: impl FnMut(&EpisodeReport)) -> R
                 );
                 Box::new(Art::new_learned(
                     Box::new(learner),
+                    reading,
                     SchedulerConfig::default(),
                     explore_seed,
                 ))
@@ -297,7 +304,7 @@ pub fn train(cfg: &TrainConfig, mut on_episode: impl FnMut(&EpisodeReport)) -> R
             loss: (!losses.is_empty()).then(|| losses.iter().sum::<f32>() / losses.len() as f32),
         });
     }
-    online.to_qnet(cfg.metadata())
+    online.to_qnet(cfg.reading, cfg.metadata())
 }
 
 /// One gradient step on a minibatch: minimize (Q(s, a) - (r + discount max_a' Q_target(s', a')))^2.

@@ -18,8 +18,9 @@
 //!
 //! *Bandit adapter* (§8): R is an arm of [`Bandit`], pulled once per round.
 //!
-//! *Learned adapter* (§8, `art-dqn`): a [`RedundancyLearner`] (a DQN) chooses R once per round
-//! from a [`DqnState`] built here ([`LearnedState`]) and hears each round's outcome.
+//! *Learned adapter* (§8, `art-dqn:reading=text`): a [`RedundancyLearner`] (a DQN) chooses R
+//! once per round from a [`DqnState`] built here ([`LearnedState`]) and hears each round's
+//! outcome.
 //!
 //! *Replica Scheduler* (§6.2): escape_space = min(BDP, a B_max) packets, B_max the largest loss
 //! burst in the last `burst_rtts` RTTs. The copies of a round are placed at distinct random packet
@@ -62,8 +63,12 @@
 //!   1317, 1344, which the transport does not do for a policy).
 //! - `art-mab`: the bandit of [`Bandit`] with quic-art's reward and counts, one pull per lost
 //!   range per round.
-//!
-//! `art-dqn` has only the text reading: its state, actions and reward are recoup's own.
+//! - `art-dqn` (branch `add_rl_to_art` at 1a67bf8, where `get_action` takes the place of the
+//!   adapter, send_ctl.c:1186 there): the learner chooses R, the duplicates beyond the
+//!   retransmission, once per lost range entering a round, from quic-art's seven-value state
+//!   ([`CodeObserver`]); the round's outcome is reported when the range is first acknowledged
+//!   or its newest send lost, with quic-art's reward ([`crate::dqn::reward`]). Everything else
+//!   (duplicates carried over, the scheduler, opportunism) is as `art`'s.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -174,8 +179,8 @@ enum Adapter {
     Learned {
         learner: Box<dyn RedundancyLearner>,
         state: LearnedState,
-        /// (decision number, R) of each unresolved lineage's current round.
-        playing: BTreeMap<LossId, (u64, u32)>,
+        /// The decision of each unresolved lineage's current round.
+        playing: BTreeMap<LossId, Played>,
         decisions: u64,
     },
     /// `reading=code`: the adapters and the scheduler as quic-art runs them.
@@ -195,6 +200,22 @@ enum CodeAdapter {
     Bandit {
         bandit: Bandit,
     },
+    /// `art-dqn`.
+    Learned {
+        learner: Box<dyn RedundancyLearner>,
+        observer: CodeObserver,
+        /// The R last chosen for each round number.
+        levels: Vec<u32>,
+        decisions: u64,
+    },
+}
+
+/// A round of `art-dqn` waiting for its outcome.
+#[derive(Clone, Copy, Debug)]
+struct Played {
+    decision: u64,
+    r: u32,
+    round: u32,
 }
 
 /// What quic-art keeps with a lost packet (its `packet_out` and loss chain), kept here per lost
@@ -219,6 +240,8 @@ struct CodeLineage {
     /// ...and the first packet number the round sent (`None` until it sends), to find the
     /// round of an acknowledged send.
     round_starts: Vec<Option<u64>>,
+    /// `art-dqn`: the current round's decision, until its outcome is reported.
+    played: Option<Played>,
 }
 
 impl CodeLineage {
@@ -230,6 +253,7 @@ impl CodeLineage {
             recovered: false,
             arms: Vec::new(),
             round_starts: Vec::new(),
+            played: None,
         }
     }
 }
@@ -242,6 +266,8 @@ struct CodeArt {
     /// The connection's minimum RTT (zero before a sample, as in quic-art: duplicates then go
     /// at once, packet_out.c:575).
     min_rtt: Duration,
+    /// The smoothed RTT (zero before a sample), for `art-dqn`'s state.
+    srtt: Duration,
     lineages: BTreeMap<LossId, CodeLineage>,
 }
 
@@ -250,12 +276,20 @@ impl CodeArt {
         Self {
             adapter,
             min_rtt: Duration::ZERO,
+            srtt: Duration::ZERO,
             lineages: BTreeMap::new(),
         }
     }
 
-    /// A retransmission or duplicate went out: note where its lineage's current round starts.
-    fn on_sent(&mut self, packet: &PacketInfo<'_>) {
+    /// A packet went out: `art-dqn` meters it; a retransmission or duplicate notes where its
+    /// lineage's current round starts.
+    fn on_sent(&mut self, now: Instant, packet: &PacketInfo<'_>) {
+        if let CodeAdapter::Learned { observer, .. } = &mut self.adapter {
+            observer.on_sent(now, packet);
+        }
+        if packet.kind == SendKind::New {
+            return;
+        }
         for r in packet.ranges {
             let Some(lineage) = r.loss.and_then(|id| self.lineages.get_mut(&id)) else {
                 continue;
@@ -266,9 +300,16 @@ impl CodeArt {
         }
     }
 
-    /// A retransmission or duplicate was acknowledged: the first of a lineage records one 0,
-    /// pays the bandit and cancels the duplicates still pending.
-    fn on_acked(&mut self, packet: &PacketInfo<'_>, scheduled: &mut Schedule) {
+    /// A packet was acknowledged: `art-dqn` meters it. The first retransmission or duplicate of
+    /// a lineage acknowledged records one 0, pays the bandit, reports `art-dqn`'s round as
+    /// recovered and cancels the duplicates still pending.
+    fn on_acked(&mut self, now: Instant, packet: &PacketInfo<'_>, scheduled: &mut Schedule) {
+        if let CodeAdapter::Learned { observer, .. } = &mut self.adapter {
+            observer.rates.on_acked(now, packet);
+        }
+        if packet.kind == SendKind::New {
+            return;
+        }
         for r in packet.ranges {
             let Some((id, lineage)) = r
                 .loss
@@ -295,15 +336,25 @@ impl CodeArt {
                         bandit.recovered(arms);
                     }
                 }
+                CodeAdapter::Learned { learner, .. } => {
+                    if let Some(p) = lineage.played.take() {
+                        learner.outcome(p.decision, p.r, p.round, true);
+                    }
+                }
             }
         }
     }
 
-    /// A retransmission or duplicate was declared lost: a 1 for each lineage it carried that is
-    /// not yet recovered.
+    /// A packet was declared lost: `art-dqn` meters it; a retransmission or duplicate records a
+    /// 1 for each lineage it carried that is not yet recovered.
     fn on_lost(&mut self, packet: &PacketInfo<'_>) {
-        let CodeAdapter::Verify { window, .. } = &mut self.adapter else {
-            return;
+        let window = match &mut self.adapter {
+            CodeAdapter::Verify { window, .. } if packet.kind != SendKind::New => window,
+            CodeAdapter::Learned { observer, .. } => {
+                observer.rates.on_lost(packet.pn);
+                return;
+            }
+            _ => return,
         };
         for (i, r) in packet.ranges.iter().enumerate() {
             let Some(id) = r.loss else {
@@ -351,6 +402,34 @@ impl CodeArt {
                 lineage.round_starts.push(None);
                 arm
             }
+            CodeAdapter::Learned {
+                learner,
+                observer,
+                levels,
+                decisions,
+            } => {
+                // The newest send was lost with the round's data: the round failed.
+                if let Some(p) = lineage.played.take() {
+                    learner.outcome(p.decision, p.r, p.round, false);
+                }
+                // Observed before this range joins the lost queue, as quic-art samples the
+                // state before it moves the packet there (send_ctl.c:1390-1394 [rl]).
+                let state = observer.observe(self.min_rtt, self.srtt, lost.round);
+                observer.lost_queue.insert(lost.id);
+                let r = learner
+                    .decide(*decisions, &state)
+                    .clamp(1, learner.actions().max(1));
+                if let Some(level) = levels.get_mut(round_index(lost.round)) {
+                    *level = r;
+                }
+                lineage.played = Some(Played {
+                    decision: *decisions,
+                    r,
+                    round: lost.round,
+                });
+                *decisions = decisions.saturating_add(1);
+                r
+            }
         }
         .max(1);
         lineage.owed = need.saturating_sub(lineage.sent);
@@ -388,6 +467,150 @@ impl CodeArt {
     }
 }
 
+impl CodeArt {
+    /// Every byte of `id` is acknowledged: forget it, reporting `art-dqn`'s round as recovered
+    /// if no retransmission or duplicate was acknowledged first (the original was: its loss
+    /// was spurious).
+    fn on_data_acked(&mut self, id: LossId) {
+        let lineage = self.lineages.remove(&id);
+        if let CodeAdapter::Learned {
+            learner, observer, ..
+        } = &mut self.adapter
+        {
+            observer.lost_queue.remove(&id);
+            if let Some(p) = lineage.and_then(|l| l.played) {
+                learner.outcome(p.decision, p.r, p.round, true);
+            }
+        }
+    }
+}
+
+/// `reading=code`'s `art-dqn` inputs are scaled to [0, 1] by these, values beyond reading as 1:
+/// quic-art feeds them raw (B/s, µs, packets; maze_env.py:27, 61 [rl]), which would swamp a
+/// small network's other inputs and its training. Each scale is about the largest value of the
+/// authors' testbed. Rates: 100 Mbit/s in bytes per second, the link of quic-art's
+/// automation script (tools/automation_test.sh:2-6).
+const RATE_SCALE: f64 = 12_500_000.0;
+
+/// RTTs: 500 ms, above every RTT of the papers' testbeds with room for queueing.
+const RTT_SCALE: f64 = 0.5;
+
+/// Lost ranges waiting for their retransmission: ART §3.2's 99th percentile loss burst, 125
+/// packets.
+const LOST_QUEUE_SCALE: f64 = 125.0;
+
+/// Packets in flight: twice the BDP of 100 Mbit/s at 60 ms RTT in 1500-byte packets (BBR's
+/// window is about two BDPs).
+const IN_FLIGHT_SCALE: f64 = 1000.0;
+
+/// quic-art's DQN state, `struct rl_state` (RL_Agent.h:19-30 [rl], filled at send_ctl.c:1289-1306
+/// [rl]), kept from what the policy sees.
+#[derive(Debug, Default)]
+struct CodeObserver {
+    rates: RateMeter,
+    /// Lost ranges whose round's retransmission has not gone out: quic-art's lost-queue length
+    /// (`sc_lost_packet_number`, counted at send_ctl.c:1162 and 995, 1853, 1885 [rl]), by range
+    /// rather than by packet.
+    lost_queue: std::collections::BTreeSet<LossId>,
+}
+
+impl CodeObserver {
+    fn on_sent(&mut self, now: Instant, packet: &PacketInfo<'_>) {
+        self.rates.on_sent(now, packet);
+        if packet.kind == SendKind::Retransmission {
+            for r in packet.ranges {
+                if let Some(id) = r.loss {
+                    self.lost_queue.remove(&id);
+                }
+            }
+        }
+    }
+
+    /// The state of a decision for `round`: send rate, ACK rate, min_rtt, srtt, lost-queue
+    /// length, packets in flight and rounds already failed (`po_retrans_times` before the
+    /// round starts), each scaled.
+    fn observe(&self, min_rtt: Duration, srtt: Duration, round: u32) -> DqnState {
+        // Precision loss to f32 is irrelevant for the network.
+        let scaled = |v: f64, scale: f64| (v / scale).clamp(0.0, 1.0) as f32;
+        DqnState::new(&[
+            scaled(self.rates.send_rate, RATE_SCALE),
+            scaled(self.rates.ack_rate, RATE_SCALE),
+            scaled(min_rtt.as_secs_f64(), RTT_SCALE),
+            scaled(srtt.as_secs_f64(), RTT_SCALE),
+            scaled(self.lost_queue.len() as f64, LOST_QUEUE_SCALE),
+            scaled(self.rates.in_flight.len() as f64, IN_FLIGHT_SCALE),
+            scaled(
+                f64::from(round.saturating_sub(1)),
+                (TRACKED_ROUNDS - 1) as f64,
+            ),
+        ])
+    }
+}
+
+/// The send and ACK rates of quic-art's DQN state, as its bandwidth sampler's per-packet state
+/// gives them, and the packets in flight (`sc_n_in_flight_all`).
+///
+/// - Send rate, at each send (send_ctl.c:822-825 [rl]): the bytes sent since the send of the
+///   packet last acknowledged, this one included, over the time since that send.
+/// - ACK rate, at each acknowledgement (send_ctl.c:1631-1635 [rl]): the bytes acknowledged since
+///   the packet was sent, over the time since the acknowledgement that preceded its send.
+///
+/// Either keeps its last value when its interval is empty, as quic-art does.
+#[derive(Debug, Default)]
+struct RateMeter {
+    /// Bytes sent and acknowledged so far.
+    sent: u64,
+    acked: u64,
+    /// The packet last acknowledged: `sent` after its send, its send time, and when it was
+    /// acknowledged.
+    last_acked: Option<(u64, Instant, Instant)>,
+    /// Packets neither acknowledged nor declared lost, with `sent` after their send, `acked`
+    /// then and the time of the acknowledgement before it.
+    in_flight: BTreeMap<u64, (u64, u64, Option<Instant>)>,
+    /// Bytes per second.
+    send_rate: f64,
+    ack_rate: f64,
+}
+
+impl RateMeter {
+    fn on_sent(&mut self, now: Instant, packet: &PacketInfo<'_>) {
+        self.sent = self.sent.saturating_add(packet.bytes as u64);
+        if let Some((sent_then, sent_at, _)) = self.last_acked {
+            let bytes = self.sent.saturating_sub(sent_then);
+            if let Some(rate) = per_second(bytes, now.saturating_duration_since(sent_at)) {
+                self.send_rate = rate;
+            }
+        }
+        let last_ack = self.last_acked.map(|(_, _, at)| at);
+        self.in_flight
+            .insert(packet.pn, (self.sent, self.acked, last_ack));
+    }
+
+    fn on_acked(&mut self, now: Instant, packet: &PacketInfo<'_>) {
+        // Acknowledged after it was declared lost: no longer metered.
+        let Some((sent_then, acked_then, last_ack)) = self.in_flight.remove(&packet.pn) else {
+            return;
+        };
+        if let Some(at) = last_ack {
+            let bytes = self.acked.saturating_sub(acked_then);
+            if let Some(rate) = per_second(bytes, now.saturating_duration_since(at)) {
+                self.ack_rate = rate;
+            }
+        }
+        self.acked = self.acked.saturating_add(packet.bytes as u64);
+        self.last_acked = Some((sent_then, packet.sent, now));
+    }
+
+    fn on_lost(&mut self, pn: u64) {
+        self.in_flight.remove(&pn);
+    }
+}
+
+/// `bytes` over `interval` in bytes per second; `None` for an empty interval.
+fn per_second(bytes: u64, interval: Duration) -> Option<f64> {
+    (!interval.is_zero()).then(|| bytes as f64 / interval.as_secs_f64())
+}
+
 /// When the next duplicate is due: uniform in [now, deadline) (quic-art draws `rand() %
 /// time_left` µs, packet_out.c:578-585), at once when no time is left (packet_out.c:579-583)
 /// or the scheduler is off (the back-to-back ablation).
@@ -408,8 +631,8 @@ const ROUND_LOSS_WEIGHT: f64 = 0.05;
 /// Bursts longer than this read as this long in the state (ours).
 const BURST_SCALE: u64 = 32;
 
-/// What the learned adapter observes: the inputs of [`DqnState`], in the order of
-/// [`crate::qnet::STATE_FEATURES`].
+/// What the learned adapter observes under `reading=text`: the inputs of [`DqnState`], in the
+/// order of [`crate::qnet::TEXT_FEATURES`].
 #[derive(Debug)]
 struct LearnedState {
     /// `p_r`: ART's own bitmap of the last L_queue = 10 replica outcomes.
@@ -447,14 +670,14 @@ impl LearnedState {
         let index = round_index(round);
         let level = self.levels.get(index).copied().unwrap_or(1);
         // Everything lies in [0, 1]; precision loss to f32 is irrelevant for the network.
-        [
+        DqnState::new(&[
             self.short.p_r() as f32,
             self.long.p_r() as f32,
             index as f32 / (TRACKED_ROUNDS - 1) as f32,
             level as f32 / r_max.max(1) as f32,
             b_max.min(BURST_SCALE) as f32 / BURST_SCALE as f32,
             self.round_loss as f32,
-        ]
+        ])
     }
 }
 
@@ -623,27 +846,38 @@ impl Art {
     /// `art-dqn` at inference: the configured network's greedy choice.
     #[must_use]
     pub fn new_dqn(cfg: &ArtDqnConfig, seed: u64) -> Self {
-        Self::new_learned(Box::new(Greedy::new(cfg.net.clone())), cfg.scheduler, seed)
+        Self::new_learned(
+            Box::new(Greedy::new(cfg.net.clone())),
+            cfg.reading,
+            cfg.scheduler,
+            seed,
+        )
     }
 
-    /// `art-dqn` with any learner (the trainer's exploring one).
+    /// `art-dqn` under `reading` with any learner (the trainer's exploring one), which must
+    /// take that reading's state.
     #[must_use]
     pub fn new_learned(
         learner: Box<dyn RedundancyLearner>,
+        reading: ArtReading,
         scheduler: SchedulerConfig,
         seed: u64,
     ) -> Self {
-        Self::with_adapter(
-            "art-dqn",
-            Adapter::Learned {
+        let adapter = match reading {
+            ArtReading::Text => Adapter::Learned {
                 learner,
                 state: LearnedState::new(),
                 playing: BTreeMap::new(),
                 decisions: 0,
             },
-            scheduler,
-            seed,
-        )
+            ArtReading::Code => Adapter::Code(CodeArt::new(CodeAdapter::Learned {
+                learner,
+                observer: CodeObserver::default(),
+                levels: vec![1; TRACKED_ROUNDS],
+                decisions: 0,
+            })),
+        };
+        Self::with_adapter("art-dqn", adapter, scheduler, seed)
     }
 
     fn with_adapter(
@@ -675,6 +909,10 @@ impl Art {
                 ..
             }) => levels.get(round_index(round)).copied(),
             Adapter::Learned { state, .. } => state.levels.get(round_index(round)).copied(),
+            Adapter::Code(CodeArt {
+                adapter: CodeAdapter::Learned { levels, .. },
+                ..
+            }) => levels.get(round_index(round)).copied(),
             Adapter::Bandit { .. }
             | Adapter::Code(CodeArt {
                 adapter: CodeAdapter::Bandit { .. },
@@ -683,7 +921,7 @@ impl Art {
         }
     }
 
-    /// The replica loss rate p_r (`None` for `art-mab`).
+    /// The replica loss rate p_r (`None` for `art-mab` and `art-dqn:reading=code`).
     #[must_use]
     pub fn p_r(&self) -> Option<f64> {
         match &self.adapter {
@@ -695,7 +933,7 @@ impl Art {
             }) => Some(window.p_r_of_fill()),
             Adapter::Bandit { .. }
             | Adapter::Code(CodeArt {
-                adapter: CodeAdapter::Bandit { .. },
+                adapter: CodeAdapter::Bandit { .. } | CodeAdapter::Learned { .. },
                 ..
             }) => None,
         }
@@ -713,7 +951,7 @@ impl Art {
             Adapter::Verify { .. }
             | Adapter::Learned { .. }
             | Adapter::Code(CodeArt {
-                adapter: CodeAdapter::Verify { .. },
+                adapter: CodeAdapter::Verify { .. } | CodeAdapter::Learned { .. },
                 ..
             }) => None,
         }
@@ -727,7 +965,13 @@ impl Art {
             Adapter::Verify { .. } => 0,
             Adapter::Bandit { playing, .. } => playing.len(),
             Adapter::Learned { playing, .. } => playing.len(),
-            Adapter::Code(code) => code.lineages.len(),
+            Adapter::Code(code) => {
+                let queued = match &code.adapter {
+                    CodeAdapter::Learned { observer, .. } => observer.lost_queue.len(),
+                    CodeAdapter::Verify { .. } | CodeAdapter::Bandit { .. } => 0,
+                };
+                code.lineages.len() + queued
+            }
         };
         self.unplaced.len() + self.scheduled.len() + playing
     }
@@ -820,33 +1064,23 @@ impl RecoveryPolicy for Art {
         self.name
     }
 
-    fn on_packet_sent(&mut self, _: Instant, packet: &PacketInfo<'_>) {
+    fn on_packet_sent(&mut self, now: Instant, packet: &PacketInfo<'_>) {
         self.largest_packet = self.largest_packet.max(packet.bytes as u64);
         if let Adapter::Code(code) = &mut self.adapter {
-            if packet.kind != SendKind::New {
-                code.on_sent(packet);
-            }
+            code.on_sent(now, packet);
         }
     }
 
-    fn on_packet_acked(&mut self, _: Instant, packet: &PacketInfo<'_>) {
+    fn on_packet_acked(&mut self, now: Instant, packet: &PacketInfo<'_>) {
         match &mut self.adapter {
-            Adapter::Code(code) => {
-                if packet.kind != SendKind::New {
-                    code.on_acked(packet, &mut self.scheduled);
-                }
-            }
+            Adapter::Code(code) => code.on_acked(now, packet, &mut self.scheduled),
             _ => self.record_replica(packet, false),
         }
     }
 
     fn on_packet_lost(&mut self, now: Instant, packet: &PacketInfo<'_>, _: LossTrigger) {
         match &mut self.adapter {
-            Adapter::Code(code) => {
-                if packet.kind != SendKind::New {
-                    code.on_lost(packet);
-                }
-            }
+            Adapter::Code(code) => code.on_lost(packet),
             _ => {
                 self.bursts.on_lost(now, packet.pn);
                 self.record_replica(packet, true);
@@ -905,8 +1139,8 @@ impl RecoveryPolicy for Art {
                 playing,
                 decisions,
             } => {
-                if let Some((decision, r)) = playing.remove(&lost.id) {
-                    learner.outcome(decision, r, false);
+                if let Some(p) = playing.remove(&lost.id) {
+                    learner.outcome(p.decision, p.r, p.round, false);
                     state.resolved(true);
                 }
                 let r_max = learner.actions().max(1);
@@ -915,7 +1149,14 @@ impl RecoveryPolicy for Art {
                 if let Some(level) = state.levels.get_mut(round_index(lost.round)) {
                     *level = r;
                 }
-                playing.insert(lost.id, (*decisions, r));
+                playing.insert(
+                    lost.id,
+                    Played {
+                        decision: *decisions,
+                        r,
+                        round: lost.round,
+                    },
+                );
                 *decisions = decisions.saturating_add(1);
                 r - 1
             }
@@ -939,14 +1180,12 @@ impl RecoveryPolicy for Art {
                 playing,
                 ..
             } => {
-                if let Some((decision, r)) = playing.remove(&id) {
-                    learner.outcome(decision, r, true);
+                if let Some(p) = playing.remove(&id) {
+                    learner.outcome(p.decision, p.r, p.round, true);
                     state.resolved(false);
                 }
             }
-            Adapter::Code(code) => {
-                code.lineages.remove(&id);
-            }
+            Adapter::Code(code) => code.on_data_acked(id),
             Adapter::Verify { .. } => {}
         }
     }
@@ -955,6 +1194,7 @@ impl RecoveryPolicy for Art {
         self.srtt = Some(rtt.smoothed);
         if let Adapter::Code(code) = &mut self.adapter {
             code.min_rtt = rtt.min;
+            code.srtt = rtt.smoothed;
         }
     }
 
@@ -1300,7 +1540,7 @@ mod tests {
     #[derive(Debug, Default)]
     struct Recorder {
         states: Vec<DqnState>,
-        outcomes: Vec<(u64, u32, bool)>,
+        outcomes: Vec<(u64, u32, u32, bool)>,
     }
 
     #[derive(Debug)]
@@ -1313,9 +1553,9 @@ mod tests {
             }
             2
         }
-        fn outcome(&mut self, decision: u64, r: u32, recovered: bool) {
+        fn outcome(&mut self, decision: u64, r: u32, round: u32, recovered: bool) {
             if let Ok(mut rec) = self.0.lock() {
-                rec.outcomes.push((decision, r, recovered));
+                rec.outcomes.push((decision, r, round, recovered));
             }
         }
         fn actions(&self) -> u32 {
@@ -1323,14 +1563,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn learned_rounds_report_outcomes_and_observe_the_state() {
+    /// `art-dqn` under `reading` with a [`Recorder`], the scheduler off.
+    fn recorded(reading: ArtReading) -> (Art, std::sync::Arc<std::sync::Mutex<Recorder>>) {
         let rec = std::sync::Arc::new(std::sync::Mutex::new(Recorder::default()));
         let cfg = SchedulerConfig {
             enabled: false,
             ..SchedulerConfig::default()
         };
-        let mut p = Art::new_learned(Box::new(Shared(rec.clone())), cfg, 1);
+        let p = Art::new_learned(Box::new(Shared(rec.clone())), reading, cfg, 1);
+        (p, rec)
+    }
+
+    #[test]
+    fn learned_rounds_report_outcomes_and_observe_the_state() {
+        let (mut p, rec) = recorded(ArtReading::Text);
         assert_eq!(p.name(), "art-dqn");
         // 7 of 10 replicas lost: p_r = 0.7 in both windows (0.07 in the long one of 100).
         replica_outcomes(&mut p, 7, 3);
@@ -1349,23 +1595,115 @@ mod tests {
         let Ok((states, outcomes)) = rec else {
             panic!("poisoned")
         };
-        assert_eq!(outcomes, vec![(0, 2, false), (1, 2, true), (2, 2, true)]);
+        assert_eq!(
+            outcomes,
+            vec![(0, 2, 1, false), (1, 2, 1, true), (2, 2, 2, true)]
+        );
         assert_eq!(states.len(), 3);
-        let first = states[0];
+        let first = states[0].as_slice();
         assert!((first[0] - 0.7).abs() < 1e-6, "{first:?}");
         assert!((first[1] - 0.07).abs() < 1e-6, "{first:?}");
         assert_eq!(first[2], 0.0); // round 1
         assert!((first[3] - 0.25).abs() < 1e-6); // level 1 of r_max 4
         assert_eq!(first[5], 0.0); // no round resolved yet
                                    // The third decision is round 2, after one lost round.
-        let third = states[2];
+        let third = states[2].as_slice();
         assert!((third[2] - 1.0 / 15.0).abs() < 1e-6, "{third:?}");
         assert!(
             (third[5] - ROUND_LOSS_WEIGHT as f32).abs() < 1e-6,
             "{third:?}"
         );
         // Round 1's level is now 2 of 4.
-        assert!((states[1][3] - 0.5).abs() < 1e-6, "{:?}", states[1]);
+        assert!(
+            (states[1].as_slice()[3] - 0.5).abs() < 1e-6,
+            "{:?}",
+            states[1]
+        );
+    }
+
+    #[test]
+    fn learned_code_rounds_observe_quic_arts_state_and_report_outcomes() {
+        let (mut p, rec) = recorded(ArtReading::Code);
+        p.on_rtt_update(
+            ms(0),
+            &RttSample {
+                latest: Duration::from_millis(50),
+                smoothed: Duration::from_millis(50),
+                min: Duration::from_millis(40),
+                var: Duration::from_millis(10),
+            },
+        );
+        let new = ranges(None);
+        let data: Vec<PacketInfo<'_>> = (0..11)
+            .map(|pn| packet(pn, ms(if pn < 10 { pn } else { 50 }), SendKind::New, &new))
+            .collect();
+        for d in &data[..10] {
+            p.on_packet_sent(d.sent, d);
+        }
+        // The first acknowledgement starts the rates.
+        p.on_packet_acked(ms(40), &data[0]);
+        // Sent 50 ms after the acknowledged packet 0, with 10 packets of 1200 bytes since it:
+        // 240 kB/s.
+        p.on_packet_sent(ms(50), &data[10]);
+        for d in &data[1..=5] {
+            p.on_packet_acked(ms(60), d);
+        }
+        // Packet 10 went out after the acknowledgement at 40 ms; 5 packets acknowledged since
+        // its send, over the 50 ms since that acknowledgement: 120 kB/s.
+        p.on_packet_acked(ms(90), &data[10]);
+        p.on_packet_lost(ms(90), &data[6], LossTrigger::PacketThreshold);
+        p.on_packet_lost(ms(90), &data[7], LossTrigger::PacketThreshold);
+        // In flight: packets 8 and 9.
+        p.on_data_lost(ms(90), &lost_round(1, 1));
+        p.on_data_lost(ms(90), &lost_round(2, 1));
+        assert_eq!(p.redundancy(1), Some(2));
+        assert_eq!(p.p_r(), None);
+        let retx1 = ranges(Some(1));
+        let retx = packet(11, ms(91), SendKind::Retransmission, &retx1);
+        p.on_packet_sent(ms(91), &retx);
+        p.on_packet_lost(ms(100), &retx, LossTrigger::PacketThreshold);
+        p.on_data_lost(ms(100), &lost_round(1, 2));
+        let retx2 = ranges(Some(2));
+        let retx = packet(12, ms(101), SendKind::Retransmission, &retx2);
+        p.on_packet_sent(ms(101), &retx);
+        p.on_packet_acked(ms(120), &retx);
+        p.on_data_acked(ms(120), 2);
+        // Range 1 is recovered by its original (a spurious loss): its round 2 recovered too.
+        p.on_data_acked(ms(130), 1);
+        assert_eq!(p.tracked(), 0);
+        let rec = rec.lock().map(|r| (r.states.clone(), r.outcomes.clone()));
+        let Ok((states, outcomes)) = rec else {
+            panic!("poisoned")
+        };
+        assert_eq!(
+            outcomes,
+            vec![(0, 2, 1, false), (1, 2, 1, true), (2, 2, 2, true)]
+        );
+        let close = |got: &DqnState, want: [f64; 7]| {
+            let got = got.as_slice();
+            assert_eq!(got.len(), 7);
+            for (g, w) in got.iter().zip(want) {
+                assert!((f64::from(*g) - w).abs() < 1e-6, "{got:?} against {want:?}");
+            }
+        };
+        let (send, ack) = (240_000.0 / RATE_SCALE, 120_000.0 / RATE_SCALE);
+        let (min_rtt, srtt) = (0.04 / RTT_SCALE, 0.05 / RTT_SCALE);
+        let in_flight = 2.0 / IN_FLIGHT_SCALE;
+        close(&states[0], [send, ack, min_rtt, srtt, 0.0, in_flight, 0.0]);
+        // Range 1 waits for its retransmission.
+        let queued = 1.0 / LOST_QUEUE_SCALE;
+        close(
+            &states[1],
+            [send, ack, min_rtt, srtt, queued, in_flight, 0.0],
+        );
+        // Range 1's second round: one round failed; range 2 still waits; the retransmission
+        // sent 41 ms after packet 10 carried 1200 bytes.
+        let send = 1200.0 / 0.041 / RATE_SCALE;
+        let failed = 1.0 / (TRACKED_ROUNDS - 1) as f64;
+        close(
+            &states[2],
+            [send, ack, min_rtt, srtt, queued, in_flight, failed],
+        );
     }
 
     #[test]

@@ -181,6 +181,30 @@ pub enum ArtReading {
     Text,
 }
 
+impl fmt::Display for ArtReading {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Code => "code",
+            Self::Text => "text",
+        })
+    }
+}
+
+impl FromStr for ArtReading {
+    type Err = String;
+
+    /// `code` or `text`, as the `reading` parameter takes them.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "code" => Ok(Self::Code),
+            "text" => Ok(Self::Text),
+            other => Err(format!(
+                "unknown reading `{other}`; expected `code` or `text`"
+            )),
+        }
+    }
+}
+
 /// The `reading` parameter, taken before the rest: it decides the other parameters' defaults.
 #[derive(Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -344,6 +368,10 @@ impl Default for ArtMabConfig {
 /// `recoup train-dqn` writes. R ranges over the network's outputs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ArtDqnConfig {
+    /// `reading=code` (the default): quic-art's state, actions and reward around `art`'s code
+    /// reading; `reading=text`: recoup's own state and reward around `art`'s text reading. The
+    /// weights file must have been trained for the same reading.
+    pub reading: ArtReading,
     /// The weights file, as given (relative paths are read from the working directory).
     pub weights: String,
     /// The network read from `weights` when the specification was parsed.
@@ -737,6 +765,7 @@ impl PolicySpec {
                 Self::ArtMab(mab)
             }
             "art-dqn" => {
+                let reading = take_reading(&mut p, policy)?;
                 let own: ArtDqnParams = p.take()?;
                 let scheduler = p.take()?;
                 p.finish()?;
@@ -749,7 +778,20 @@ impl PolicySpec {
                     });
                 }
                 let net = QNet::load(Path::new(&own.weights))?;
+                if net.reading() != reading {
+                    let trained = net.reading();
+                    return Err(Error::Inconsistent {
+                        policy,
+                        detail: format!(
+                            "`{}` was trained for `reading={trained}` (its state), not \
+                             `reading={reading}`: give `reading={trained}`, or train for this \
+                             reading with `recoup train-dqn --reading {reading}`",
+                            own.weights
+                        ),
+                    });
+                }
                 return Ok(Self::ArtDqn(ArtDqnConfig {
+                    reading,
                     weights: own.weights,
                     net: Arc::new(net),
                     scheduler,
@@ -823,6 +865,10 @@ impl fmt::Display for PolicySpec {
             ]
             .concat(),
             Self::ArtDqn(c) => [
+                changed(
+                    &ReadingParams { reading: c.reading },
+                    Some(&ReadingParams::default()),
+                ),
                 changed(
                     &ArtDqnParams {
                         weights: c.weights.clone(),

@@ -6,14 +6,17 @@
 //!
 //! ART §8 names the reward's hyperparameter gamma, "the magnitude ratio between rewards and
 //! penalties", and defers the rest to its Appendix A, which our copy of the paper lacks. The
-//! reward is therefore ours, in the same form as `art-mab`'s: see [`reward`].
+//! authors' code settles it (`reading=code`, the default); `reading=text` keeps the reward we
+//! had chosen before reading it, in `art-mab`'s form. See [`reward`].
 
 use std::fmt;
 use std::sync::Arc;
 
+use crate::config::ArtReading;
 use crate::qnet::{DqnState, QNet};
 
-/// ART §8.1: the gamma at which ART-DQN's N_max matched ART (the paper's best setting).
+/// ART §8.1: the gamma at which ART-DQN's N_max matched ART (the paper's best setting); in
+/// quic-art, the penalty factor 1.05 (lsquic_send_ctl.c:1316-1322 on branch `add_rl_to_art`).
 pub const DEFAULT_GAMMA: f64 = 1.05;
 
 /// Chooses the redundancy level R of each retransmission round, and hears how the round ended.
@@ -22,26 +25,42 @@ pub trait RedundancyLearner: fmt::Debug + Send {
     /// connection's decisions from 0.
     fn decide(&mut self, decision: u64, state: &DqnState) -> u32;
 
-    /// The round chosen by `decision` with redundancy `r` recovered its data (`true`: some send
-    /// was acknowledged) or was lost again (`false`). Rounds whose data is still in flight at
-    /// the end of the connection never report.
-    fn outcome(&mut self, decision: u64, r: u32, recovered: bool);
+    /// Round `round` (>= 1), chosen by `decision` with redundancy `r`, recovered its data
+    /// (`true`: some send was acknowledged) or was lost again (`false`). Rounds whose data is
+    /// still in flight at the end of the connection never report.
+    fn outcome(&mut self, decision: u64, r: u32, round: u32, recovered: bool);
 
     /// Largest R this learner chooses.
     fn actions(&self) -> u32;
 }
 
-/// Reward of one round (ours; ART §8 defines gamma only as the ratio of rewards to penalties):
-/// `gamma^-(R-1)` when the round recovers
-/// the data, 0 when it is lost again. Each replica beyond the first divides the reward by
+/// Reward of round `round` (>= 1), played with redundancy `r`.
+///
+/// `reading=code`, quic-art's (lsquic_send_ctl.c:1316-1322 on branch `add_rl_to_art`): 1/(n R)
+/// when the round recovers the data, -gamma n R when it is lost again, R the duplicates beyond
+/// the retransmission. Every duplicate and every round costs, and a failed round costs more the
+/// more it spent.
+///
+/// `reading=text` (ours, from before quic-art was read; ART §8 defines gamma only as the ratio
+/// of rewards to penalties): `gamma^-(R-1)` when the round recovers the data, 0 when it is lost
+/// again, R counting the retransmission. Each replica beyond the first divides the reward by
 /// gamma, so among levels that recover equally often the cheapest wins; a failed round earns
 /// nothing whatever it cost.
 #[must_use]
-pub fn reward(gamma: f64, r: u32, recovered: bool) -> f64 {
-    if recovered {
-        gamma.powi(-i32::try_from(r.saturating_sub(1)).unwrap_or(i32::MAX))
-    } else {
-        0.0
+pub fn reward(reading: ArtReading, gamma: f64, r: u32, round: u32, recovered: bool) -> f64 {
+    match reading {
+        ArtReading::Code => {
+            let spent = f64::from(round.max(1)) * f64::from(r.max(1));
+            if recovered {
+                1.0 / spent
+            } else {
+                -gamma * spent
+            }
+        }
+        ArtReading::Text if recovered => {
+            gamma.powi(-i32::try_from(r.saturating_sub(1)).unwrap_or(i32::MAX))
+        }
+        ArtReading::Text => 0.0,
     }
 }
 
@@ -60,10 +79,10 @@ impl Greedy {
 
 impl RedundancyLearner for Greedy {
     fn decide(&mut self, _: u64, state: &DqnState) -> u32 {
-        self.net.greedy(state)
+        self.net.greedy(state.as_slice())
     }
 
-    fn outcome(&mut self, _: u64, _: u32, _: bool) {}
+    fn outcome(&mut self, _: u64, _: u32, _: u32, _: bool) {}
 
     fn actions(&self) -> u32 {
         u32::try_from(self.net.actions()).unwrap_or(u32::MAX)
@@ -75,10 +94,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reward_divides_by_gamma_per_extra_replica() {
-        assert_eq!(reward(1.05, 1, true), 1.0);
-        assert!((reward(1.05, 3, true) - 1.0 / (1.05 * 1.05)).abs() < 1e-12);
-        assert_eq!(reward(1.05, 3, false), 0.0);
-        assert_eq!(reward(1.05, 0, true), 1.0);
+    fn text_reward_divides_by_gamma_per_extra_replica() {
+        let text = |r, round, recovered| reward(ArtReading::Text, 1.05, r, round, recovered);
+        assert_eq!(text(1, 1, true), 1.0);
+        assert!((text(3, 1, true) - 1.0 / (1.05 * 1.05)).abs() < 1e-12);
+        assert_eq!(text(3, 4, true), text(3, 1, true));
+        assert_eq!(text(3, 1, false), 0.0);
+        assert_eq!(text(0, 1, true), 1.0);
+    }
+
+    #[test]
+    fn code_reward_is_quic_arts() {
+        let code = |r, round, recovered| reward(ArtReading::Code, 1.05, r, round, recovered);
+        assert_eq!(code(1, 1, true), 1.0);
+        assert!((code(4, 2, true) - 0.125).abs() < 1e-12);
+        assert!((code(4, 2, false) + 1.05 * 8.0).abs() < 1e-12);
+        assert!((code(1, 1, false) + 1.05).abs() < 1e-12);
     }
 }

@@ -6,10 +6,11 @@
 //! `recoup-dqn` crate, which writes this format through [`QNet::save`] and checks that candle's
 //! forward pass and this one agree.
 //!
-//! File format: tensors `fc1.weight` `[h1, STATE_LEN]`, `fc1.bias` `[h1]`, `fc2.weight`
-//! `[h2, h1]`, `fc2.bias` `[h2]`, `q.weight` `[r_max, h2]`, `q.bias` `[r_max]`, all F32 (the `[out, in]` layout of
-//! a linear layer), ReLU between layers; metadata `format` = [`FORMAT`] and `state` =
-//! [`STATE_FEATURES`] joined by commas, so a file trained on another state layout is refused.
+//! File format: tensors `fc1.weight` `[h1, inputs]`, `fc1.bias` `[h1]`, `fc2.weight`
+//! `[h2, h1]`, `fc2.bias` `[h2]`, `q.weight` `[r_max, h2]`, `q.bias` `[r_max]`, all F32 (the
+//! `[out, in]` layout of a linear layer), ReLU between layers; metadata `format` = [`FORMAT`] and
+//! `state` = the features of the reading it was trained for ([`state_features`]) joined by
+//! commas, so a file is read only with the state it was trained on.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -17,20 +18,62 @@ use std::path::Path;
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors};
 
+use crate::config::ArtReading;
 use crate::error::Error;
 
 /// The `format` metadata of a weights file this crate reads.
 pub const FORMAT: &str = "recoup-art-dqn/1";
 
-/// The inputs of the network, in order (see `DqnState`'s builder in `art.rs` for each one).
-pub const STATE_FEATURES: [&str; STATE_LEN] =
-    ["p_r", "p_r_long", "round", "level", "burst", "round_loss"];
+/// The inputs of the network under `reading=text`, in order (recoup's own state; see
+/// `LearnedState` in `art.rs` for each one).
+pub const TEXT_FEATURES: [&str; 6] = ["p_r", "p_r_long", "round", "level", "burst", "round_loss"];
 
-/// Number of inputs.
-pub const STATE_LEN: usize = 6;
+/// The inputs under `reading=code`, in order: quic-art's `struct rl_state` (RL_Agent.h:19-30 on
+/// branch `add_rl_to_art`), each scaled to [0, 1] (see `CodeObserver` in `art.rs`).
+pub const CODE_FEATURES: [&str; 7] = [
+    "send_rate",
+    "ack_rate",
+    "min_rtt",
+    "srtt",
+    "lost_queue",
+    "in_flight",
+    "rounds_failed",
+];
 
-/// One decision's input.
-pub type DqnState = [f32; STATE_LEN];
+/// The inputs of `reading`'s network, in order.
+#[must_use]
+pub fn state_features(reading: ArtReading) -> &'static [&'static str] {
+    match reading {
+        ArtReading::Code => &CODE_FEATURES,
+        ArtReading::Text => &TEXT_FEATURES,
+    }
+}
+
+/// The most inputs a reading has.
+pub const MAX_STATE_LEN: usize = 7;
+
+/// One decision's input: the first `len` values, `len` the reading's number of features.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DqnState {
+    values: [f32; MAX_STATE_LEN],
+    len: usize,
+}
+
+impl DqnState {
+    /// A state of `values` (at most [`MAX_STATE_LEN`]; more are cut).
+    #[must_use]
+    pub fn new(values: &[f32]) -> Self {
+        let len = values.len().min(MAX_STATE_LEN);
+        let mut all = [0.0; MAX_STATE_LEN];
+        all[..len].copy_from_slice(&values[..len]);
+        Self { values: all, len }
+    }
+
+    #[must_use]
+    pub fn as_slice(&self) -> &[f32] {
+        &self.values[..self.len]
+    }
+}
 
 /// Layer names in file order: two hidden layers and the Q-value head.
 pub const LAYERS: [&str; 3] = ["fc1", "fc2", "q"];
@@ -60,14 +103,21 @@ impl Dense {
 #[derive(Clone, Debug, PartialEq)]
 pub struct QNet {
     layers: Vec<Dense>,
+    /// The reading whose state the network takes.
+    reading: ArtReading,
     metadata: BTreeMap<String, String>,
 }
 
 impl QNet {
-    /// A network from its layers (`fc1`, `fc2`, `q`); checks that the shapes chain from
-    /// [`STATE_LEN`] inputs to between 1 and [`MAX_ACTIONS`] outputs and that every number is
-    /// finite. `metadata` is kept and saved (the `format` and `state` keys are set here).
-    pub fn new(layers: Vec<Dense>, metadata: BTreeMap<String, String>) -> Result<Self, String> {
+    /// A network from its layers (`fc1`, `fc2`, `q`) taking `reading`'s state; checks that the
+    /// shapes chain from that state's length to between 1 and [`MAX_ACTIONS`] outputs and that
+    /// every number is finite. `metadata` is kept and saved (the `format` and `state` keys are
+    /// set here).
+    pub fn new(
+        layers: Vec<Dense>,
+        reading: ArtReading,
+        metadata: BTreeMap<String, String>,
+    ) -> Result<Self, String> {
         if layers.len() != LAYERS.len() {
             return Err(format!(
                 "expected {} layers, got {}",
@@ -75,7 +125,8 @@ impl QNet {
                 layers.len()
             ));
         }
-        let mut inputs = STATE_LEN;
+        let features = state_features(reading);
+        let mut inputs = features.len();
         for (name, layer) in LAYERS.iter().zip(&layers) {
             let outputs = layer.outputs();
             if layer.inputs != inputs {
@@ -107,8 +158,12 @@ impl QNet {
         }
         let mut metadata = metadata;
         metadata.insert("format".to_owned(), FORMAT.to_owned());
-        metadata.insert("state".to_owned(), STATE_FEATURES.join(","));
-        Ok(Self { layers, metadata })
+        metadata.insert("state".to_owned(), features.join(","));
+        Ok(Self {
+            layers,
+            reading,
+            metadata,
+        })
     }
 
     /// Reads a weights file; every error names `path`.
@@ -131,20 +186,22 @@ impl QNet {
             Some(f) => return Err(format!("format `{f}`, expected `{FORMAT}`")),
             None => return Err(format!("no `format` metadata, expected `{FORMAT}`")),
         }
-        let want_state = STATE_FEATURES.join(",");
-        match metadata.get("state") {
-            Some(s) if *s == want_state => {}
-            other => {
-                return Err(format!(
-                    "trained on state `{}`, this build feeds `{want_state}`",
-                    other.map_or("(none)", String::as_str)
-                ))
-            }
-        }
+        let state = metadata.get("state").map_or("(none)", String::as_str);
+        let Some(reading) = [ArtReading::Code, ArtReading::Text]
+            .into_iter()
+            .find(|&r| state == state_features(r).join(","))
+        else {
+            return Err(format!(
+                "trained on state `{state}`; this build feeds `{}` (reading=code) or `{}` \
+                 (reading=text)",
+                CODE_FEATURES.join(","),
+                TEXT_FEATURES.join(",")
+            ));
+        };
         let tensors =
             SafeTensors::deserialize(bytes).map_err(|e| format!("not a safetensors file ({e})"))?;
         let mut layers = Vec::with_capacity(LAYERS.len());
-        let mut inputs = STATE_LEN;
+        let mut inputs = state_features(reading).len();
         for name in LAYERS {
             let weight = tensor(&tensors, &format!("{name}.weight"))?;
             let bias = tensor(&tensors, &format!("{name}.bias"))?;
@@ -170,7 +227,7 @@ impl QNet {
             });
             inputs = outputs;
         }
-        Self::new(layers, metadata)
+        Self::new(layers, reading, metadata)
     }
 
     /// Writes the network as safetensors; errors name `path`.
@@ -214,15 +271,22 @@ impl QNet {
         &self.layers
     }
 
+    /// The reading whose state the network takes.
+    #[must_use]
+    pub fn reading(&self) -> ArtReading {
+        self.reading
+    }
+
     /// A metadata value (`gamma`, `seed`, ... as the trainer wrote them).
     #[must_use]
     pub fn metadata(&self, key: &str) -> Option<&str> {
         self.metadata.get(key).map(String::as_str)
     }
 
-    /// Q(state, R) for R = 1..=`actions()`.
+    /// Q(state, R) for R = 1..=`actions()`; `state` has the network's reading's length.
     #[must_use]
-    pub fn q_values(&self, state: &DqnState) -> Vec<f32> {
+    pub fn q_values(&self, state: &[f32]) -> Vec<f32> {
+        debug_assert_eq!(state.len(), state_features(self.reading).len());
         let mut x: Vec<f32> = state.to_vec();
         let last = self.layers.len().saturating_sub(1);
         for (i, layer) in self.layers.iter().enumerate() {
@@ -240,7 +304,7 @@ impl QNet {
 
     /// The greedy decision: the R with the highest Q-value, the smallest R among ties.
     #[must_use]
-    pub fn greedy(&self, state: &DqnState) -> u32 {
+    pub fn greedy(&self, state: &[f32]) -> u32 {
         argmax(&self.q_values(state))
     }
 }
@@ -319,6 +383,9 @@ fn le_bytes(values: &[f32]) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    /// The text reading's state length, which these networks take.
+    const STATE_LEN: usize = TEXT_FEATURES.len();
+
     /// A network whose Q-values are easy to compute: fc1 and fc2 pass the state through
     /// (identity on the first inputs), the head weights input `j` for action `j`.
     fn tiny(actions: usize) -> QNet {
@@ -348,6 +415,7 @@ mod tests {
                 identity(STATE_LEN, STATE_LEN),
                 head,
             ],
+            ArtReading::Text,
             BTreeMap::new(),
         ) {
             Ok(n) => n,
@@ -386,6 +454,38 @@ mod tests {
         };
         assert_eq!(back, net);
         assert_eq!(back.actions(), 3);
+        assert_eq!(back.reading(), ArtReading::Text);
+        // A network of the code reading's seven inputs comes back as one.
+        let wide = |inputs: usize, outputs: usize| Dense {
+            weight: vec![0.5; inputs * outputs],
+            bias: vec![0.0; outputs],
+            inputs,
+        };
+        let layers = vec![wide(7, 4), wide(4, 4), wide(4, 10)];
+        let code = match QNet::new(layers.clone(), ArtReading::Code, BTreeMap::new()) {
+            Ok(n) => n,
+            Err(e) => panic!("{e}"),
+        };
+        let path = dir.join("code.safetensors");
+        if let Err(e) = code.save(&path) {
+            panic!("{e}");
+        }
+        match QNet::load(&path) {
+            Ok(back) => {
+                assert_eq!(back, code);
+                assert_eq!(back.reading(), ArtReading::Code);
+                assert_eq!(
+                    back.metadata("state"),
+                    Some(CODE_FEATURES.join(",").as_str())
+                );
+            }
+            Err(e) => panic!("{e}"),
+        }
+        // The same layers do not chain from the text reading's six inputs.
+        let e = QNet::new(layers, ArtReading::Text, BTreeMap::new())
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("fc1.weight") && e.contains("7 inputs"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -393,11 +493,15 @@ mod tests {
     fn shapes_must_chain() {
         let mut layers = tiny(3).layers;
         layers[1].inputs = 5;
-        let e = QNet::new(layers, BTreeMap::new()).err().unwrap_or_default();
+        let e = QNet::new(layers, ArtReading::Text, BTreeMap::new())
+            .err()
+            .unwrap_or_default();
         assert!(e.contains("fc2.weight"), "{e}");
         let mut layers = tiny(3).layers;
         layers[2].bias[0] = f32::NAN;
-        let e = QNet::new(layers, BTreeMap::new()).err().unwrap_or_default();
+        let e = QNet::new(layers, ArtReading::Text, BTreeMap::new())
+            .err()
+            .unwrap_or_default();
         assert!(e.contains("not finite"), "{e}");
     }
 }

@@ -1,5 +1,5 @@
-//! `art` and `art-mab` under `reading=text` decide exactly as they did before `reading=code`
-//! (quic-art's behaviour) became the default: a scripted connection drives each configuration,
+//! `art`, `art-mab` and `art-dqn` under `reading=text` decide exactly as they did before
+//! `reading=code` (quic-art's behaviour) became their default: a scripted connection drives each configuration,
 //! and a digest of everything the policy answered (every copy asked for, with its time and
 //! whether it may pass the window; every timer; the final levels, p_r and arm means) must equal
 //! the digest recorded from the code before the change. The simulator's end-to-end results are
@@ -11,10 +11,12 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use recoup_recovery::{
-    DataRange, LossTrigger, LostData, PacketInfo, Policy, PolicySpec, RecoveryPolicy, RttSample,
-    SendContext, SendKind, SendState, SentRange,
+    ArtReading, DataRange, LossTrigger, LostData, PacketInfo, Policy, PolicySpec, RecoveryPolicy,
+    RttSample, SendContext, SendKind, SendState, SentRange,
 };
 use recoup_time::Instant;
+
+mod common;
 
 /// FNV-1a over 64-bit words: a stable digest of the policy's answers.
 struct Digest(u64);
@@ -397,5 +399,52 @@ fn reading_code_is_the_default_and_differs() {
         let code = drive(&format!("{config}{sep}reading=code"), seed, loss);
         assert_eq!(default, code, "{config}");
         assert_ne!(default.0, digest, "{config} seed {seed}");
+    }
+}
+
+/// A weights file of `art-dqn:reading=text` with random weights drawn from `seed` (an untrained
+/// network's: its greedy choices vary with the state), `actions` outputs, in a directory of this
+/// process.
+fn dqn_weights(seed: u64, actions: usize) -> std::path::PathBuf {
+    let net = common::random_net(ArtReading::Text, seed, actions);
+    let dir = std::env::temp_dir().join(format!("recoup-art-readings-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let path = dir.join(format!("net-{seed}-{actions}.safetensors"));
+    net.save(&path).unwrap_or_else(|e| panic!("{e}"));
+    path
+}
+
+/// (weights seed, actions, further parameters, seed, loss rate, digest, copies) of `art-dqn`,
+/// recorded from the code before `art-dqn` had `reading=`.
+const DQN_BEFORE_READINGS: &[(u64, usize, &str, u64, f64, u64, u64)] = &[
+    (1, 10, "", 1, 0.05, 0x7db1c60f13483f8a, 281),
+    (1, 10, "", 2, 0.2, 0x51049f2cf98f0298, 1077),
+    (1, 10, "", 3, 0.4, 0xf412c0f73263e36a, 2045),
+    (2, 10, "", 2, 0.2, 0x54acb002f251d4c8, 2425),
+    (4, 4, "", 3, 0.4, 0xbfddb18055b85a1f, 2132),
+    (5, 4, "", 3, 0.4, 0x87f0fed5b353b32c, 725),
+    (6, 4, "", 1, 0.2, 0xf2e73f77d353fc7e, 372),
+    (2, 10, ",scheduler=off", 2, 0.2, 0xcb1837990555b999, 2350),
+    (
+        2,
+        10,
+        ",a=2,burst_rtts=5,opportunism=off",
+        3,
+        0.4,
+        0xb0febd9b69b3cd62,
+        4965,
+    ),
+];
+
+#[test]
+fn art_dqn_reading_text_decides_as_before_readings_existed() {
+    for &(net, actions, params, seed, loss, digest, copies) in DQN_BEFORE_READINGS {
+        let path = dqn_weights(net, actions);
+        let spec = format!("art-dqn:reading=text,weights={}{params}", path.display());
+        assert_eq!(
+            drive(&spec, seed, loss),
+            (digest, copies),
+            "{spec} seed {seed} loss {loss}"
+        );
     }
 }

@@ -7,6 +7,8 @@
 //!   loopback would send none, and prove nothing;
 //! - the quinn and aioquic clients from `recoup serve --fec block:k=4,m=1`: they do not offer
 //!   recoup's FEC extension, so the server's qlog must show no repair frame (docs/FEC.md);
+//! - the aioquic client (`tests/interop/aioquic_datagram_client.py`) exchanges DATAGRAM frames
+//!   (RFC 9221) with `recoup serve --datagram-frame-size`, which echoes them;
 //! - tshark dissects a capture of one download, decrypted with the key log, without malformed
 //!   packets or expert warnings (skipped, with a message, only when tshark cannot capture).
 //!
@@ -147,6 +149,23 @@ fn recoup_get_from_aioquic(policy: &[&str]) -> String {
     let report = run_peer("recoup get", get, &mut server);
     check_download(&got, &data, &report);
     report
+}
+
+/// RFC 9221 both ways with an unmodified peer over real sockets: aioquic's client announces
+/// max_datagram_frame_size, sends 200 datagrams of 1000 bytes to `recoup serve`, which announces
+/// 1200 and echoes each one back; every echo must arrive unchanged (loopback loses nothing).
+#[test]
+fn aioquic_client_exchanges_datagrams_with_recoup_serve() {
+    let (root, _) = fixture("file.bin", 1);
+    let (mut server, addr) = serve_files(root.path(), &["--datagram-frame-size", "1200"]);
+    let mut cmd = Command::new(python());
+    cmd.arg(interop_dir().join("aioquic_datagram_client.py"))
+        .args(["--port", &addr.port().to_string(), "--count", "200"]);
+    let report = run_peer("aioquic datagram client", cmd, &mut server);
+    assert!(
+        report.contains("sent 200 echoed 200 peer_max_datagram_frame_size 1200"),
+        "{report}"
+    );
 }
 
 #[test]

@@ -709,7 +709,7 @@ impl ConnectionHandler for HqGet<'_> {
                     };
                     self.files.fail(index, error);
                 }
-                Event::Stream(_) => {}
+                Event::Stream(_) | Event::DatagramReceived => {}
             }
         }
         if self.closed {

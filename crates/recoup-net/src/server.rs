@@ -263,6 +263,17 @@ impl ConnectionHandler for FileServer {
     }
 }
 
+/// DATAGRAM frames (RFC 9221) on an hq-interop connection go back as they came, when the server
+/// announces `max_datagram_frame_size` (`--datagram-frame-size`): hq-interop gives them no
+/// meaning, and an echo lets a peer check both directions against a real socket.
+fn echo_datagrams(conn: &mut Connection, now: Instant) {
+    while let Some(datagram) = conn.datagram_recv() {
+        if let Err(e) = conn.datagram_send(now, datagram) {
+            tracing::debug!(remote = %conn.remote_address(), %e, "datagram not echoed");
+        }
+    }
+}
+
 /// One turn of an hq-interop connection.
 fn drive_hq(state: &mut ServerConn, now: Instant, conn: &mut Connection, sources: &Sources) {
     while let Some(event) = conn.poll_event() {
@@ -281,6 +292,7 @@ fn drive_hq(state: &mut ServerConn, now: Instant, conn: &mut Connection, sources
                 state.responses.remove(&id);
             }
             Event::Stream(StreamEvent::Finished(_)) => {}
+            Event::DatagramReceived => echo_datagrams(conn, now),
         }
     }
     while let Some(id) = conn.accept_stream(true) {

@@ -271,7 +271,7 @@ impl ConnectionHandler for Watch {
                 Event::Stream(StreamEvent::Reset { id, code }) if Some(id) == v.stream => {
                     ended = Some(Err(format!("the server reset the stream (code {code:#x})")));
                 }
-                Event::Stream(_) => {}
+                Event::Stream(_) | Event::DatagramReceived => {}
             }
         }
         if ended.is_none() {

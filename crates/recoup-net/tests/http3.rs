@@ -235,7 +235,7 @@ impl ConnectionHandler for BadPeer {
                     }
                 }
                 Event::Closed(reason) => self.closed = Some(reason),
-                Event::Stream(_) => {}
+                Event::Stream(_) | Event::DatagramReceived => {}
             }
         }
         let _ = now;

@@ -97,6 +97,8 @@ pub struct TransportConfig {
     /// using FEC sends exactly the handshake it sent before the extension existed; `recoup get`
     /// and a simulated client with FEC in the scenario turn it on.
     pub fec_receive: bool,
+    /// DATAGRAM frames (RFC 9221): what we announce and how much we queue. Off by default.
+    pub datagrams: DatagramConfig,
     /// RFC 9002 §6.1.1 kPacketThreshold.
     pub packet_threshold: u64,
     /// RFC 9002 §6.1.2 kTimeThreshold as a fraction (numerator, denominator): 9/8.
@@ -151,6 +153,7 @@ impl Default for TransportConfig {
             custom_policy: None,
             fec: None,
             fec_receive: false,
+            datagrams: DatagramConfig::default(),
             packet_threshold: 3,
             time_threshold: (9, 8),
             loss_detection: LossDetectionMode::Rfc9002,
@@ -160,6 +163,33 @@ impl Default for TransportConfig {
             record_recovery: false,
             record_packets: false,
             seed: 0,
+        }
+    }
+}
+
+/// DATAGRAM frames (RFC 9221): unreliable application data on the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DatagramConfig {
+    /// The `max_datagram_frame_size` we announce (RFC 9221 §3): the largest DATAGRAM frame
+    /// (type, length and data) we accept. 0, the default, announces nothing, so the handshake
+    /// is the one sent before DATAGRAM support existed and the peer may send us none; §3
+    /// recommends 65535 for most uses. Sending needs only the peer's parameter.
+    pub max_frame_size: u64,
+    /// Bytes of datagram data queued for sending; a datagram that would exceed it pushes the
+    /// oldest out (counted in `ConnectionStats::datagram_frames_dropped`). Datagrams wait for the
+    /// congestion window (§5.4), so under congestion the freshest are the ones kept.
+    pub send_buffer: usize,
+    /// Bytes of received datagram data held until the application reads them; beyond it the
+    /// oldest is dropped (§5: a receiver may drop datagrams it cannot process).
+    pub receive_buffer: usize,
+}
+
+impl Default for DatagramConfig {
+    fn default() -> Self {
+        Self {
+            max_frame_size: 0,
+            send_buffer: 1024 * 1024,
+            receive_buffer: 1024 * 1024,
         }
     }
 }

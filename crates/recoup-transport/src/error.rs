@@ -158,6 +158,16 @@ pub enum Error {
     /// The connection is closed.
     #[error("connection closed: {0}")]
     Closed(String),
+    /// The peer announced no `max_datagram_frame_size`: it accepts no DATAGRAM frames.
+    #[error("the peer does not accept DATAGRAM frames (it announced no max_datagram_frame_size, RFC 9221 §3)")]
+    DatagramsUnsupported,
+    /// A datagram larger than what may be sent on this connection now.
+    #[error("datagram of {size} bytes exceeds {limit}: at most {max} bytes")]
+    DatagramTooLarge {
+        size: usize,
+        max: usize,
+        limit: &'static str,
+    },
     /// An FEC window cannot be decoded: more source symbols are missing than repair symbols
     /// arrived.
     #[error("{missing} source symbols missing but only {repairs} repair symbols")]

@@ -13,7 +13,9 @@ use recoup_time::Instant;
 
 use crate::cid::ConnectionId;
 use crate::coding::BufMutExt;
-use crate::config::{ClientConfig, ServerConfig, TransportConfig, MIN_INITIAL_SIZE};
+use crate::config::{
+    ClientConfig, DatagramConfig, ServerConfig, TransportConfig, MIN_INITIAL_SIZE,
+};
 use crate::crypto::{initial_keys, Side};
 use crate::endpoint::{ConnectionHandle, Endpoint};
 use crate::error::TransportErrorCode;
@@ -228,10 +230,11 @@ fn tls() -> &'static (Arc<rustls::ClientConfig>, Arc<rustls::ServerConfig>) {
     })
 }
 
-fn server_endpoint(fec_receive: bool) -> Endpoint {
+fn server_endpoint(fec_receive: bool, datagrams: bool) -> Endpoint {
     let transport = TransportConfig {
         seed: 2,
         fec_receive,
+        datagrams: datagram_config(datagrams),
         ..TransportConfig::default()
     };
     let cid_len = transport.local_cid_len;
@@ -242,6 +245,14 @@ fn server_endpoint(fec_receive: bool) -> Endpoint {
         }),
         cid_len,
     )
+}
+
+/// DATAGRAM frames (RFC 9221) accepted up to 1200-byte frames when `on`.
+fn datagram_config(on: bool) -> DatagramConfig {
+    DatagramConfig {
+        max_frame_size: if on { 1200 } else { 0 },
+        ..DatagramConfig::default()
+    }
 }
 
 fn addr(s: &str) -> SocketAddr {
@@ -315,7 +326,7 @@ pub fn server_datagram(data: &[u8]) {
     let Some((&flags, script)) = data.split_first() else {
         return;
     };
-    let mut server = server_endpoint(flags & 4 != 0);
+    let mut server = server_endpoint(flags & 4 != 0, false);
     if flags & 1 != 0 {
         server.require_retry(&[7; 32]);
     }
@@ -356,12 +367,14 @@ pub struct Established {
 }
 
 impl Established {
-    /// Runs a handshake with the harness's TLS and seeds; `fec` makes both ends negotiate FEC.
+    /// Runs a handshake with the harness's TLS and seeds; `fec` makes both ends negotiate FEC,
+    /// `datagrams` DATAGRAM frames (RFC 9221).
     #[must_use]
-    pub fn new(fec: bool) -> Self {
+    pub fn new(fec: bool, datagrams: bool) -> Self {
         let transport = TransportConfig {
             seed: 1,
             fec_receive: fec,
+            datagrams: datagram_config(datagrams),
             ..TransportConfig::default()
         };
         let cid_len = transport.local_cid_len;
@@ -380,7 +393,7 @@ impl Established {
         let mut this = Self {
             now: Instant::ZERO,
             client,
-            server: server_endpoint(fec),
+            server: server_endpoint(fec, datagrams),
             client_h,
             server_h: ConnectionHandle(0),
         };
@@ -419,7 +432,7 @@ impl Established {
 
 /// Decrypted 1-RTT payloads into an established connection (a handshake per input): every frame
 /// type reaches the connection's frame handling on either side. Input: a flags byte (bit 0
-/// negotiates FEC), then records (see `records`) whose `op % 4` says:
+/// negotiates FEC, bit 1 DATAGRAM frames), then records (see `records`) whose `op % 4` says:
 /// 0: a 1-RTT payload the client seals with its real keys, to the server;
 /// 1: the same from the server to the client;
 /// 2: a raw datagram to the server;
@@ -428,7 +441,7 @@ pub fn established(data: &[u8]) {
     let Some((&flags, script)) = data.split_first() else {
         return;
     };
-    let mut e = Established::new(flags & 1 != 0);
+    let mut e = Established::new(flags & 1 != 0, flags & 2 != 0);
     for (op, body) in records(script) {
         let now = e.now;
         match op % 4 {

@@ -165,6 +165,10 @@ pub enum QlogFrame {
         trigger_frame_type: Option<u64>,
     },
     HandshakeDone,
+    /// DATAGRAM (RFC 9221), qlog's `datagram` frame: the length of its data.
+    Datagram {
+        length: u64,
+    },
     /// recoup's FEC extension (docs/FEC.md): a repair symbol over a window of source packets.
     RecoupRepair {
         first_packet_number: u64,
@@ -289,6 +293,9 @@ impl QlogFrame {
                 trigger_frame_type: c.frame_type,
             },
             Frame::HandshakeDone => Self::HandshakeDone,
+            Frame::Datagram(d) => Self::Datagram {
+                length: d.data.len() as u64,
+            },
             Frame::Repair(r) => Self::RecoupRepair {
                 first_packet_number: r.first_pn,
                 sources: r.sources() as u64,
@@ -368,6 +375,9 @@ pub struct ParametersSet {
     pub initial_max_stream_data_uni: u64,
     pub initial_max_streams_bidi: u64,
     pub initial_max_streams_uni: u64,
+    /// RFC 9221 §3, when announced (0 means no DATAGRAM support and is not sent).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub max_datagram_frame_size: Option<u64>,
 }
 
 impl ParametersSet {
@@ -392,6 +402,8 @@ impl ParametersSet {
             initial_max_stream_data_uni: p.initial_max_stream_data_uni,
             initial_max_streams_bidi: p.initial_max_streams_bidi,
             initial_max_streams_uni: p.initial_max_streams_uni,
+            max_datagram_frame_size: (p.max_datagram_frame_size > 0)
+                .then_some(p.max_datagram_frame_size),
         }
     }
 }
@@ -446,6 +458,18 @@ pub struct FecRecovered {
     pub stream_bytes: u64,
 }
 
+/// `recoup:datagram_dropped`: a DATAGRAM frame (RFC 9221) the transport discarded without
+/// sending or delivering it. Shaped after qlog's `transport:datagram_dropped`, which is about
+/// UDP datagrams (and qvis reads it so): hence recoup's namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatagramDropped {
+    pub raw: RawInfo,
+    /// `send_queue_full` (the oldest queued datagram made room for a new one),
+    /// `receive_queue_full` (the application did not read it in time), `too_large` (it no
+    /// longer fits a packet, the path's datagram size having shrunk).
+    pub trigger: String,
+}
+
 /// One qlog event, named as qlog 0.3 names it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "name", content = "data")]
@@ -469,6 +493,9 @@ pub enum Event {
     /// recoup's FEC extension: a lost packet restored from repair symbols.
     #[serde(rename = "recoup:fec_recovered")]
     FecRecovered(FecRecovered),
+    /// A DATAGRAM frame dropped from a queue (RFC 9221 §5: datagrams are not reliable).
+    #[serde(rename = "recoup:datagram_dropped")]
+    DatagramDropped(DatagramDropped),
 }
 
 impl Event {
@@ -485,6 +512,7 @@ impl Event {
             Self::CongestionStateUpdated(_) => "quic:congestion_state_updated",
             Self::PacketLost(_) => "quic:packet_lost",
             Self::FecRecovered(_) => "recoup:fec_recovered",
+            Self::DatagramDropped(_) => "recoup:datagram_dropped",
         }
     }
 }

@@ -35,6 +35,8 @@ mod id {
     pub const ACTIVE_CONNECTION_ID_LIMIT: u64 = 0x0e;
     pub const INITIAL_SOURCE_CONNECTION_ID: u64 = 0x0f;
     pub const RETRY_SOURCE_CONNECTION_ID: u64 = 0x10;
+    /// RFC 9221 §3: the largest DATAGRAM frame the sender accepts.
+    pub const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x20;
     /// recoup's FEC extension (docs/FEC.md): the sender decodes REPAIR frames.
     pub const RECOUP_FEC: u64 = crate::fec::TRANSPORT_PARAMETER_ID;
 }
@@ -86,6 +88,9 @@ pub struct TransportParameters {
     pub retry_source_connection_id: Option<ConnectionId>,
     /// `recoup_fec`: this endpoint decodes REPAIR frames (recoup's FEC extension).
     pub recoup_fec: bool,
+    /// RFC 9221 §3: the largest DATAGRAM frame (type, length and data) this endpoint accepts;
+    /// 0, the default when absent, means it accepts none.
+    pub max_datagram_frame_size: u64,
 }
 
 impl Default for TransportParameters {
@@ -109,6 +114,7 @@ impl Default for TransportParameters {
             initial_source_connection_id: None,
             retry_source_connection_id: None,
             recoup_fec: false,
+            max_datagram_frame_size: 0,
         }
     }
 }
@@ -208,6 +214,9 @@ impl TransportParameters {
             }
             id::DISABLE_ACTIVE_MIGRATION => self.disable_active_migration = true,
             id::RECOUP_FEC => self.recoup_fec = true,
+            id::MAX_DATAGRAM_FRAME_SIZE => {
+                self.max_datagram_frame_size = varint(r, "max_datagram_frame_size")?;
+            }
             id::PREFERRED_ADDRESS => {
                 self.preferred_address = Some(preferred_address(r).map_err(param_err)?);
             }
@@ -317,6 +326,12 @@ impl TransportParameters {
                 id::ACTIVE_CONNECTION_ID_LIMIT,
                 self.active_connection_id_limit,
                 d.active_connection_id_limit,
+            ),
+            // RFC 9221 §3: 0 (no DATAGRAM support) is the absent parameter's meaning; not sent.
+            (
+                id::MAX_DATAGRAM_FRAME_SIZE,
+                self.max_datagram_frame_size,
+                d.max_datagram_frame_size,
             ),
         ];
         for (id, value, default) in ints {
@@ -431,7 +446,23 @@ mod tests {
             initial_source_connection_id: Some(ConnectionId::EMPTY),
             retry_source_connection_id: Some(ConnectionId::new(&[2; 4]).unwrap()),
             recoup_fec: true,
+            max_datagram_frame_size: 65_535,
         }
+    }
+
+    #[test]
+    fn max_datagram_frame_size_is_a_varint_sent_only_when_nonzero() {
+        // RFC 9221 §3: parameter 0x20, a varint; absent means 0, no DATAGRAM support.
+        let p = TransportParameters::decode(&int_param(0x20, 1200), Side::Client).unwrap();
+        assert_eq!(p.max_datagram_frame_size, 1200);
+        let datagrams = TransportParameters {
+            max_datagram_frame_size: 65_535,
+            ..TransportParameters::default()
+        };
+        assert_eq!(encode(&datagrams), int_param(0x20, 65_535));
+        assert!(encode(&TransportParameters::default()).is_empty());
+        assert_param_error(&param(0x20, &[]), Side::Server);
+        assert_param_error(&param(0x20, &[0x05, 0]), Side::Client);
     }
 
     #[test]

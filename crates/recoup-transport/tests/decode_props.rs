@@ -12,8 +12,8 @@ use recoup_transport::cid::ConnectionId;
 use recoup_transport::coding::{BufMutExt, VarInt};
 use recoup_transport::fec::FecReceiver;
 use recoup_transport::frame::{
-    encode_ack, ConnectionClose, EcnCounts, Frame, Frames, RepairFrame, StreamDir, StreamFrame,
-    MAX_STREAM_COUNT,
+    encode_ack, ConnectionClose, DatagramFrame, EcnCounts, Frame, Frames, RepairFrame, StreamDir,
+    StreamFrame, MAX_STREAM_COUNT,
 };
 use recoup_transport::packet::{
     decode_pn, pn_len_for, read_truncated_pn, write_version_negotiation, CoalescedPackets,
@@ -165,6 +165,10 @@ fn sample_frames() -> Vec<Frame<'static>> {
             reason: b"why",
         }),
         Frame::NewToken { token: b"t" },
+        Frame::Datagram(DatagramFrame {
+            data: b"datagram",
+            with_len: true,
+        }),
         Frame::Padding { len: 3 },
     ]);
     frames
@@ -348,6 +352,11 @@ fn build_frame<'a>(
             reason: data,
         }),
         18 => Frame::HandshakeDone,
+        // With its Length field: a 0x30 frame would swallow the frames after it.
+        19 => Frame::Datagram(DatagramFrame {
+            data,
+            with_len: true,
+        }),
         _ => Frame::Ping,
     }
 }
@@ -458,6 +467,7 @@ proptest! {
             initial_source_connection_id: cids[1],
             retry_source_connection_id: cids[2],
             recoup_fec: ints[0] % 2 == 1,
+            max_datagram_frame_size: ints[6],
         };
         let mut buf = Vec::new();
         p.encode(&mut buf);

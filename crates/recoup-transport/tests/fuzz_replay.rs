@@ -14,7 +14,8 @@ use recoup_recovery::RangeSet;
 use recoup_time::Instant;
 use recoup_transport::cid::ConnectionId;
 use recoup_transport::frame::{
-    encode_ack, ConnectionClose, EcnCounts, Frame, RepairFrame, StreamDir, StreamFrame,
+    encode_ack, ConnectionClose, DatagramFrame, EcnCounts, Frame, RepairFrame, StreamDir,
+    StreamFrame,
 };
 use recoup_transport::fuzzing::{sealed_initial, Established, CLIENT, TARGETS};
 use recoup_transport::packet::{write_version_negotiation, PartialDecode};
@@ -300,6 +301,10 @@ fn write_seed_corpus() {
         }),
         Frame::HandshakeDone,
         Frame::Repair(repair),
+        Frame::Datagram(DatagramFrame {
+            data: b"datagram",
+            with_len: true,
+        }),
     ];
     let mut all = ack;
     all.extend(encode(&every));
@@ -459,6 +464,25 @@ fn write_seed_corpus() {
             ],
         ),
     ));
+    // DATAGRAM (RFC 9221) both ways, one with a Length field and one running to the end.
+    let datagram = |with_len| {
+        encode(&[Frame::Datagram(DatagramFrame {
+            data: b"unreliable",
+            with_len,
+        })])
+    };
+    out.push((
+        "established",
+        "datagrams",
+        script(
+            2,
+            &[
+                record(0, &datagram(true)),
+                record(1, &datagram(false)),
+                record(3, &[1]),
+            ],
+        ),
+    ));
     let close = encode(&[Frame::ConnectionClose(ConnectionClose {
         error_code: 0,
         frame_type: None,
@@ -484,7 +508,7 @@ fn write_seed_corpus() {
 /// ClientHello sealed into an Initial with the fuzzer's CIDs starts a connection.
 #[test]
 fn harness_packets_reach_the_connection() {
-    let mut e = Established::new(false);
+    let mut e = Established::new(false, false);
     let now = e.now;
     let payload = encode(&[Frame::Stream(StreamFrame {
         stream_id: 0,

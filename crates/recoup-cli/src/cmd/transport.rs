@@ -6,7 +6,7 @@ use std::time::Duration;
 use recoup_recovery::{FecSpec, PolicySpec};
 use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::loss::LossDetectionMode;
-use recoup_transport::TransportConfig;
+use recoup_transport::{DatagramConfig, TransportConfig};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct TransportArgs {
@@ -54,6 +54,11 @@ pub struct TransportArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 1452,
           value_parser = clap::value_parser!(u16).range(1200..=65527))]
     pub pmtud_max: u16,
+    /// Accept DATAGRAM frames (RFC 9221) of up to this many bytes (frame type, length and
+    /// data; RFC 9221 §3 recommends 65535), announced as max_datagram_frame_size. 0, the
+    /// default, announces nothing. `recoup serve` echoes datagrams on hq-interop connections.
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    pub datagram_frame_size: u64,
 }
 
 impl TransportArgs {
@@ -71,6 +76,10 @@ impl TransportArgs {
             pmtud_max: (self.pmtud_max > self.max_datagram_size)
                 .then_some(usize::from(self.pmtud_max)),
             seed: recoup_net::os_seed(),
+            datagrams: DatagramConfig {
+                max_frame_size: self.datagram_frame_size,
+                ..DatagramConfig::default()
+            },
             ..TransportConfig::default()
         }
     }

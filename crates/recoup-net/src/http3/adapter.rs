@@ -182,6 +182,15 @@ impl Mailbox {
                     }
                 }
                 Event::Stream(StreamEvent::Finished(_)) => {}
+                Event::DatagramReceived => {
+                    // HTTP Datagrams (RFC 9297) are not negotiated on this adapter (no
+                    // SETTINGS_H3_DATAGRAM): nothing may carry them yet, so they are dropped.
+                    let mut dropped = 0;
+                    while conn.datagram_recv().is_some() {
+                        dropped += 1;
+                    }
+                    tracing::debug!(dropped, "DATAGRAM frames on HTTP/3 without HTTP Datagrams");
+                }
             }
         }
         for (bidi, queue) in [

@@ -106,6 +106,7 @@ impl Connection {
             active_connection_id_limit: config.active_connection_id_limit,
             initial_source_connection_id: Some(scid),
             recoup_fec: config.fec_receive,
+            max_datagram_frame_size: config.datagrams.max_frame_size,
             ..TransportParameters::default()
         }
     }

@@ -27,6 +27,7 @@
 //! points and the connection's lifecycle; `send` builds datagrams, `recv` processes them.
 
 mod cids;
+mod datagrams;
 mod fec;
 mod feedback;
 mod handshake;
@@ -67,6 +68,7 @@ use recoup_recovery::Recovered;
 
 use cids::CidState;
 pub use cids::{CidEvent, IssuedCid};
+use datagrams::DatagramQueues;
 use fec::FecState;
 pub use feedback::PacketRecord;
 use handshake::Handshake;
@@ -176,6 +178,9 @@ pub enum Event {
     Stream(StreamEvent),
     /// The connection is closed (or closing); no more data moves.
     Closed(CloseReason),
+    /// Datagrams (RFC 9221) arrived while none was waiting to be read: read them with
+    /// [`Connection::datagram_recv`] until it returns `None`.
+    DatagramReceived,
 }
 
 /// Counters for tests, benchmarks and metrics.
@@ -231,6 +236,15 @@ pub struct ConnectionStats {
     /// in flight and no timer armed, and sent nothing: only the peer could wake the sender.
     /// Always 0 unless there is a bug (the first occurrence is logged with the sender's state).
     pub send_stalls: u64,
+    /// DATAGRAM frames (RFC 9221) sent, received, and carried by packets declared lost (never
+    /// retransmitted, §5.2); datagrams dropped from the send queue (full, or too large for the
+    /// path's shrunk datagram size) and from the receive queue (the application did not read
+    /// them before it filled).
+    pub datagram_frames_sent: u64,
+    pub datagram_frames_received: u64,
+    pub datagram_frames_lost: u64,
+    pub datagram_frames_dropped: u64,
+    pub datagram_frames_unread: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -287,6 +301,8 @@ pub struct Connection {
     rng: ChaCha8Rng,
     /// recoup's FEC extension (`fec`): active only when negotiated.
     fec: FecState,
+    /// DATAGRAM frames (RFC 9221) waiting to be sent or read.
+    datagrams: DatagramQueues,
     /// Packet events for the application (`feedback`), when `record_packets` is set.
     packet_records: Vec<PacketRecord>,
 }
@@ -425,6 +441,7 @@ impl Connection {
             datagram_key: None,
             rng,
             fec: FecState::new(&config),
+            datagrams: DatagramQueues::default(),
             packet_records: Vec::new(),
             config,
         }

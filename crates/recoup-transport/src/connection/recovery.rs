@@ -52,6 +52,8 @@ pub(super) struct SentFrames {
     pub repair: bool,
     /// A path MTU probe (PING and PADDING of the size being tried).
     pub mtu_probe: bool,
+    /// DATAGRAM frames carried (RFC 9221): counted when lost, never retransmitted (§5.2).
+    pub datagrams: u16,
 }
 
 /// CRYPTO ranges, flow-control and connection-ID frames of a sent packet.
@@ -391,6 +393,7 @@ impl Connection {
         trigger: recoup_recovery::LossTrigger,
     ) -> bool {
         let mut signals = f.stream.is_empty();
+        self.stats.datagram_frames_lost += u64::from(f.datagrams);
         let rare = f.rare.as_deref();
         for r in rare.iter().flat_map(|r| &r.crypto) {
             self.spaces[space].crypto_send.on_lost(r.clone());

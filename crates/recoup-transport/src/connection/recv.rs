@@ -322,6 +322,7 @@ impl Connection {
                     }
                 }
                 Frame::Repair(r) => self.on_repair_frame(now, pn, &r).map_err(with_ty)?,
+                Frame::Datagram(d) => self.on_datagram_frame(now, &d).map_err(with_ty)?,
                 Frame::ResetStream {
                     stream_id,
                     error_code,

@@ -19,7 +19,7 @@ use crate::qlog::{Event, PacketEvent, PacketHeader, QlogFrame, RawInfo, SendKind
 use crate::streams::{Chunk, ControlFrame, StreamId};
 
 /// Room kept for the AEAD tag.
-const TAG_LEN: usize = 16;
+pub(super) const TAG_LEN: usize = 16;
 /// At most this many stream frames in one packet (the `fins` bitmask is a u64).
 const MAX_STREAM_FRAMES: usize = 64;
 
@@ -129,7 +129,7 @@ impl Connection {
             self.recovery.pacing_wakeup = if self.state == State::Established {
                 // A waiting FEC repair symbol is not counted: asking the scheme has it decide
                 // (`poll_repair`), which would move its decisions in time.
-                let control = self.control_waiting();
+                let control = self.control_waiting() || self.datagrams.has_send();
                 self.recovery
                     .pacing_wakeup_at(now, self.streams.has_new_data(), control, mds)
             } else {
@@ -210,6 +210,7 @@ impl Connection {
             && (self.recovery.lineage.has_retransmit()
                 || self.streams.has_new_data()
                 || self.control_waiting()
+                || self.datagrams.has_send()
                 || self.fec_has_repair(now))
         {
             return true;
@@ -336,6 +337,8 @@ impl Connection {
             self.write_crypto(space, buf, end, &mut pkt, qlog);
             if data {
                 self.write_control(buf, end, &mut pkt, qlog);
+                // Before stream data: a datagram is worth only what it is worth now.
+                self.write_datagrams(now, buf, end, &mut pkt, qlog);
             }
         }
         if data {
@@ -987,8 +990,11 @@ impl Connection {
         let retransmit = self.recovery.lineage.has_retransmit();
         let new_data = self.streams.has_new_data();
         let copy = self.recovery.pending_copy;
+        let datagrams = self.datagrams.has_send();
         // The timer last: it asks the policy, and this runs whenever nothing could be sent.
-        if !(retransmit || new_data || copy.is_some()) || self.recovery.timeout().is_some() {
+        if !(retransmit || new_data || copy.is_some() || datagrams)
+            || self.recovery.timeout().is_some()
+        {
             return;
         }
         if self.stats.send_stalls == 0 {
@@ -998,6 +1004,7 @@ impl Connection {
                 new_data,
                 retransmit,
                 copy = ?copy,
+                datagrams,
                 send_state = ?self.recovery.send_state,
                 pmtud = ?self.pmtud,
                 "sender stalled: data waits, nothing in flight, no timer armed"

@@ -5,8 +5,8 @@
 //! and the decoder's dispatch; each family of frames has its own module with its structures,
 //! body decoders and rules: [`types`](FrameType) (type codes and which packet types may carry
 //! them, §12.4 table 3), `ack` (ACK ranges), `data` (STREAM and CRYPTO, and how much data fits),
-//! `flow` (stream and flow control), `path` (tokens, connection IDs, path probes) and `close`
-//! (CONNECTION_CLOSE).
+//! `flow` (stream and flow control), `path` (tokens, connection IDs, path probes), `close`
+//! (CONNECTION_CLOSE) and `datagram` (DATAGRAM, RFC 9221).
 //!
 //! # Receiving
 //! ```
@@ -31,6 +31,7 @@
 mod ack;
 mod close;
 mod data;
+mod datagram;
 mod flow;
 mod path;
 mod repair;
@@ -43,6 +44,7 @@ pub use data::{
     crypto_data_fit, crypto_frame_len, encode_stream_header, stream_data_fit, stream_header_len,
     StreamFrame,
 };
+pub use datagram::DatagramFrame;
 pub use flow::{StreamDir, MAX_STREAM_COUNT};
 pub use repair::{RepairFrame, MAX_REPAIR_OVERHEAD, MAX_SYMBOL_LEN};
 pub use types::{frame_allowed, frame_allowed_or_err, FrameType};
@@ -110,6 +112,8 @@ pub enum Frame<'a> {
     HandshakeDone,
     /// recoup's FEC extension (docs/FEC.md): one repair symbol.
     Repair(RepairFrame<'a>),
+    /// Unreliable application data (RFC 9221 §4).
+    Datagram(DatagramFrame<'a>),
 }
 
 impl Frame<'_> {
@@ -174,6 +178,7 @@ impl Frame<'_> {
             }
             Self::HandshakeDone => FrameType::HANDSHAKE_DONE,
             Self::Repair(_) => FrameType::REPAIR,
+            Self::Datagram(d) => d.ty(),
         }
     }
 
@@ -190,6 +195,7 @@ impl Frame<'_> {
             Self::Ack(ack) => ack.encode(buf),
             Self::Stream(s) => s.encode(buf, true),
             Self::Repair(r) => r.encode(buf),
+            Self::Datagram(d) => d.encode(buf),
             _ => {
                 buf.put_varint(ty.0);
                 self.encode_body(buf);
@@ -203,6 +209,7 @@ impl Frame<'_> {
             | Self::Ack(_)
             | Self::Stream(_)
             | Self::Repair(_)
+            | Self::Datagram(_)
             | Self::Ping
             | Self::HandshakeDone => {}
             Self::ResetStream {
@@ -267,11 +274,12 @@ impl Frame<'_> {
         match *self {
             Self::Padding { len } => return len,
             Self::Repair(r) => return r.encoded_len(),
+            Self::Datagram(d) => return d.encoded_len(),
             _ => {}
         }
         varint_size(self.ty().0)
             + match *self {
-                Self::Padding { .. } | Self::Repair(_) => 0,
+                Self::Padding { .. } | Self::Repair(_) | Self::Datagram(_) => 0,
                 Self::Ack(ack) => ack.encoded_len() - 1,
                 Self::Stream(s) => s.encoded_len(true) - 1,
                 Self::Ping | Self::HandshakeDone => 0,
@@ -373,6 +381,7 @@ fn parse_body<'a>(r: &mut Reader<'a>, ty: FrameType) -> Result<Frame<'a>, Error>
         0x08..=0x0f => data::parse_stream(r, ty)?,
         0x1c | 0x1d => Frame::ConnectionClose(ConnectionClose::parse(r, ty.0 == 0x1d)?),
         0x1e => Frame::HandshakeDone,
+        0x30 | 0x31 => datagram::parse(r, ty)?,
         0x3f5e_c0de => repair::parse(r)?,
         _ => return Err(unknown_type(ty)),
     })

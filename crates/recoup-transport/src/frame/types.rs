@@ -37,6 +37,10 @@ impl FrameType {
     /// CONNECTION_CLOSE signalling an application error.
     pub const APPLICATION_CLOSE: Self = Self(0x1d);
     pub const HANDSHAKE_DONE: Self = Self(0x1e);
+    /// DATAGRAM whose data runs to the end of the packet (RFC 9221 §4).
+    pub const DATAGRAM: Self = Self(0x30);
+    /// DATAGRAM with a Length field (RFC 9221 §4).
+    pub const DATAGRAM_LEN: Self = Self(0x31);
     /// recoup's FEC repair symbol (docs/FEC.md), a type no registry assigns, sent only to a
     /// peer that announced the `recoup_fec` transport parameter.
     pub const REPAIR: Self = Self(0x3f5e_c0de);
@@ -76,6 +80,7 @@ impl FrameType {
             0x1b => "PATH_RESPONSE",
             0x1c | 0x1d => "CONNECTION_CLOSE",
             0x1e => "HANDSHAKE_DONE",
+            0x30 | 0x31 => "DATAGRAM",
             0x3f5e_c0de => "RECOUP_REPAIR",
             _ => "UNKNOWN",
         }
@@ -99,6 +104,8 @@ pub fn frame_allowed(frame_type: FrameType, packet_type: PacketType) -> bool {
         0x02 | 0x03 | 0x06 => (true, true, false, true),
         0x07 | 0x1b | 0x1e | 0x3f5e_c0de => (false, false, false, true),
         0x04 | 0x05 | 0x08..=0x1a => (false, false, true, true),
+        // RFC 9221 §4: DATAGRAM only in 0-RTT and 1-RTT packets.
+        0x30 | 0x31 => (false, false, true, true),
         // "ih": only the transport CONNECTION_CLOSE may be in Initial or Handshake.
         0x1c => (true, true, true, true),
         0x1d => (false, false, true, true),
@@ -165,6 +172,8 @@ mod tests {
             allowed(FrameType::HANDSHAKE_DONE),
             [false, false, false, true]
         );
+        assert_eq!(allowed(FrameType::DATAGRAM), [false, false, true, true]);
+        assert_eq!(allowed(FrameType::DATAGRAM_LEN), [false, false, true, true]);
         assert_eq!(allowed(FrameType(0x1f)), [false; 4]);
         assert!(!frame_allowed(FrameType::PING, Retry));
         let err = frame_allowed_or_err(FrameType::STREAM, Initial).unwrap_err();
@@ -179,6 +188,9 @@ mod tests {
         assert!(!FrameType::PADDING.is_ack_eliciting());
         assert!(!FrameType::APPLICATION_CLOSE.is_ack_eliciting());
         assert!(FrameType::PING.is_ack_eliciting());
+        // RFC 9221 §5.2: DATAGRAM frames are ack-eliciting.
+        assert!(FrameType::DATAGRAM.is_ack_eliciting());
+        assert!(FrameType::DATAGRAM_LEN.is_ack_eliciting());
         assert_eq!(format!("{:?}", FrameType(0x0b)), "STREAM(0x0b)");
     }
 }

@@ -124,6 +124,40 @@ mod tests {
     }
 
     #[test]
+    fn max_pto_flag_defaults_to_auto_and_refuses_a_bound_three_probes_do_not_fit() {
+        use recoup_transport::MaxPto;
+        let serve = |extra: &[&str]| {
+            let mut args = vec!["recoup", "serve"];
+            args.extend(extra);
+            match Cli::try_parse_from(&args).map(|c| c.command) {
+                Ok(Command::Serve(a)) => Ok(a.transport),
+                Ok(other) => panic!("parsed as {other:?}"),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        let config = |extra: &[&str]| serve(extra).expect("parses").config();
+        assert_eq!(config(&[]).expect("default").max_pto, MaxPto::Auto);
+        assert_eq!(
+            config(&["--max-pto", "off"]).expect("off").max_pto,
+            MaxPto::Unbounded
+        );
+        assert_eq!(
+            config(&["--max-pto", "2s"]).expect("2s").max_pto,
+            MaxPto::Fixed(std::time::Duration::from_secs(2))
+        );
+        let e = config(&["--max-pto", "11s"]).expect_err("11 s x 3 > 30 s");
+        assert!(
+            e.to_string().contains("--max-pto") && e.to_string().contains("three probes"),
+            "{e}"
+        );
+        assert!(config(&["--max-pto", "11s", "--idle-timeout", "40s"]).is_ok());
+        for bad in ["0s", "soon"] {
+            let e = serve(&["--max-pto", bad]).expect_err(bad);
+            assert!(e.contains("--max-pto"), "{e}");
+        }
+    }
+
+    #[test]
     fn loss_detection_flag() {
         for (cmd, extra) in [("serve", None), ("get", Some("https://127.0.0.1:1/x"))] {
             let mut args = vec!["recoup", cmd, "--loss-detection", "rack-tlp"];
@@ -135,7 +169,7 @@ mod tests {
                 other => panic!("parsed as {other:?}"),
             };
             assert_eq!(
-                transport.config().loss_detection,
+                transport.config().expect("config").loss_detection,
                 LossDetectionMode::RackTlp
             );
         }
@@ -144,7 +178,7 @@ mod tests {
             panic!("serve")
         };
         assert_eq!(
-            a.transport.config().loss_detection,
+            a.transport.config().expect("config").loss_detection,
             LossDetectionMode::Rfc9002
         );
         let e = Cli::try_parse_from(["recoup", "serve", "--loss-detection", "tcp"])

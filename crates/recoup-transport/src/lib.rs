@@ -39,7 +39,9 @@ pub mod streams;
 pub mod tls;
 pub mod transport_params;
 
-pub use config::{ClientConfig, CopiesBeyondCwnd, PolicyFactory, ServerConfig, TransportConfig};
+pub use config::{
+    ClientConfig, CopiesBeyondCwnd, MaxPto, PolicyFactory, ServerConfig, TransportConfig,
+};
 pub use connection::{
     CloseError, CloseReason, Connection, ConnectionStats, Event, MigrationStats, PacketRecord,
     Transmit, TransmitInfo,

@@ -108,7 +108,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         origin: args.origin,
         live: args.live.params(),
         identity,
-        transport: args.transport.config(),
+        transport: args.transport.config()?,
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
         retry: args.retry,

@@ -11,8 +11,10 @@ use recoup_transport::{MaxPto, TransportConfig};
 #[derive(clap::Args, Debug, Clone)]
 pub struct TransportArgs {
     /// Loss-recovery policy, e.g. `arq`, `fixed:2`, `autorec:alpha=30ms` (see recoup-recovery).
-    #[arg(long, default_value = "arq", value_parser = parse_policy)]
-    pub policy: PolicySpec,
+    /// Default `arq`; for `serve`, the policy of live streams and files alike unless
+    /// --live-policy or --file-policy says otherwise (their defaults: docs/EDGE.md).
+    #[arg(long, value_name = "SPEC", value_parser = parse_policy)]
+    pub policy: Option<PolicySpec>,
     /// Congestion controller: newreno, cubic, bbr (BBRv1), bbr3 (BBRv3), copa or none (no
     /// congestion control). bbr3 takes its loss response as `bbr3:loss_thresh=0.02,beta=0.7,
     /// headroom=0.15` (draft-ietf-ccwg-bbr §2.8; those are the defaults). The default, bbr, was chosen by measurement: under random loss the
@@ -80,7 +82,7 @@ impl TransportArgs {
         Ok(TransportConfig {
             cc: self.cc,
             loss_detection: self.loss_detection,
-            policy: self.policy.clone(),
+            policy: self.policy.clone().unwrap_or_default(),
             key_update_interval: self.key_update_interval,
             max_idle_timeout: self.idle_timeout,
             fec: self.fec,
@@ -100,7 +102,7 @@ impl TransportArgs {
     }
 }
 
-fn parse_policy(s: &str) -> Result<PolicySpec, String> {
+pub fn parse_policy(s: &str) -> Result<PolicySpec, String> {
     s.parse::<PolicySpec>().map_err(|e| e.to_string())
 }
 

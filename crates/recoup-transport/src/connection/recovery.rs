@@ -460,6 +460,7 @@ impl Connection {
                 self.process_losses(now, space, losses);
             }
             TimeoutOutcome::Probe { space, count } => {
+                self.stats.pto_expirations += 1;
                 if space == SpaceId::Data
                     && self.recovery.loss.pto_count() >= super::pmtud::BLACK_HOLE_PTOS
                 {

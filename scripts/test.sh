@@ -49,6 +49,19 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 command -v chromium >/dev/null 2>&1 && chromium --version 2>/dev/null | tail -1
 
+step "metrics: Debian's prometheus (scrapes recoup serve --metrics)"
+# crates/recoup-cli/tests/prometheus.rs starts prometheus on loopback, lets it scrape recoup
+# serve's metrics and checks them against the server's qlog; it fails, with a message, if
+# prometheus is missing.
+if ! command -v prometheus >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  else
+    echo "prometheus not installed (needs root for apt-get): the metrics test will fail" >&2
+  fi
+fi
+command -v prometheus >/dev/null 2>&1 && prometheus --version 2>&1 | head -1
+
 step "DASH player: ffmpeg (Debian) for the test media, dash.js (npm)"
 # crates/recoup-cli/tests/dash_player.rs plays a presentation made by scripts/dash-site.sh
 # (ffmpeg encodes it) with dash.js (web/dash/package-lock.json) in headless Chromium.

@@ -11,6 +11,8 @@ the causes of the failures. Not a test: the table goes to docs/INTEROP.md.
         [--policy arq] [--size 3MB] [--timeout 120] [--keep DIR] [--recoup-flags FLAGS]
 
 With --keep, a failed run's logs and both endpoints' qlogs (QLOGDIR) stay in DIR/SERVER_CLIENT_SEED.
+With --gaps, recoup serve writes a qlog in every run and the longest time it went without sending
+(its backed-off probe timeout) and without receiving is reported per run and per pairing.
 
 Other links and workloads for the same counting: --link replaces the link's flags, --files N
 downloads N files of --size each on a new connection per file (the interop runner's
@@ -23,6 +25,7 @@ multiconnect), and pairs may name two peers (quinn-quinn) to measure a peer agai
 import argparse
 import concurrent.futures
 import filecmp
+import json
 import os
 import shlex
 import shutil
@@ -39,7 +42,37 @@ from matrix import Proc, client_cmds, server_cmd  # noqa: E402
 PAIRS = [("recoup", "aioquic"), ("recoup", "quinn"), ("aioquic", "recoup"), ("quinn", "recoup")]
 
 
+def longest_gaps(qlog_dir):
+    """The longest time recoup serve went without receiving a packet and without sending one,
+    in seconds, over the traces in `qlog_dir` (its backed-off probe timeout shows in the second).
+    """
+    longest = {"receive": 0.0, "send": 0.0}
+    for name in os.listdir(qlog_dir):
+        last = {}
+        with open(os.path.join(qlog_dir, name), encoding="utf-8") as f:
+            for line in f:
+                try:
+                    event = json.loads(line.strip("\x1e\n"))
+                except ValueError:
+                    continue
+                kind = {"transport:packet_received": "receive", "transport:packet_sent": "send"}
+                k = kind.get(event.get("name"))
+                if k is None:
+                    continue
+                t = event["time"] / 1000.0
+                if k in last:
+                    longest[k] = max(longest[k], t - last[k])
+                last[k] = t
+    return longest
+
+
 def one_run(server, client, seed, args, work):
+    gaps = {}
+    ok, secs, why = one_run_inner(server, client, seed, args, work, gaps)
+    return ok, secs, why, gaps
+
+
+def one_run_inner(server, client, seed, args, work, gaps):
     run = os.path.join(work, f"{server}_{client}_{seed}")
     www, down = os.path.join(run, "www"), os.path.join(run, "down")
     os.makedirs(www)
@@ -52,7 +85,8 @@ def one_run(server, client, seed, args, work):
     env = {}
     for side, d in qlogs.items():
         os.makedirs(d)
-        env[side] = dict(os.environ, QLOGDIR=d) if args.keep else None
+        traced = args.keep or (args.gaps and side == "server" and server == "recoup")
+        env[side] = dict(os.environ, QLOGDIR=d) if traced else None
     procs = []
     ok = False
     try:
@@ -108,6 +142,8 @@ def one_run(server, client, seed, args, work):
     finally:
         for p in procs:
             p.stop(signal.SIGKILL)
+        if args.gaps and server == "recoup":
+            gaps.update(longest_gaps(qlogs["server"]))
         if ok or not args.keep:
             shutil.rmtree(run, ignore_errors=True)
         else:
@@ -147,12 +183,18 @@ def main():
         help="more flags for recoup serve / recoup get, e.g. '--idle-timeout 60s'",
     )
     ap.add_argument("--keep", help="keep the logs and qlogs of failed runs here")
+    ap.add_argument(
+        "--gaps",
+        action="store_true",
+        help="report recoup serve's longest gaps between packets sent and received (its qlog)",
+    )
     args = ap.parse_args()
     pairs = [tuple(p.split("-")) for p in args.pairs.split(",")]
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
     work = args.keep or tempfile.mkdtemp(prefix="recoup-lossbench-")
     results = {p: [] for p in pairs}
+    gap_rows = {p: [] for p in pairs}
     t0 = time.monotonic()
     jobs = [
         (s, c, seed)
@@ -163,11 +205,14 @@ def main():
         futures = {pool.submit(one_run, *job, args, work): job for job in jobs}
         for f in concurrent.futures.as_completed(futures):
             s, c, seed = futures[f]
-            ok, secs, why = f.result()
+            ok, secs, why, gaps = f.result()
             results[(s, c)].append((ok, secs, why, seed))
+            if gaps:
+                gap_rows[(s, c)].append(gaps)
+            shown = "".join(f" longest {k} gap {v:.2f} s" for k, v in gaps.items())
             print(
                 f"{s} server <- {c} client seed {seed}: {'ok' if ok else 'FAILED'} "
-                f"{secs:.1f} s {why}",
+                f"{secs:.1f} s {why}{shown}",
                 flush=True,
             )
     if not args.keep:
@@ -193,6 +238,16 @@ def main():
             stats = "- | - | - | -"
         fails = "; ".join(f"{w} (seeds {', '.join(map(str, n))})" for w, n in causes.items())
         print(f"| {s} | {c} | {len(done)}/{len(rs)} | {stats} | {fails or '-'} |")
+    if any(gap_rows.values()):
+        print("\nrecoup serve's longest gaps between packets per run (its qlog), seconds:")
+        print("| server | client | runs | send gap max | send gap p50 | receive gap max |")
+        print("|---|---|---|---|---|---|")
+        for (s, c), rows in gap_rows.items():
+            if rows:
+                send = sorted(r["send"] for r in rows)
+                recv = max(r["receive"] for r in rows)
+                med = statistics.median(send)
+                print(f"| {s} | {c} | {len(rows)} | {send[-1]:.2f} | {med:.2f} | {recv:.2f} |")
     return 0
 
 

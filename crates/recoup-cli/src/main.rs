@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 mod logging;
@@ -19,7 +19,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    Serve(cmd::serve::Args),
+    Serve(Box<cmd::serve::Args>),
     Get(cmd::get::Args),
     Game(cmd::game::Args),
     Viewers(cmd::viewers::Args),
@@ -35,10 +35,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match cmd::config_file::expand(&Cli::command(), &args) {
+        Ok(Some(expanded)) => Cli::parse_from(expanded),
+        Ok(None) => Cli::parse_from(args),
+        Err(e) => {
+            eprintln!("recoup: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     logging::init();
     let result: Result<(), Box<dyn std::error::Error>> = match cli.command {
-        Command::Serve(args) => cmd::serve::run(args).map_err(Into::into),
+        Command::Serve(args) => cmd::serve::run(*args).map_err(Into::into),
         Command::Get(args) => cmd::get::run(args).map_err(Into::into),
         Command::Game(args) => cmd::game::run(args).map_err(Into::into),
         Command::Viewers(args) => cmd::viewers::run(args).map_err(Into::into),
@@ -64,7 +72,6 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
     use recoup_transport::cc::{Bbr3Params, CcAlgorithm};
     use recoup_transport::loss::LossDetectionMode;
 
@@ -124,6 +131,149 @@ mod tests {
     }
 
     #[test]
+    fn max_pto_flag_defaults_to_auto_and_refuses_a_bound_three_probes_do_not_fit() {
+        use recoup_transport::MaxPto;
+        let serve = |extra: &[&str]| {
+            let mut args = vec!["recoup", "serve"];
+            args.extend(extra);
+            match Cli::try_parse_from(&args).map(|c| c.command) {
+                Ok(Command::Serve(a)) => Ok(a.transport),
+                Ok(other) => panic!("parsed as {other:?}"),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        let config = |extra: &[&str]| serve(extra).expect("parses").config();
+        assert_eq!(config(&[]).expect("default").max_pto, MaxPto::Auto);
+        assert_eq!(
+            config(&["--max-pto", "off"]).expect("off").max_pto,
+            MaxPto::Unbounded
+        );
+        assert_eq!(
+            config(&["--max-pto", "2s"]).expect("2s").max_pto,
+            MaxPto::Fixed(std::time::Duration::from_secs(2))
+        );
+        let e = config(&["--max-pto", "11s"]).expect_err("11 s x 3 > 30 s");
+        assert!(
+            e.to_string().contains("--max-pto") && e.to_string().contains("three probes"),
+            "{e}"
+        );
+        assert!(config(&["--max-pto", "11s", "--idle-timeout", "40s"]).is_ok());
+        for bad in ["0s", "soon"] {
+            let e = serve(&["--max-pto", bad]).expect_err(bad);
+            assert!(e.contains("--max-pto"), "{e}");
+        }
+    }
+
+    /// `recoup serve --config FILE` as `main` parses it.
+    fn serve_with_config(toml: &str, extra: &[&str]) -> Result<cmd::serve::Args, String> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("edge.toml");
+        std::fs::write(&file, toml).expect("write config");
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "recoup".into(),
+            "serve".into(),
+            "--config".into(),
+            file.into(),
+        ];
+        args.extend(extra.iter().map(Into::into));
+        let expanded = cmd::config_file::expand(&Cli::command(), &args)
+            .map_err(|e| e.to_string())?
+            .expect("the command line parses");
+        match Cli::try_parse_from(expanded)
+            .map_err(|e| e.to_string())?
+            .command
+        {
+            Command::Serve(a) => Ok(*a),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_config_file_holds_serve_flags_and_the_command_line_wins() {
+        let a = serve_with_config(
+            "root = \"/srv/www\"\nretry = true\nlive-bitrate = \"2Mbps\"\n\
+             max_connections = 5\nlive_policy = \"autorec\"\nmax_pto = \"2s\"\n\
+             idle_timeout = \"20s\"\n",
+            &["--live-bitrate", "3Mbps"],
+        )
+        .expect("parses");
+        assert_eq!(a.root.as_deref(), Some(std::path::Path::new("/srv/www")));
+        assert!(a.retry);
+        assert_eq!(a.max_connections, Some(5));
+        assert_eq!(a.live.live_bitrate, 3_000_000, "the command line wins");
+        assert_eq!(a.transport.idle_timeout, std::time::Duration::from_secs(20));
+        let (live, file) = a.policies();
+        assert_eq!(
+            (live.to_string(), file.to_string()),
+            ("autorec".into(), "crest".into())
+        );
+        // Every flag of serve is a key: each has a long name.
+        let serve = Cli::command();
+        let serve = serve.find_subcommand("serve").expect("serve");
+        for arg in serve.get_arguments() {
+            assert!(
+                arg.get_long().is_some(),
+                "{:?} has no long flag",
+                arg.get_id()
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_config_file_is_an_error_naming_the_key() {
+        for (toml, wanted) in [
+            (
+                "bogus = 1\n",
+                vec!["unknown key `bogus`", "live_bitrate", "max_pto"],
+            ),
+            (
+                "live_bitrate = \"fast\"\n",
+                vec!["key `live_bitrate`", "fast"],
+            ),
+            ("retry = \"yes\"\n", vec!["key `retry`", "true or false"]),
+            ("max_connections = 0\n", vec!["key `max_connections`", "0"]),
+            (
+                "live_policy = \"nonsense\"\n",
+                vec!["key `live_policy`", "nonsense"],
+            ),
+            ("[root]\nx = 1\n", vec!["key `root`", "table"]),
+            ("root = \n", vec!["not TOML"]),
+        ] {
+            let e = serve_with_config(toml, &[]).expect_err(toml);
+            assert!(e.contains("edge.toml"), "{toml}: no file named in {e}");
+            for w in wanted {
+                assert!(e.contains(w), "{toml}: {w:?} missing from {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn serve_policies_default_per_content_and_policy_sets_both() {
+        let serve = |extra: &[&str]| {
+            let mut args = vec!["recoup", "serve"];
+            args.extend(extra);
+            match Cli::try_parse_from(&args).expect("parses").command {
+                Command::Serve(a) => {
+                    let (live, file) = a.policies();
+                    (live.to_string(), file.to_string())
+                }
+                other => panic!("parsed as {other:?}"),
+            }
+        };
+        let defaults = (
+            cmd::serve::DEFAULT_LIVE_POLICY.parse::<recoup_recovery::PolicySpec>(),
+            cmd::serve::DEFAULT_FILE_POLICY.parse::<recoup_recovery::PolicySpec>(),
+        );
+        assert!(defaults.0.is_ok() && defaults.1.is_ok(), "{defaults:?}");
+        assert_eq!(serve(&[]), ("crest".into(), "crest".into()));
+        assert_eq!(serve(&["--policy", "arq"]), ("arq".into(), "arq".into()));
+        assert_eq!(
+            serve(&["--policy", "arq", "--live-policy", "autorec"]),
+            ("autorec".into(), "arq".into())
+        );
+    }
+
+    #[test]
     fn loss_detection_flag() {
         for (cmd, extra) in [("serve", None), ("get", Some("https://127.0.0.1:1/x"))] {
             let mut args = vec!["recoup", cmd, "--loss-detection", "rack-tlp"];
@@ -135,7 +285,7 @@ mod tests {
                 other => panic!("parsed as {other:?}"),
             };
             assert_eq!(
-                transport.config().loss_detection,
+                transport.config().expect("config").loss_detection,
                 LossDetectionMode::RackTlp
             );
         }
@@ -144,7 +294,7 @@ mod tests {
             panic!("serve")
         };
         assert_eq!(
-            a.transport.config().loss_detection,
+            a.transport.config().expect("config").loss_detection,
             LossDetectionMode::Rfc9002
         );
         let e = Cli::try_parse_from(["recoup", "serve", "--loss-detection", "tcp"])

@@ -363,3 +363,74 @@ fn plot_draws_bars_and_sweep_lines_and_names_bad_input() {
     let err = fails(&[os("plot"), bad.as_os_str()]);
     assert!(err.contains("line 2: column mean: not a number"), "{err}");
 }
+
+/// A `python3` first on PATH: `check` is what it answers to `-c` (the check that it imports
+/// what Parquet needs), `write` to `-m recoup.tables` (shell exit codes), each failing as a
+/// missing pyarrow does.
+fn fake_python(dir: &std::path::Path, check: u8, write: u8) -> std::ffi::OsString {
+    use std::os::unix::fs::PermissionsExt as _;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = -c ]; then code={check}; else cat >/dev/null; code={write}; fi\n\
+         [ $code = 0 ] || echo \"ModuleNotFoundError: No module named 'pyarrow'\" >&2\nexit $code\n"
+    );
+    let python = bin.join("python3");
+    std::fs::write(&python, script).expect("write python3");
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&path))).expect("PATH")
+}
+
+/// `--format parquet` without its writer fails before simulating, naming what is missing, and
+/// writes nothing; if the writer fails after the run anyway, the rows are on disk.
+#[test]
+fn parquet_without_its_writer_loses_no_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let single = dir.path().join("single.toml");
+    let without_sweep = &GRID[..GRID.find("[sweep]").expect("sweep table")];
+    std::fs::write(&single, without_sweep).expect("plan");
+
+    let out = dir.path().join("refused");
+    let res = recoup()
+        .env("PATH", fake_python(&dir.path().join("absent"), 1, 1))
+        .args(["run", "--format", "csv,parquet", "--out"])
+        .arg(&out)
+        .arg(&single)
+        .output()
+        .expect("run recoup");
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(1), "stderr: {stderr}");
+    for needed in ["--format parquet", "pyarrow", "nothing was run"] {
+        assert!(stderr.contains(needed), "{needed:?} missing from: {stderr}");
+    }
+    assert!(!out.exists(), "nothing written before the check");
+
+    let out = dir.path().join("kept");
+    let res = recoup()
+        .env("PATH", fake_python(&dir.path().join("broken"), 0, 1))
+        .args(["run", "--format", "parquet,csv", "--out"])
+        .arg(&out)
+        .arg(&single)
+        .output()
+        .expect("run recoup");
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(1), "stderr: {stderr}");
+    let kept = out.join("runs.parquet-rows.json");
+    assert!(
+        stderr.contains(&kept.display().to_string()),
+        "the error names where the rows are: {stderr}"
+    );
+    let rows: serde_json::Value = serde_json::from_str(&read(&kept)).expect("rows as JSON");
+    assert_eq!(
+        rows.as_array().map(Vec::len),
+        Some(4),
+        "2 policies x 2 seeds"
+    );
+    let csv = read(&out.join("runs.csv"));
+    assert_eq!(
+        csv.lines().count(),
+        1 + 4,
+        "CSV written before Parquet:\n{csv}"
+    );
+}

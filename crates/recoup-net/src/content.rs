@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::error::Error;
 use crate::hq::Root;
 use crate::live::{self, LiveParams};
+use crate::metrics::Metrics;
 use crate::origin::{Origin, OriginResponse};
 
 /// Where the server's content comes from.
@@ -18,6 +19,38 @@ pub struct Sources {
     pub live: LiveParams,
     /// An origin every request is relayed from (instead of `root` and live streams).
     pub origin: Option<Origin>,
+    /// What the origin serves: a live packager's output or stored files.
+    pub origin_kind: ContentKind,
+    /// Where live streams are counted (`recoup serve --metrics`).
+    pub metrics: Option<Metrics>,
+}
+
+/// What a response carries, for the loss-recovery policy chosen per kind (`recoup serve
+/// --live-policy`, `--file-policy`): media produced as it is sent, with gaps between frames (the
+/// sender's off-mode), or bytes available in full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContentKind {
+    Live,
+    File,
+}
+
+impl ContentKind {
+    pub const NAMES: [&'static str; 2] = ["live", "file"];
+}
+
+impl std::str::FromStr for ContentKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s.trim() {
+            "live" => Ok(Self::Live),
+            "file" => Ok(Self::File),
+            other => Err(Error::Config(format!(
+                "unknown content kind {other:?}; accepted: {}",
+                Self::NAMES.join(", ")
+            ))),
+        }
+    }
 }
 
 /// A resolved request.
@@ -29,6 +62,18 @@ pub enum Content {
     Live { name: String, params: LiveParams },
     /// The origin's answer, being fetched.
     Origin(OriginResponse),
+}
+
+impl Content {
+    /// The kind of this content; an origin's is `origin_kind`.
+    #[must_use]
+    pub fn kind(&self, origin_kind: ContentKind) -> ContentKind {
+        match self {
+            Self::File { .. } => ContentKind::File,
+            Self::Live { .. } => ContentKind::Live,
+            Self::Origin(_) => origin_kind,
+        }
+    }
 }
 
 impl Sources {
@@ -121,6 +166,8 @@ mod tests {
             root: Some(Root::new(dir.path()).expect("root")),
             live: LiveParams::default(),
             origin: None,
+            origin_kind: ContentKind::File,
+            metrics: None,
         };
         assert!(matches!(
             sources.resolve("/a.txt"),
@@ -140,6 +187,8 @@ mod tests {
             root: None,
             live: LiveParams::default(),
             origin: None,
+            origin_kind: ContentKind::File,
+            metrics: None,
         };
         assert!(matches!(
             live_only.resolve("/a.txt"),

@@ -19,6 +19,7 @@ use recoup_transport::{Connection, ConnectionHandle, Endpoint};
 
 use crate::clock::Clock;
 use crate::error::Error;
+use crate::metrics::Metrics;
 
 const SOCKET: Token = Token(0);
 const WAKER: Token = Token(1);
@@ -287,6 +288,8 @@ pub struct Driver {
     app_wakeups: IndexedHeap<Instant>,
     /// The connections to drive this turn (kept for its allocation).
     to_drive: Vec<ConnectionHandle>,
+    /// Where the endpoint's Retry and refusal counts go, with the counts already added.
+    metrics: Option<(Metrics, u64, u64)>,
 }
 
 impl Driver {
@@ -327,6 +330,7 @@ impl Driver {
             last_poll: Instant::ZERO,
             app_wakeups: IndexedHeap::default(),
             to_drive: Vec::new(),
+            metrics: None,
         })
     }
 
@@ -375,6 +379,12 @@ impl Driver {
         &self.clock
     }
 
+    /// Counts the endpoint's Retry packets and refused connections in `metrics` from now on.
+    pub fn set_metrics(&mut self, metrics: Metrics) {
+        let (retries, refused) = (self.endpoint.retries_sent, self.endpoint.refused);
+        self.metrics = Some((metrics, retries, refused));
+    }
+
     pub fn endpoint_mut(&mut self) -> &mut Endpoint {
         &mut self.endpoint
     }
@@ -403,6 +413,13 @@ impl Driver {
             for handle in self.endpoint.remove_closed() {
                 self.app_wakeups.remove(handle.0);
                 app.removed(handle);
+            }
+            if let Some((m, retries, refused)) = &mut self.metrics {
+                m.retries_sent
+                    .inc_by(self.endpoint.retries_sent.saturating_sub(*retries));
+                m.connections_refused
+                    .inc_by(self.endpoint.refused.saturating_sub(*refused));
+                (*retries, *refused) = (self.endpoint.retries_sent, self.endpoint.refused);
             }
             if stopping {
                 return Ok(true);

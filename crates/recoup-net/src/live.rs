@@ -21,6 +21,7 @@ use recoup_transport::Connection;
 
 use crate::error::Error;
 use crate::hq::percent_decode;
+use crate::metrics::Metrics;
 use crate::stream_io;
 
 /// Request paths under this prefix are live streams.
@@ -150,6 +151,19 @@ pub struct LiveStream {
     second: usize,
     max_waiting: usize,
     written: u64,
+    /// A captured frame still waits for the stream: a stall at the sender began and has not
+    /// ended (the backlog has not emptied since).
+    stalled: bool,
+    /// Where stalls and the stream's life are counted (`recoup serve --metrics`).
+    metrics: Option<Metrics>,
+}
+
+impl Drop for LiveStream {
+    fn drop(&mut self) {
+        if let Some(m) = &self.metrics {
+            m.live_streams_open.dec();
+        }
+    }
 }
 
 impl LiveStream {
@@ -173,7 +187,20 @@ impl LiveStream {
             second,
             max_waiting: 0,
             written: 0,
+            stalled: false,
+            metrics: None,
         }
+    }
+
+    /// Counts this stream, while it lasts, and its stalls in `metrics`.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Option<&Metrics>) -> Self {
+        if let Some(m) = metrics {
+            m.live_streams.inc();
+            m.live_streams_open.inc();
+        }
+        self.metrics = metrics.cloned();
+        self
     }
 
     /// When the next frame is captured, until the last one is.
@@ -208,7 +235,10 @@ impl LiveStream {
         id: StreamId,
         now: Instant,
     ) -> Result<bool, Error> {
-        self.capture(now);
+        let waiting_before = self.backlog.len() - self.sent;
+        if self.capture(now) > 0 && waiting_before > 0 {
+            self.stall();
+        }
         while self.sent < self.backlog.len() {
             let n = stream_io::write(conn, id, &self.backlog[self.sent..])?;
             if n == 0 {
@@ -223,6 +253,9 @@ impl LiveStream {
             self.sent = 0;
         }
         let backlog = self.backlog.len() - self.sent;
+        if backlog == 0 {
+            self.stalled = false;
+        }
         if backlog > MAX_BACKLOG {
             return Err(Error::TooSlow(format!(
                 "{backlog} bytes of live video waiting, more than {MAX_BACKLOG}"
@@ -243,7 +276,13 @@ impl LiveStream {
     /// for long gets everything captured meanwhile at once, logged as bytes waiting when it
     /// passes a second of video; more than [`MAX_BACKLOG`] of it is an error.
     pub fn take_due(&mut self, now: Instant, id: StreamId) -> Result<(Vec<u8>, bool), Error> {
-        self.capture(now);
+        // Two frames at once: the sink was still busy with the first when the second was
+        // captured.
+        if self.capture(now) > 1 {
+            self.stall();
+        } else {
+            self.stalled = false;
+        }
         let due = std::mem::take(&mut self.backlog);
         self.sent = 0;
         if due.len() > MAX_BACKLOG {
@@ -257,10 +296,23 @@ impl LiveStream {
         Ok((due, self.fin))
     }
 
-    fn capture(&mut self, now: Instant) {
+    /// Captures the frames due by `now`; returns how many.
+    fn capture(&mut self, now: Instant) -> u64 {
+        let before = self.source.frames_captured();
         while let Some(w) = self.source.poll_write(now, usize::MAX) {
             w.data.append_to(&mut self.backlog);
             self.fin |= w.fin;
+        }
+        self.source.frames_captured() - before
+    }
+
+    /// A captured frame waited for the stream past the next capture: counted once per episode.
+    fn stall(&mut self) {
+        if !self.stalled {
+            self.stalled = true;
+            if let Some(m) = &self.metrics {
+                m.live_stalls.inc();
+            }
         }
     }
 

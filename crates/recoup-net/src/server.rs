@@ -2,7 +2,7 @@
 //! ([`crate::origin`]), over HTTP/3 ([`crate::http3`]) or hq-interop, whichever ALPN the client
 //! offers, and cloud-gaming sessions ([`crate::gaming`]) on their own ALPN, on the UDP driver.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Read;
 use std::net::SocketAddr;
@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use recoup_recovery::PolicySpec;
 use recoup_time::Instant;
 use recoup_transport::qlog::VantagePoint;
 use recoup_transport::streams::{StreamEvent, StreamId};
@@ -18,13 +19,14 @@ use recoup_transport::{
 };
 
 use crate::clock::Clock;
-use crate::content::{Content, Sources};
+use crate::content::{Content, ContentKind, Sources};
 use crate::driver::{ConnectionHandler, Driver, Stopper};
 use crate::error::Error;
 use crate::gaming;
 use crate::hq::{self, RequestBuffer, Root};
 use crate::http3;
 use crate::live::{self, LiveParams, LiveStream};
+use crate::metrics::{ConnectionMetrics, Metrics, MetricsServer};
 use crate::origin::{Origin, OriginRelay};
 use crate::qlog_dir::{hex_id, QlogDir};
 use crate::stream_io;
@@ -47,7 +49,12 @@ pub struct ServeOptions {
     /// Live stream parameters a request's query does not set.
     pub live: LiveParams,
     pub identity: Identity,
+    /// Its `policy` is the file policy, every connection's until its first request.
     pub transport: TransportConfig,
+    /// The policy of a connection whose first request is live content.
+    pub live_policy: PolicySpec,
+    /// What the origin serves (with `origin`).
+    pub origin_kind: ContentKind,
     pub qlog: Option<QlogDir>,
     /// Batch datagrams with UDP GSO where the OS supports it.
     pub gso: bool,
@@ -55,6 +62,8 @@ pub struct ServeOptions {
     pub retry: bool,
     /// Refuse new connections with CONNECTION_REFUSED while this many are open.
     pub max_connections: Option<usize>,
+    /// Serve Prometheus metrics and `/healthz` here (`crate::metrics`).
+    pub metrics: Option<SocketAddr>,
 }
 
 /// A bound server; [`Server::run`] serves until stopped.
@@ -62,6 +71,7 @@ pub struct ServeOptions {
 pub struct Server {
     driver: Driver,
     app: FileServer,
+    metrics_server: Option<MetricsServer>,
 }
 
 impl Server {
@@ -72,9 +82,14 @@ impl Server {
             .validate()
             .map_err(|e| Error::Config(format!("live stream defaults: {e}")))?;
         let reset_secret = stateless_reset_secret(&options.identity);
+        let file_policy = options.transport.policy.clone();
+        let metrics = options.metrics.map(|_| Metrics::default());
+        let mut transport = options.transport;
+        // The recovery latency histogram reads each lost range's record.
+        transport.record_recovery |= metrics.is_some();
         let config = ServerConfig {
             tls: tls::server_tls(options.identity)?,
-            transport: options.transport,
+            transport,
         };
         let mut endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
         endpoint.set_stateless_reset_key(&reset_secret);
@@ -89,7 +104,15 @@ impl Server {
                 .map_err(|_| Error::Config("no randomness for the Retry token key".into()))?;
             endpoint.require_retry(&key);
         }
-        let driver = Driver::bind(options.listen, endpoint, options.gso)?;
+        let mut driver = Driver::bind(options.listen, endpoint, options.gso)?;
+        let metrics_server = match (options.metrics, &metrics) {
+            (Some(addr), Some(m)) => {
+                driver.set_metrics(m.clone());
+                let healthy = Arc::new(std::sync::atomic::AtomicBool::new(true));
+                Some(MetricsServer::start(addr, m.clone(), healthy)?)
+            }
+            _ => None,
+        };
         let origin = match options.origin {
             Some(_) if root.is_some() => {
                 return Err(Error::Config(
@@ -107,16 +130,30 @@ impl Server {
                     root,
                     live: options.live,
                     origin,
+                    origin_kind: options.origin_kind,
+                    metrics: metrics.clone(),
                 }),
                 qlog: options.qlog,
                 clock,
                 conns: HashMap::new(),
+                live_policy: options.live_policy,
+                file_policy,
+                policy_chosen: HashSet::new(),
+                metrics,
+                conn_metrics: ConnectionMetrics::default(),
             },
+            metrics_server,
         })
     }
 
     pub fn local_addr(&self) -> Result<SocketAddr, Error> {
         self.driver.local_addr()
+    }
+
+    /// Where `/metrics` and `/healthz` are served, with `ServeOptions::metrics`.
+    #[must_use]
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_server.as_ref().map(MetricsServer::local_addr)
     }
 
     /// Stops [`Server::run`] from another thread (Ctrl-C).
@@ -138,6 +175,14 @@ struct FileServer {
     /// The driver's clock, for qlog's wall-clock `reference_time`.
     clock: Clock,
     conns: HashMap<ConnectionHandle, Session>,
+    /// The policy for connections whose first request is live content; the others keep
+    /// `file_policy`, which every connection starts with.
+    live_policy: PolicySpec,
+    file_policy: PolicySpec,
+    /// Connections whose policy follows their first request's kind already.
+    policy_chosen: HashSet<ConnectionHandle>,
+    metrics: Option<Metrics>,
+    conn_metrics: ConnectionMetrics,
 }
 
 /// A connection's application protocol, known once TLS agreed on an ALPN token.
@@ -145,7 +190,7 @@ struct FileServer {
 enum Session {
     Handshaking,
     Hq(ServerConn),
-    H3(Box<http3::session::Session>),
+    H3(Box<http3::session::Session>, http3::serve::FirstKind),
     Gaming(Box<gaming::ServeSession>),
 }
 
@@ -153,6 +198,8 @@ enum Session {
 struct ServerConn {
     requests: HashMap<StreamId, RequestBuffer>,
     responses: HashMap<StreamId, Response>,
+    /// The kind of the first request resolved.
+    first_kind: Option<ContentKind>,
 }
 
 /// What is being sent on one stream.
@@ -179,6 +226,30 @@ struct FileResponse {
     eof: bool,
 }
 
+impl FileServer {
+    /// Gives a connection the policy of its first request's kind; `false` if that must wait
+    /// (lost data in recovery: `Connection::set_policy`), to be tried on its next drive.
+    fn choose_policy(&self, now: Instant, kind: ContentKind, conn: &mut Connection) -> bool {
+        if kind == ContentKind::File || self.live_policy == self.file_policy {
+            return true;
+        }
+        match conn.set_policy(now, &self.live_policy) {
+            Ok(()) => {
+                tracing::info!(
+                    remote = %conn.remote_address(),
+                    policy = %self.live_policy,
+                    "live content: loss-recovery policy set"
+                );
+                true
+            }
+            Err(e) => {
+                tracing::debug!(remote = %conn.remote_address(), "policy change waits: {e}");
+                false
+            }
+        }
+    }
+}
+
 impl ConnectionHandler for FileServer {
     fn accepted(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
         tracing::info!(remote = %conn.remote_address(), "connection accepted");
@@ -190,6 +261,9 @@ impl ConnectionHandler for FileServer {
             }
         }
         self.conns.insert(handle, Session::Handshaking);
+        if let Some(m) = &self.metrics {
+            self.conn_metrics.accepted(m, handle);
+        }
     }
 
     fn drive(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
@@ -200,11 +274,8 @@ impl ConnectionHandler for FileServer {
             match conn.alpn() {
                 Some(http3::ALPN) => {
                     let remote = conn.remote_address();
-                    *session = Session::H3(Box::new(http3::serve::session(
-                        now,
-                        Arc::clone(&self.sources),
-                        remote,
-                    )));
+                    let (h3, first) = http3::serve::session(now, Arc::clone(&self.sources), remote);
+                    *session = Session::H3(Box::new(h3), first);
                 }
                 Some(gaming::ALPN) => {
                     let epoch = self.clock.unix_ms(Instant::ZERO);
@@ -216,7 +287,7 @@ impl ConnectionHandler for FileServer {
             }
         }
         match session {
-            Session::H3(h3) => {
+            Session::H3(h3, _) => {
                 if let Some(reason) = h3.drive(now, conn) {
                     log_close(conn.remote_address(), &reason);
                 }
@@ -235,10 +306,29 @@ impl ConnectionHandler for FileServer {
                 }
             }
         }
+        if !self.policy_chosen.contains(&handle) {
+            let first = match session {
+                Session::Hq(state) => state.first_kind,
+                Session::H3(_, first) => first.get().copied(),
+                Session::Gaming(_) | Session::Handshaking => None,
+            };
+            if let Some(kind) = first {
+                if self.choose_policy(now, kind, conn) {
+                    self.policy_chosen.insert(handle);
+                }
+            }
+        }
+        if let Some(m) = &self.metrics {
+            self.conn_metrics.update(m, handle, conn);
+        }
     }
 
     fn removed(&mut self, handle: ConnectionHandle) {
         self.conns.remove(&handle);
+        self.policy_chosen.remove(&handle);
+        if let Some(m) = &self.metrics {
+            self.conn_metrics.removed(m, handle);
+        }
         tracing::info!(open = self.conns.len(), "connection released");
     }
 
@@ -256,7 +346,7 @@ impl ConnectionHandler for FileServer {
                     _ => None,
                 })
                 .min(),
-            Session::H3(h3) => h3.next_wakeup(),
+            Session::H3(h3, _) => h3.next_wakeup(),
             Session::Gaming(g) => g.next_wakeup(),
             Session::Handshaking => None,
         }
@@ -331,7 +421,10 @@ impl ServerConn {
         };
         self.requests.remove(&id);
         let remote = conn.remote_address();
-        let response = outcome.and_then(|path| match sources.resolve(&path) {
+        let first_kind = &mut self.first_kind;
+        let response = outcome.and_then(|path| match sources.resolve(&path).inspect(|c| {
+            first_kind.get_or_insert(c.kind(sources.origin_kind));
+        }) {
             Ok(Content::File { file, .. }) => {
                 tracing::info!(%remote, stream = id.0, %path, "GET");
                 Ok(Response::File(FileResponse {
@@ -341,7 +434,8 @@ impl ServerConn {
                 }))
             }
             Ok(Content::Live { name, params }) => {
-                Ok(live_response(&name, &params, now, remote, id))
+                let live = live_response(&name, &params, now, remote, id);
+                Ok(Response::Live(Box::new(live.with_metrics(sources.metrics.as_ref()))))
             }
             Ok(Content::Origin(fetch)) => {
                 tracing::info!(%remote, stream = id.0, %path, origin = fetch.url(), "GET relayed");
@@ -424,7 +518,7 @@ fn live_response(
     now: Instant,
     remote: SocketAddr,
     id: StreamId,
-) -> Response {
+) -> LiveStream {
     tracing::info!(
         %remote,
         stream = id.0,
@@ -435,7 +529,7 @@ fn live_response(
         duration_ms = p.duration.as_millis(),
         "GET live stream"
     );
-    Response::Live(Box::new(LiveStream::new(p, now, crate::os_seed())))
+    LiveStream::new(p, now, crate::os_seed())
 }
 
 impl Response {

@@ -47,6 +47,9 @@ impl Running {
             gso: true,
             retry: false,
             max_connections: None,
+            metrics: None,
+            live_policy: Default::default(),
+            origin_kind: recoup_net::content::ContentKind::File,
         })
         .expect("bind");
         let addr = server.local_addr().expect("addr");

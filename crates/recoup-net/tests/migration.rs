@@ -41,6 +41,9 @@ fn start_server() -> RunningServer {
         origin: None,
         retry: false,
         max_connections: None,
+        metrics: None,
+        live_policy: Default::default(),
+        origin_kind: recoup_net::content::ContentKind::File,
     };
     let server = Server::bind(options).expect("bind server");
     let addr = server.local_addr().expect("addr");

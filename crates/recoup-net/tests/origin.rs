@@ -147,6 +147,9 @@ fn serve(origin: &str) -> Running {
         gso: true,
         retry: false,
         max_connections: None,
+        metrics: None,
+        live_policy: Default::default(),
+        origin_kind: recoup_net::content::ContentKind::File,
     })
     .expect("bind server");
     let addr = server.local_addr().expect("addr");
@@ -285,6 +288,9 @@ fn a_root_and_an_origin_exclude_each_other() {
         gso: true,
         retry: false,
         max_connections: None,
+        metrics: None,
+        live_policy: Default::default(),
+        origin_kind: recoup_net::content::ContentKind::File,
     })
     .map(|_| ())
     .expect_err("both accepted");

@@ -79,6 +79,9 @@ fn client_and_server_traces_pair_by_odcid_and_pass_the_schema() {
         origin: None,
         retry: false,
         max_connections: None,
+        metrics: None,
+        live_policy: Default::default(),
+        origin_kind: recoup_net::content::ContentKind::File,
     })
     .expect("bind server");
     let addr = server.local_addr().expect("addr");

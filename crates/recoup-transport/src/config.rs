@@ -105,6 +105,8 @@ pub struct TransportConfig {
     pub time_threshold: (u32, u32),
     /// Loss detection algorithm: RFC 9002's or RACK-TLP (RFC 8985).
     pub loss_detection: LossDetectionMode,
+    /// An upper bound on the backed-off probe timeout ([`MaxPto`]).
+    pub max_pto: MaxPto,
     /// Initiate a 1-RTT key update after this many packets sent with one key (RFC 9001 §6);
     /// `None` updates only when asked ([`crate::Connection::initiate_key_update`]) or when the
     /// AEAD's confidentiality limit nears (RFC 9001 §6.6, always enforced).
@@ -157,6 +159,7 @@ impl Default for TransportConfig {
             packet_threshold: 3,
             time_threshold: (9, 8),
             loss_detection: LossDetectionMode::Rfc9002,
+            max_pto: MaxPto::default(),
             key_update_interval: None,
             aead_confidentiality_limit: None,
             aead_integrity_limit: None,
@@ -254,6 +257,46 @@ impl FromStr for CopiesBeyondCwnd {
     }
 }
 
+/// An upper bound on the probe timeout period after backoff. RFC 9002 §6.2.1 doubles the period
+/// on every expiry and names no limit: at high loss, a run of probes whose ACKs are all lost
+/// backs it off past the idle timeout, and the connection dies of silence while both ends are
+/// alive (RFC 9000 §10.1 makes the idle timeout at least three PTOs so that several probes fit
+/// before it; the backoff undoes that). A bound keeps probes coming at most this far apart;
+/// the idle timeout still ends a connection whose peer is gone. The bound never shortens the
+/// period below the un-backed-off PTO, so a long path keeps RFC 9002's own timing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MaxPto {
+    /// RFC 9002 as written: the period doubles without bound. The simulator's default, so the
+    /// paper reproductions keep the timing their results were measured with.
+    #[default]
+    Unbounded,
+    /// At most this long.
+    Fixed(Duration),
+    /// A tenth of the effective idle timeout (3 s at 30 s), unbounded without one.
+    /// RFC 9000 §10.1 read from the other side asks for at least three probes inside the idle
+    /// timeout; a tenth leaves room for the doubling up to the bound (less than two bounds)
+    /// and eight probes at it, because three were measured to be too few: at 30 % loss each
+    /// way a round of probes gets no ACK back with probability 0.33-0.5 (docs/INTEROP.md, "30 %
+    /// loss benchmark"), so three rounds all fail in 4-12 % of the PTO chains of a transfer and
+    /// eight in under 0.4 %. picoquic bounds its timer at a sixteenth of the idle timeout.
+    Auto,
+}
+
+impl MaxPto {
+    /// [`MaxPto::Auto`]'s share of the idle timeout.
+    pub const AUTO_SHARE: u32 = 10;
+
+    /// The bound for a connection whose effective idle timeout is `idle` (`None`: no timeout).
+    #[must_use]
+    pub fn bound(self, idle: Option<Duration>) -> Option<Duration> {
+        match self {
+            Self::Unbounded => None,
+            Self::Fixed(d) => Some(d),
+            Self::Auto => idle.map(|t| t / Self::AUTO_SHARE),
+        }
+    }
+}
+
 /// TLS and transport settings for a client connection.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -273,6 +316,19 @@ pub struct ServerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_pto_auto_is_a_tenth_of_the_idle_timeout_and_nothing_without_one() {
+        let idle = Duration::from_secs(30);
+        assert_eq!(MaxPto::Auto.bound(Some(idle)), Some(Duration::from_secs(3)));
+        assert_eq!(MaxPto::Auto.bound(None), None);
+        assert_eq!(MaxPto::Unbounded.bound(Some(idle)), None);
+        let d = Duration::from_secs(2);
+        assert_eq!(MaxPto::Fixed(d).bound(None), Some(d));
+        // At least three probes at the bound fit in the idle timeout (RFC 9000 §10.1).
+        let bound = MaxPto::Auto.bound(Some(idle)).expect("a bound");
+        assert!(bound * 3 <= idle);
+    }
 
     #[test]
     fn copies_beyond_cwnd_names_parse_and_errors_list_them() {

@@ -40,7 +40,8 @@ pub mod tls;
 pub mod transport_params;
 
 pub use config::{
-    ClientConfig, CopiesBeyondCwnd, DatagramConfig, PolicyFactory, ServerConfig, TransportConfig,
+    ClientConfig, CopiesBeyondCwnd, DatagramConfig, MaxPto, PolicyFactory, ServerConfig,
+    TransportConfig,
 };
 pub use connection::{
     CloseError, CloseReason, Connection, ConnectionStats, Event, MigrationStats, PacketRecord,

@@ -412,6 +412,9 @@ pub struct LossDetection<T> {
     rate: DeliveryRateEstimator,
     bytes_in_flight: u64,
     pto_count: u32,
+    /// An upper bound on the backed-off probe timeout period (`MaxPto`), never below the
+    /// un-backed-off period.
+    max_pto: Option<Duration>,
     /// RackTlp: the tail loss probe fired and no ACK has made progress since (RFC 8985 §7.3).
     tlp_fired: bool,
     handshake_confirmed: bool,
@@ -433,6 +436,7 @@ impl<T> LossDetection<T> {
             rate: DeliveryRateEstimator::new(),
             bytes_in_flight: 0,
             pto_count: 0,
+            max_pto: None,
             tlp_fired: false,
             handshake_confirmed: false,
             handshake_ack_received: false,
@@ -757,7 +761,7 @@ impl<T> LossDetection<T> {
             } else {
                 SpaceId::Initial
             };
-            return Some((now.saturating_add(duration), space));
+            return Some((now.saturating_add(self.bounded(duration, space)), space));
         }
         let mut best: Option<(Instant, SpaceId)> = None;
         for id in SpaceId::ALL {
@@ -773,6 +777,7 @@ impl<T> LossDetection<T> {
                 }
                 d = d.saturating_add(self.config.max_ack_delay.saturating_mul(backoff));
             }
+            d = self.bounded(d, id);
             if self.tlp_armed() {
                 d = d.min(self.tlp_period(id));
             }
@@ -785,6 +790,27 @@ impl<T> LossDetection<T> {
             }
         }
         best
+    }
+
+    /// `backed_off`, the period of `space` after backoff, held to the bound set with
+    /// [`Self::set_max_pto`] but never below the period without backoff (RFC 9002 §6.2.1's
+    /// formula, which the bound only keeps from doubling further).
+    fn bounded(&self, backed_off: Duration, space: SpaceId) -> Duration {
+        let Some(bound) = self.max_pto else {
+            return backed_off;
+        };
+        let mut unbacked = self.rtt.pto_base();
+        if space == SpaceId::Data {
+            unbacked = unbacked.saturating_add(self.config.max_ack_delay);
+        }
+        backed_off.min(bound.max(unbacked))
+    }
+
+    /// Bounds the backed-off probe timeout period (`TransportConfig::max_pto`); `None` lets it
+    /// double without limit, as RFC 9002 §6.2.1 is written.
+    pub fn set_max_pto(&mut self, bound: Option<Duration>, now: Instant) {
+        self.max_pto = bound;
+        self.set_timer(now);
     }
 
     /// RFC 8985 §7.2: a tail loss probe takes the place of the first probe timeout. Without an
@@ -1268,6 +1294,33 @@ mod tests {
             "1 is old enough by time; 2 is within both thresholds"
         );
         assert!(ld.loss_time(SpaceId::Data).is_some());
+    }
+
+    /// `TransportConfig::max_pto`: the period doubles up to the bound and stays there; a bound
+    /// below the un-backed-off period leaves that period as it is, without backoff.
+    #[test]
+    fn a_bound_holds_the_backed_off_pto_but_never_shortens_the_first() {
+        let periods = |bound_ms: u64| {
+            let mut ld = confirmed(true);
+            ld.set_max_pto(Some(ms(bound_ms)), Instant::ZERO);
+            send(&mut ld, SpaceId::Data, 0, at(0));
+            let _ = ld.on_ack_received(SpaceId::Data, &[0..=0], ms(0), at(100));
+            // PTO = 325 ms, as in `pto_timer_values_and_backoff`.
+            let (mut last, mut pn, mut periods) = (at(200), 1, Vec::new());
+            send(&mut ld, SpaceId::Data, pn, last);
+            for _ in 0..5 {
+                let due = ld.timeout().expect("armed");
+                periods.push(due.saturating_duration_since(last).as_millis());
+                assert!(matches!(ld.on_timeout(due), TimeoutOutcome::Probe { .. }));
+                pn += 1;
+                send(&mut ld, SpaceId::Data, pn, due);
+                last = due;
+            }
+            periods
+        };
+        assert_eq!(periods(1000), [325, 650, 1000, 1000, 1000]);
+        assert_eq!(periods(100), [325, 325, 325, 325, 325]);
+        assert_eq!(periods(1_000_000), [325, 650, 1300, 2600, 5200]);
     }
 
     #[test]

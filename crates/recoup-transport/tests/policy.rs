@@ -406,3 +406,62 @@ fn packets_under_the_rate_limit_are_counted() {
     assert!(rrl.rate_limited_packets > 0, "{rrl:?}");
     assert!(rrl.rate_limit_binding_packets <= rrl.rate_limited_packets);
 }
+
+/// `Connection::set_policy` mid-transfer: refused while lost data is in recovery, accepted
+/// otherwise; the new policy takes over the packets in flight (no contract violation, every byte
+/// once) and its copies go out.
+#[test]
+fn a_policy_set_mid_transfer_takes_over_only_between_recoveries() {
+    let s = seed(21);
+    let _guard = SeedGuard(s);
+    let net = NetConfig {
+        loss: 0.05,
+        ..NetConfig::default()
+    };
+    let mut p = Pair::new(s, net, config("arq"));
+    p.handshake();
+    let payload = data(2 << 20, s);
+    let id = p.client_conn().open_stream(false).expect("open");
+    let (mut written, mut fin, mut sid) = (0, false, None);
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let fixed: PolicySpec = "fixed:1".parse().expect("spec");
+    let (mut refused, mut switched_at) = (0, None);
+    let ok = p.run_until(Duration::from_secs(600), |p| {
+        let now = p.now;
+        let c = p.client_conn();
+        common::pump(c, id, &payload, &mut written, &mut fin);
+        if switched_at.is_none() && c.stats().new_packets > 200 {
+            let open = c.open_lineages();
+            match c.set_policy(now, &fixed) {
+                Ok(()) => {
+                    assert_eq!(open, 0, "accepted with {open} lineages open");
+                    switched_at = Some(c.stats().copy_packets);
+                }
+                Err(e) => {
+                    assert!(open > 0, "refused with no lineage open: {e}");
+                    refused += 1;
+                }
+            }
+        }
+        let srv = p.server_conn().expect("server");
+        sid = sid.or_else(|| srv.accept_stream(false));
+        if let Some(sid) = sid {
+            while let Ok((n, f)) = srv.stream_read(sid, &mut buf) {
+                got.extend_from_slice(&buf[..n]);
+                if f || n == 0 {
+                    break;
+                }
+            }
+        }
+        got.len() == payload.len()
+    });
+    assert!(ok, "{} of {} bytes", got.len(), payload.len());
+    assert!(got == payload, "received bytes differ");
+    let copies_before = switched_at.expect("the policy was set");
+    assert_eq!(copies_before, 0, "arq sends no copies");
+    let c = p.client_conn();
+    assert_eq!(recoup_recovery::RecoveryPolicy::name(c.policy()), "fixed");
+    assert!(c.stats().copy_packets > 0, "{:?}", c.stats());
+    assert!(refused > 0, "the test never met an open recovery");
+}

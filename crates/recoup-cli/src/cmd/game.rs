@@ -49,7 +49,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let client = GameClient::connect(GameOptions {
         url,
         tls,
-        transport: args.transport.config(),
+        transport: args.transport.config()?,
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
         timeout: args.connect.timeout,

@@ -86,7 +86,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         tls,
         protocol: args.alpn,
         range: args.range,
-        transport: args.transport.config(),
+        transport: args.transport.config()?,
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
         timeout: args.connect.timeout,

@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod compare;
+pub mod config_file;
 pub mod game;
 pub mod get;
 pub mod link;

@@ -57,6 +57,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             "--streams must be 1 to {MAX_STREAMS}, got {n}"
         )));
     }
+    super::tables::check_writers(&args.format)?;
     // Every stream is drawn and checked before any run.
     let streams = pop.streams(n)?;
     let scenarios: Vec<Scenario> = streams.iter().map(|s| s.scenario.clone()).collect();

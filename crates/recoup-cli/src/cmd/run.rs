@@ -55,6 +55,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         duration: args.duration,
     }
     .load(&args.scenario)?;
+    super::tables::check_writers(&args.format)?;
     let qlog_dir = args.qlog.then(|| args.out.join("qlog"));
     let losses_dir = args.losses.then(|| args.out.join("losses"));
     let outputs = RunOutputs {

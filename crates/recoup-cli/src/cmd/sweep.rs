@@ -84,6 +84,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         duration: None,
     }
     .load(&args.plan)?;
+    super::tables::check_writers(&args.format)?;
     std::fs::create_dir_all(&args.out).map_err(|source| Error::Io {
         path: args.out.clone(),
         source,

@@ -30,6 +30,48 @@ impl Format {
     }
 }
 
+/// What `--format parquet` needs, named in its errors.
+const PARQUET_NEEDS: &str = "--format parquet needs python3 with the recoup package, pandas and \
+                             pyarrow (pip install ./python pandas pyarrow)";
+
+/// Checks that every format in `formats` can be written, before a run whose results would
+/// otherwise be lost to a missing writer: for Parquet, python3 must import what
+/// `python3 -m recoup.tables` uses.
+pub fn check_writers(formats: &[Format]) -> Result<(), Error> {
+    if !formats.contains(&Format::Parquet) {
+        return Ok(());
+    }
+    let fail = |detail: String| {
+        Error::Usage(format!(
+            "{PARQUET_NEEDS}: {detail}; nothing was run (or leave parquet out of --format)"
+        ))
+    };
+    let output = Command::new("python3")
+        .args(["-c", "import recoup.tables, pandas, pyarrow"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| fail(format!("python3: {e}")))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // The last line names the missing module ("No module named 'pyarrow'").
+    let last = stderr.trim().lines().last().unwrap_or("no message");
+    Err(fail(format!(
+        "python3 exited with {}: {last}",
+        output.status
+    )))
+}
+
+/// `formats` in the order they are written: Parquet, the one that can fail for a reason other
+/// than the disk, last, so the text tables are on disk whatever it does.
+fn write_order(formats: &[Format]) -> Vec<Format> {
+    let mut order = formats.to_vec();
+    order.sort_by_key(|f| *f == Format::Parquet);
+    order.dedup();
+    order
+}
+
 /// A row with its sweep point's (or stream's) name in front.
 #[derive(Serialize)]
 struct Named<'a, T> {
@@ -46,9 +88,9 @@ pub fn write_groups<T: Serialize>(
     groups: &[(&str, &[T])],
     formats: &[Format],
 ) -> Result<Vec<PathBuf>, Error> {
-    formats
-        .iter()
-        .map(|&f| {
+    write_order(formats)
+        .into_iter()
+        .map(|f| {
             let path = dir.join(format!("{stem}.{}", f.extension()));
             match f {
                 Format::Csv => write_table_csv(&path, groups),
@@ -77,9 +119,9 @@ pub fn write_rows<T: Serialize>(
     rows: &[T],
     formats: &[Format],
 ) -> Result<Vec<PathBuf>, Error> {
-    formats
-        .iter()
-        .map(|&f| {
+    write_order(formats)
+        .into_iter()
+        .map(|f| {
             let path = dir.join(format!("{stem}.{}", f.extension()));
             match f {
                 Format::Csv => {
@@ -114,15 +156,25 @@ pub fn write_rows<T: Serialize>(
         .collect()
 }
 
-/// Hands `rows` as JSON to `python3 -m recoup.tables PATH`, which writes Parquet.
+/// Hands `rows` as JSON to `python3 -m recoup.tables PATH`, which writes Parquet. If that
+/// fails after all ([`check_writers`] passed before the run), the rows are kept as JSON beside
+/// PATH and the error says where.
 fn write_parquet<T: Serialize>(path: &Path, rows: &[T]) -> Result<PathBuf, Error> {
-    let fail = |detail: String| Error::Write {
+    let input = serde_json::to_vec(rows).map_err(|e| Error::Write {
         path: path.to_owned(),
-        detail: format!(
-            "--format parquet needs python3 with the recoup package, pandas and pyarrow: {detail}"
-        ),
+        detail: e.to_string(),
+    })?;
+    let kept = path.with_extension("parquet-rows.json");
+    let fail = |detail: String| {
+        let saved = match std::fs::write(&kept, &input) {
+            Ok(()) => format!("the rows are kept in {}", kept.display()),
+            Err(e) => format!("keeping the rows in {} failed too: {e}", kept.display()),
+        };
+        Error::Write {
+            path: path.to_owned(),
+            detail: format!("{PARQUET_NEEDS}: {detail}; {saved}"),
+        }
     };
-    let input = serde_json::to_vec(rows).map_err(|e| fail(e.to_string()))?;
     let mut child = Command::new("python3")
         .args(["-m", "recoup.tables"])
         .arg(path)
@@ -133,11 +185,15 @@ fn write_parquet<T: Serialize>(path: &Path, rows: &[T]) -> Result<PathBuf, Error
         .map_err(|e| fail(e.to_string()))?;
     let mut stdin = child.stdin.take().ok_or_else(|| fail("no stdin".into()))?;
     // Written from its own thread: the child may fill its stderr before it reads all input.
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let output = child.wait_with_output().map_err(|e| fail(e.to_string()))?;
-    let written = writer
-        .join()
-        .map_err(|_| fail("writing the rows panicked".into()))?;
+    let (written, output) = std::thread::scope(|scope| {
+        let rows = &input;
+        // Moved in, so that the pipe closes when the rows are written and the child sees EOF.
+        let writer = scope.spawn(move || stdin.write_all(rows));
+        let output = child.wait_with_output();
+        (writer.join(), output)
+    });
+    let output = output.map_err(|e| fail(e.to_string()))?;
+    let written = written.map_err(|_| fail("writing the rows panicked".into()))?;
     if !output.status.success() {
         return Err(fail(
             String::from_utf8_lossy(&output.stderr).trim().to_owned(),

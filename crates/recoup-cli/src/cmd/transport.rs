@@ -6,13 +6,15 @@ use std::time::Duration;
 use recoup_recovery::{FecSpec, PolicySpec};
 use recoup_transport::cc::CcAlgorithm;
 use recoup_transport::loss::LossDetectionMode;
-use recoup_transport::{DatagramConfig, TransportConfig};
+use recoup_transport::{DatagramConfig, MaxPto, TransportConfig};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct TransportArgs {
     /// Loss-recovery policy, e.g. `arq`, `fixed:2`, `autorec:alpha=30ms` (see recoup-recovery).
-    #[arg(long, default_value = "arq", value_parser = parse_policy)]
-    pub policy: PolicySpec,
+    /// Default `arq`; for `serve`, the policy of live streams and files alike unless
+    /// --live-policy or --file-policy says otherwise (their defaults: docs/EDGE.md).
+    #[arg(long, value_name = "SPEC", value_parser = parse_policy)]
+    pub policy: Option<PolicySpec>,
     /// Congestion controller: newreno, cubic, bbr (BBRv1), bbr3 (BBRv3), copa or none (no
     /// congestion control). bbr3 takes its loss response as `bbr3:loss_thresh=0.02,beta=0.7,
     /// headroom=0.15` (draft-ietf-ccwg-bbr §2.8; those are the defaults). The default, bbr, was chosen by measurement: under random loss the
@@ -43,6 +45,14 @@ pub struct TransportArgs {
     /// of both ends' and never less than three PTOs. `0s` announces none.
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = super::simulate::parse_duration)]
     pub idle_timeout: Duration,
+    /// Upper bound on the probe timeout after backoff (RFC 9002 §6.2.1 doubles it on every
+    /// expiry): a TIME, `auto` (a tenth of the idle timeout both ends agreed on, so that the
+    /// doubling up to the bound and eight probes at it fit before the idle timeout) or `off`
+    /// (RFC 9002 as written). A TIME must leave room for three probes in --idle-timeout (RFC
+    /// 9000 §10.1). The bound never shortens the probe timeout below its value without
+    /// backoff (docs/EDGE.md, "Bounded probe timeout").
+    #[arg(long, value_name = "TIME|auto|off", default_value = "auto", value_parser = parse_max_pto)]
+    pub max_pto: MaxPto,
     /// UDP payload size to start with, in bytes, assumed to fit the path. 1200 is QUIC's
     /// minimum (RFC 9000 §14); 1452 fits a 1500-byte Ethernet MTU over IPv6.
     #[arg(long, value_name = "BYTES", default_value_t = default_max_datagram_size(),
@@ -62,12 +72,22 @@ pub struct TransportArgs {
 }
 
 impl TransportArgs {
-    #[must_use]
-    pub fn config(&self) -> TransportConfig {
-        TransportConfig {
+    /// The transport configuration these flags describe; an error names the flags that
+    /// contradict each other.
+    pub fn config(&self) -> Result<TransportConfig, recoup_net::Error> {
+        if let MaxPto::Fixed(bound) = self.max_pto {
+            if !self.idle_timeout.is_zero() && bound.saturating_mul(3) > self.idle_timeout {
+                return Err(recoup_net::Error::Config(format!(
+                    "--max-pto {bound:?} leaves room for fewer than three probes in \
+                     --idle-timeout {:?} (RFC 9000 §10.1); use at most a third of it, or auto",
+                    self.idle_timeout
+                )));
+            }
+        }
+        Ok(TransportConfig {
             cc: self.cc,
             loss_detection: self.loss_detection,
-            policy: self.policy.clone(),
+            policy: self.policy.clone().unwrap_or_default(),
             key_update_interval: self.key_update_interval,
             max_idle_timeout: self.idle_timeout,
             fec: self.fec,
@@ -75,13 +95,14 @@ impl TransportArgs {
             max_datagram_size: usize::from(self.max_datagram_size),
             pmtud_max: (self.pmtud_max > self.max_datagram_size)
                 .then_some(usize::from(self.pmtud_max)),
+            max_pto: self.max_pto,
             seed: recoup_net::os_seed(),
             datagrams: DatagramConfig {
                 max_frame_size: self.datagram_frame_size,
                 ..DatagramConfig::default()
             },
             ..TransportConfig::default()
-        }
+        })
     }
 
     #[must_use]
@@ -90,8 +111,22 @@ impl TransportArgs {
     }
 }
 
-fn parse_policy(s: &str) -> Result<PolicySpec, String> {
+pub fn parse_policy(s: &str) -> Result<PolicySpec, String> {
     s.parse::<PolicySpec>().map_err(|e| e.to_string())
+}
+
+fn parse_max_pto(s: &str) -> Result<MaxPto, String> {
+    match s.trim() {
+        "auto" => Ok(MaxPto::Auto),
+        "off" => Ok(MaxPto::Unbounded),
+        time => match super::simulate::parse_duration(time) {
+            Ok(d) if d.is_zero() => Err("a bound of 0 would leave no time for a probe; \
+                                         use a positive TIME, auto or off"
+                .into()),
+            Ok(d) => Ok(MaxPto::Fixed(d)),
+            Err(e) => Err(format!("{e}; or auto, or off")),
+        },
+    }
 }
 
 fn parse_fec(s: &str) -> Result<FecSpec, String> {

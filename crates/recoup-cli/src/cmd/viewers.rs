@@ -43,7 +43,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         url: args.url,
         count: usize::try_from(args.count).unwrap_or(usize::MAX),
         tls,
-        transport: args.transport.config(),
+        transport: args.transport.config()?,
         gso: !args.transport.no_gso,
         timeout: args.connect.timeout,
     })?;

@@ -9,7 +9,7 @@
 
 use std::io::{Read, Seek, SeekFrom};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use h3::server::{Connection as H3Connection, RequestResolver, RequestStream};
@@ -20,9 +20,10 @@ use recoup_transport::streams::StreamId;
 use super::adapter::{BidiStream, QuicConn};
 use super::session::Session;
 use super::tasks::{Spawner, Timers};
-use crate::content::{self, Content, Sources, LIVE_CONTENT_TYPE};
+use crate::content::{self, Content, ContentKind, Sources, LIVE_CONTENT_TYPE};
 use crate::error::Error;
 use crate::live::{LiveParams, LiveStream};
+use crate::metrics::Metrics;
 use crate::origin::{OriginEvent, OriginResponse};
 use crate::range::{self, ByteRange};
 
@@ -31,9 +32,18 @@ const CHUNK: usize = 64 * 1024;
 
 type Stream = RequestStream<BidiStream, Bytes>;
 
-/// Starts serving HTTP/3 on a connection whose handshake chose `h3`.
-pub(crate) fn session(now: Instant, sources: Arc<Sources>, remote: SocketAddr) -> Session {
+/// The kind of a connection's first request, set once it is resolved.
+pub(crate) type FirstKind = Arc<OnceLock<ContentKind>>;
+
+/// Starts serving HTTP/3 on a connection whose handshake chose `h3`; the second value tells the
+/// kind of its first request once known.
+pub(crate) fn session(
+    now: Instant,
+    sources: Arc<Sources>,
+    remote: SocketAddr,
+) -> (Session, FirstKind) {
     let session = Session::new(now);
+    let first = FirstKind::default();
     let spawner = session.spawner();
     spawner.spawn(accept_requests(
         session.quic(),
@@ -41,8 +51,9 @@ pub(crate) fn session(now: Instant, sources: Arc<Sources>, remote: SocketAddr) -
         session.timers(),
         spawner.clone(),
         remote,
+        Arc::clone(&first),
     ));
-    session
+    (session, first)
 }
 
 async fn accept_requests(
@@ -51,6 +62,7 @@ async fn accept_requests(
     timers: Arc<Timers>,
     spawner: Spawner,
     remote: SocketAddr,
+    first: FirstKind,
 ) {
     let mut conn: H3Connection<QuicConn, Bytes> = match H3Connection::new(quic).await {
         Ok(c) => c,
@@ -66,6 +78,7 @@ async fn accept_requests(
                 Arc::clone(&sources),
                 Arc::clone(&timers),
                 remote,
+                Arc::clone(&first),
             )),
             Ok(None) => break,
             Err(e) => {
@@ -82,6 +95,7 @@ async fn answer(
     sources: Arc<Sources>,
     timers: Arc<Timers>,
     remote: SocketAddr,
+    first: FirstKind,
 ) {
     let (request, mut stream) = match resolver.resolve_request().await {
         Ok(r) => r,
@@ -104,7 +118,12 @@ async fn answer(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let head = method == Method::HEAD;
-        match sources.resolve(&path) {
+        let content = sources.resolve(&path);
+        if let Ok(c) = &content {
+            // Only the first request's kind counts: a connection has one policy.
+            let _ = first.set(c.kind(sources.origin_kind));
+        }
+        match content {
             Ok(Content::File { file, len }) => {
                 tracing::info!(%remote, stream = id, %method, %path, "HTTP/3");
                 send_file(&mut stream, file, len, &path, range.as_deref(), head).await
@@ -120,7 +139,14 @@ async fn answer(
                     duration_ms = params.duration.as_millis(),
                     "HTTP/3 live stream"
                 );
-                send_live(&mut stream, &params, &timers, head).await
+                send_live(
+                    &mut stream,
+                    &params,
+                    &timers,
+                    head,
+                    sources.metrics.as_ref(),
+                )
+                .await
             }
             Ok(Content::Origin(fetch)) => {
                 tracing::info!(%remote, stream = id, %method, %path, origin = fetch.url(), "HTTP/3 relayed");
@@ -275,6 +301,7 @@ async fn send_live(
     params: &LiveParams,
     timers: &Timers,
     head: bool,
+    metrics: Option<&Metrics>,
 ) -> Result<(), Error> {
     // Streamed as produced: no length; a cache must not keep a live stream.
     let response = Response::builder()
@@ -288,7 +315,7 @@ async fn send_live(
         .body(())
         .map_err(|e| Error::Config(format!("building a response: {e}")))?;
     stream.send_response(response).await.map_err(h3_error)?;
-    let mut live = LiveStream::new(params, timers.now(), crate::os_seed());
+    let mut live = LiveStream::new(params, timers.now(), crate::os_seed()).with_metrics(metrics);
     loop {
         let (data, fin) = live.take_due(timers.now(), StreamId(stream.id().into_inner()))?;
         if !data.is_empty() {

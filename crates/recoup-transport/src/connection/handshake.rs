@@ -201,6 +201,9 @@ impl Connection {
         // RFC 9000 §10.1: the effective idle timeout is the smaller of the two, zero meaning none.
         self.idle
             .negotiate(Duration::from_millis(params.max_idle_timeout));
+        // The probe timeout's bound follows the effective idle timeout (`MaxPto::Auto`).
+        let bound = self.config.max_pto.bound(self.idle.timeout());
+        self.recovery.loss.set_max_pto(bound, now);
         self.recovery
             .loss
             .set_max_ack_delay(Duration::from_millis(params.max_ack_delay), now);

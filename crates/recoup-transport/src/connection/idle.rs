@@ -36,6 +36,11 @@ impl IdleTimer {
         };
     }
 
+    /// The effective timeout: ours, or the smaller of both ends' once negotiated.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
     pub fn deadline(&self) -> Option<Instant> {
         self.deadline
     }

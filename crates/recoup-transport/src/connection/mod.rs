@@ -245,6 +245,8 @@ pub struct ConnectionStats {
     pub datagram_frames_lost: u64,
     pub datagram_frames_dropped: u64,
     pub datagram_frames_unread: u64,
+    /// Probe timeouts that expired (RFC 9002 §6.2; a RACK-TLP tail loss probe counts too).
+    pub pto_expirations: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -575,6 +577,39 @@ impl Connection {
     #[must_use]
     pub fn policy(&self) -> &Policy {
         &self.recovery.policy
+    }
+
+    /// Replaces the loss-recovery policy with `spec`'s, for a server that learns from the first
+    /// request what it serves (a live stream or a file). The new policy hears of every
+    /// application-data packet still in flight, at its send time, then of the sending state and
+    /// the RTT, so its call order is the one `RecoveryPolicy` documents, as if it had been there
+    /// from the start. Refused while lost data is in recovery, whose rounds the new policy never
+    /// heard begin, or while a copy is waiting to be sent.
+    pub fn set_policy(
+        &mut self,
+        now: Instant,
+        spec: &recoup_recovery::PolicySpec,
+    ) -> Result<(), Error> {
+        if !self.recovery.lineage.is_empty() || self.recovery.pending_copy.is_some() {
+            return Err(Error::InvalidState(
+                "the policy cannot change while lost data is in recovery",
+            ));
+        }
+        let mut policy = spec.build(self.rng.next_u64());
+        for p in self.recovery.loss.unacked(SpaceId::Data) {
+            let info = p.data.info(p.pn, p.time_sent, p.size);
+            policy.on_packet_sent(p.time_sent, &info);
+        }
+        if let Some(state) = self.recovery.send_state {
+            policy.on_send_state(now, state);
+        }
+        if self.recovery.loss.rtt().has_sample() {
+            policy.on_rtt_update(now, &self.recovery.loss.rtt().sample());
+        }
+        self.recovery.policy = policy;
+        self.recovery.copy_declined = false;
+        self.recovery.policy_timer_served = None;
+        Ok(())
     }
 
     /// Lost ranges whose recovery completed since the last call (only with

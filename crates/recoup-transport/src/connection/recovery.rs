@@ -119,7 +119,7 @@ pub(super) struct RecoveryHost {
 impl RecoveryHost {
     pub fn new(side: Side, config: &TransportConfig, policy: Policy, now: Instant) -> Self {
         let mds = config.max_datagram_size as u64;
-        let loss = LossDetection::new(LossConfig {
+        let mut loss = LossDetection::new(LossConfig {
             server: side == Side::Server,
             packet_threshold: config.packet_threshold,
             time_threshold: config.time_threshold,
@@ -127,6 +127,13 @@ impl RecoveryHost {
             max_ack_delay: Duration::from_millis(25),
             detection: config.loss_detection,
         });
+        // Our own idle timeout until the peer's arrives (`Connection::on_peer_params`).
+        loss.set_max_pto(
+            config
+                .max_pto
+                .bound((!config.max_idle_timeout.is_zero()).then_some(config.max_idle_timeout)),
+            now,
+        );
         let cc = new_controller(config, now);
         Self {
             loss,
@@ -456,6 +463,7 @@ impl Connection {
                 self.process_losses(now, space, losses);
             }
             TimeoutOutcome::Probe { space, count } => {
+                self.stats.pto_expirations += 1;
                 if space == SpaceId::Data
                     && self.recovery.loss.pto_count() >= super::pmtud::BLACK_HOLE_PTOS
                 {

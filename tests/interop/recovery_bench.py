@@ -96,14 +96,14 @@ PATHS = {
         ["--rtt", "60ms", "--rate", "12Mbps", "--queue", "droptail packets=100"]
         + ["--loss", "bernoulli 5%"],
         60,
-        "1Mbps",
+        "500kbps",
     ),
     "art": Path(
         "ART's testbed: 100 Mbit/s, 30 ms RTT, 4 % random loss both ways, 300-packet queue",
         ["--rtt", "30ms", "--rate", "100Mbps", "--queue", "droptail packets=300"]
         + ["--loss", "bernoulli 4%"],
         30,
-        "2Mbps",
+        "1Mbps",
     ),
     "ge": Path(
         "Gilbert-Elliott bursts (gemodel 1.39 % 33.3 %: mean 4 %, bursts of 3 on average) both "
@@ -111,7 +111,7 @@ PATHS = {
         ["--rtt", "60ms", "--rate", "12Mbps", "--queue", "droptail packets=100"]
         + ["--loss", "gemodel 1.3889% 33.333%"],
         60,
-        "1Mbps",
+        "500kbps",
     ),
     "lte": Path(
         "Mahimahi's TMobile-LTE-short traces (down and up), 40 ms base RTT, 200-packet queue",
@@ -124,7 +124,7 @@ PATHS = {
     "loss0": _loss_path(0, "4Mbps"),
     "loss1": _loss_path(1, "2Mbps"),
     "loss2": _loss_path(2, "1Mbps"),
-    "loss10": _loss_path(10, "500kbps"),
+    "loss10": _loss_path(10, "250kbps"),
 }
 WORKLOADS = ("live", "segments", "frames", "rpc", "file")
 FPS, GOP, SEGMENT_S = 30, 30, 0.5
@@ -136,7 +136,9 @@ DEFAULT_SERVERS = (
     + ",".join(f"recoup-{p}-bbr" for p in peers.RECOUP_POLICIES)
     + ",recoup-arq-cubic,recoup-autorec-cubic"
 )
-QUICK = dict(paths="loss2", workloads="live", servers="quicgo,recoup-autorec-bbr", duration=5.0)
+QUICK = dict(
+    paths="loss2", workloads="live,segments", servers="quicgo,recoup-autorec-bbr", duration=5.0
+)
 
 
 def bitrate_of(args, path):
@@ -144,40 +146,36 @@ def bitrate_of(args, path):
 
 
 def www_layout(www, bitrate, duration):
-    """Writes (once per bit rate) the static files of the object workloads; returns
-    {workload: (pattern, count, rate per s, [sizes])}."""
-    sub = f"b{round(bitrate)}"
-    d = os.path.join(www, sub)
+    """Writes (once per bit rate) the static files of the object workloads, all directly under
+    `www` (aioquic's and quinn's servers serve no subdirectories); returns {workload: (pattern,
+    count, rate per s, [sizes])}."""
+    b = f"b{round(bitrate)}"
     seg_size = round(bitrate * SEGMENT_S / 8)
     layout = {
-        "segments": (f"/{sub}/seg-%05d.bin", round(duration / SEGMENT_S), 1 / SEGMENT_S),
-        "frames": (f"/{sub}/frame-%05d.bin", round(duration * FPS), float(FPS)),
+        "segments": (f"/seg-{b}-%05d.bin", round(duration / SEGMENT_S), 1 / SEGMENT_S),
+        "frames": (f"/frame-{b}-%05d.bin", round(duration * FPS), float(FPS)),
         "rpc": ("/rpc-%05d.bin", round(duration * RPC_RATE), RPC_RATE),
         "file": ("/file-%d.bin", 1, 1.0),
     }
-    if not os.path.isdir(d):
-        os.makedirs(d)
-        for i in range(layout["segments"][1]):
-            with open(os.path.join(d, f"seg-{i:05d}.bin"), "wb") as f:
-                f.write(os.urandom(seg_size))
-        write_frame_files(d, "frame-%05d.bin", layout["frames"][1], bitrate, FPS, GOP, 1)
-    sizes = {
-        "segments": [seg_size] * layout["segments"][1],
-        "frames": [
-            os.path.getsize(os.path.join(d, f"frame-{i:05d}.bin"))
-            for i in range(layout["frames"][1])
-        ],
-        "rpc": [RPC_SIZE] * layout["rpc"][1],
-        "file": [FILE_SIZE],
-    }
+    for i in range(layout["segments"][1]):
+        with open(os.path.join(www, layout["segments"][0][1:] % i), "wb") as f:
+            f.write(os.urandom(seg_size))
+    frames = layout["frames"]
+    write_frame_files(www, frames[0][1:], frames[1], bitrate, FPS, GOP, 1)
     for i in range(layout["rpc"][1]):
-        p = os.path.join(www, f"rpc-{i:05d}.bin")
+        p = os.path.join(www, layout["rpc"][0][1:] % i)
         if not os.path.exists(p):
             with open(p, "wb") as f:
                 f.write(os.urandom(RPC_SIZE))
     if not os.path.exists(os.path.join(www, "file-0.bin")):
         with open(os.path.join(www, "file-0.bin"), "wb") as f:
             f.write(os.urandom(FILE_SIZE))
+    sizes = {
+        "segments": [seg_size] * layout["segments"][1],
+        "frames": [os.path.getsize(os.path.join(www, frames[0][1:] % i)) for i in range(frames[1])],
+        "rpc": [RPC_SIZE] * layout["rpc"][1],
+        "file": [FILE_SIZE],
+    }
     return {w: layout[w] + (sizes[w],) for w in layout}
 
 
@@ -689,7 +687,9 @@ def main():
     ap.add_argument("--duration", type=parse_seconds, default=20.0, help="per run")
     ap.add_argument("--bitrate", help="stream bit rate on every path (default: the path's)")
     ap.add_argument("--timeout", type=parse_seconds, default=30.0, help="slack per object/stream")
-    ap.add_argument("--quick", action="store_true", help="one 5 s run: loss2, live, 2 servers")
+    ap.add_argument(
+        "--quick", action="store_true", help="one 5 s run: loss2, live and segments, 2 servers"
+    )
     ap.add_argument("--no-qlog", action="store_true", help="no server qlog on first runs")
     ap.add_argument("--resume", action="store_true", help="skip runs already in OUT")
     ap.add_argument("--report-only", action="store_true", help="only rewrite the report")

@@ -47,10 +47,12 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from urllib.parse import quote
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import recovery_peers as peers  # noqa: E402
+from aioquic_server import self_signed  # noqa: E402
 from bench_harness import (  # noqa: E402
     REPO,
     Processes,
@@ -126,7 +128,10 @@ PATHS = {
     "loss2": _loss_path(2, "1Mbps"),
     "loss10": _loss_path(10, "250kbps"),
 }
-WORKLOADS = ("live", "segments", "frames", "rpc", "file")
+WORKLOADS = ("live", "segments", "frames", "rpc", "file", "live-chromium")
+LIVE = ("live", "live-chromium")
+# The live player page and its scripts, served next to the static files for the browser run.
+PLAYER_FILES = ("player.html", "player.js", "frames.js", "playback.js", "player.css")
 FPS, GOP, SEGMENT_S = 30, 30, 0.5
 RPC_SIZE, RPC_RATE, FILE_SIZE = 16 * 1024, 10.0, 20 * 1024 * 1024
 # The live player model's buffers (recoup-apps' LiveConfig defaults).
@@ -201,7 +206,8 @@ def one_run(procs, ctx, path, workload, server, seed, run_dir, qlog_dir):
         qlog_dir = None
     load_before = os.getloadavg()[0]
     bitrate = bitrate_of(args, path)
-    live = workload == "live"
+    live = workload in LIVE
+    browser = workload == "live-chromium"
     srv, addr = peers.start(
         procs,
         server,
@@ -210,6 +216,7 @@ def one_run(procs, ctx, path, workload, server, seed, run_dir, qlog_dir):
         ctx["origin"] if live else None,
         run_dir,
         qlog_dir,
+        ctx["cert"] if browser else None,
     )
     limit = args.duration + args.timeout + 60
     if workload == "file":
@@ -224,9 +231,16 @@ def one_run(procs, ctx, path, workload, server, seed, run_dir, qlog_dir):
     cmd = [os.path.join(args.quicgo_dir, "client"), "-insecure", "-url", f"https://{link_addr}"]
     cmd += ["-out", out, "-warmup", "/warmup.txt"]
     tag = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{path}_{workload}_{server}_s{seed}_{time.time_ns()}")
-    if live:
-        query = f"bitrate={round(bitrate)}bps&fps={FPS}&gop={GOP}&duration={args.duration:g}s"
-        cmd += ["-live", f"/live/{tag}?{query}&seed={seed}"]
+    query = f"bitrate={round(bitrate)}bps&fps={FPS}&gop={GOP}&duration={args.duration:g}s"
+    stream = f"/live/{tag}?{query}&seed={seed}"
+    if browser:
+        cmd = [sys.executable, os.path.join(HERE, "chromium_player.py"), "--cert", ctx["cert"][0]]
+        cmd += ["--frames", out]
+        cmd += ["--timeout", f"{args.duration + args.timeout:g}"]
+        cmd += ["--url", f"https://{link_addr}/player.html?stream={quote(stream, safe='')}"]
+        wait = args.duration + args.timeout + 60
+    elif live:
+        cmd += ["-live", stream]
         cmd += ["-timeout", f"{args.duration + args.timeout:g}s"]
         wait = args.duration + args.timeout + 30
     else:
@@ -262,8 +276,9 @@ def one_run(procs, ctx, path, workload, server, seed, run_dir, qlog_dir):
         "qlog": qlog_dir,
     }
     owd = PATHS[path].rtt_ms / 2
+    origin_log = os.path.join(ctx["origin_logs"], f"{tag}.jsonl")
     if live:
-        record.update(read_live(out, os.path.join(ctx["origin_logs"], f"{tag}.jsonl"), owd))
+        record.update(read_live(out, origin_log, owd))
     else:
         _, count, _, sizes = ctx["layout"][bitrate][workload]
         record.update(read_objects(out, ctx["layout"][bitrate][workload][0], sizes, 2 * owd))
@@ -272,7 +287,8 @@ def one_run(procs, ctx, path, workload, server, seed, run_dir, qlog_dir):
 
 def read_live(client_out, origin_log, owd_ms):
     """Per frame the origin sent: its delay beyond the one-way delay (ms) or why it is missing;
-    the freezes of the player model; payload bytes."""
+    the freezes of the player model; payload bytes. Frames are matched by sequence number, or
+    by capture time when the client gives none (the browser's page)."""
     sent = []
     if os.path.exists(origin_log):
         with open(origin_log) as f:
@@ -287,7 +303,10 @@ def read_live(client_out, origin_log, owd_ms):
                 if o.get("end"):
                     end = o
                 else:
-                    got[o["seq"]] = o
+                    got[o.get("seq", o["capture_us"])] = o
+    if sent and got and "seq" not in next(iter(got.values())):
+        by_capture = {s["capture_us"]: s["seq"] for s in sent}
+        got = {by_capture.get(c, -1): o for c, o in got.items()}
     items = []
     for s in sent:
         g = got.get(s["seq"])
@@ -386,7 +405,7 @@ def summarise(records, path, workload, server):
     for key, _, spec in MEASURES:
         out[key] = cell([s[key] for s in stats], spec)
     out["missing"] = [
-        f"seed {r['seed']}: {'frame' if workload == 'live' else 'object'} {i} ({e})"
+        f"seed {r['seed']}: {'frame' if workload in LIVE else 'object'} {i} ({e})"
         for r, s in zip(rs, stats)
         for i, e in s["missing"]
     ]
@@ -768,12 +787,18 @@ def main():
             skipped[name] = why
     for name, why in skipped.items():
         print(f"recovery-bench: {name}: skipped: {why}", file=sys.stderr, flush=True)
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     for path in args.paths:
         for w in args.workloads:
-            if w == "live":
-                for s in args.servers:
-                    if s not in skipped and not peers.relays(s):
-                        skipped[(path, w, s)] = peers.FILES_ONLY
+            for s in args.servers:
+                if s in skipped or w not in LIVE:
+                    continue
+                if not peers.relays(s):
+                    skipped[(path, w, s)] = peers.FILES_ONLY
+                elif w == "live-chromium" and not chromium:
+                    skipped[(path, w, s)] = (
+                        "chromium not installed (scripts/test.sh installs Debian's as root)"
+                    )
 
     t0 = time.monotonic()
     records = [r for r in load_records(records_file)] if (args.resume or args.report_only) else []
@@ -797,6 +822,9 @@ def main():
             os.makedirs(ctx["www"])
             with open(os.path.join(ctx["www"], "warmup.txt"), "w") as f:
                 f.write("warm-up\n")
+            for name in PLAYER_FILES:
+                shutil.copy(os.path.join(REPO, "web", name), ctx["www"])
+            ctx["cert"] = self_signed(work)
             for path in args.paths:
                 b = bitrate_of(args, path)
                 if b not in ctx["layout"]:

@@ -74,7 +74,7 @@ CADDYFILE = """{{
 }}
 https://127.0.0.1:{port} {{
 	bind 127.0.0.1
-	tls internal
+	tls {tls}
 {relay}	handle {{
 		root * {root}
 		file_server
@@ -89,10 +89,11 @@ CADDY_RELAY = """	handle /live/* {{
 """
 
 
-def start(procs, name, tools, root, origin, run_dir, qlog_dir):
+def start(procs, name, tools, root, origin, run_dir, qlog_dir, cert=None):
     """Starts server `name` serving `root`, or relaying `origin` (host:port of the HTTP/1.1
     origin) when it is not None; returns (process, address). `tools` names the built peers:
-    recoup, quicgo_dir, quinn_server, quiche_server."""
+    recoup, quicgo_dir, quinn_server, quiche_server. `cert` is (certificate, key) PEM files for
+    a browser to pin, else each server makes its own."""
     kind, policy, cc = parse_server(name)
     log = os.path.join(run_dir, "server.log")
     env = dict(os.environ, QLOGDIR=os.path.abspath(qlog_dir)) if qlog_dir else None
@@ -101,11 +102,15 @@ def start(procs, name, tools, root, origin, run_dir, qlog_dir):
     if kind == "recoup":
         cmd = [tools.recoup, "serve", "--listen", "127.0.0.1:0", "--policy", policy, "--cc", cc]
         cmd += ["--origin", f"http://{origin}"] if origin else ["--root", root]
+        cmd += ["--cert", cert[0], "--key", cert[1]] if cert else []
         return procs.start_listening(name, cmd, log, env)
     if kind == "quicgo":
         cmd = [os.path.join(tools.quicgo_dir, "server"), "-listen", "127.0.0.1:0", "-root", root]
         cmd += ["-origin", f"http://{origin}"] if origin else []
+        cmd += ["-cert", cert[0], "-key", cert[1]] if cert else []
         return procs.start_listening(name, cmd, log, env)
+    if cert and kind != "caddy":
+        raise ServerFailed(f"{name}: no browser run (its certificate cannot be given)")
     if kind == "aioquic":
         cmd = [sys.executable, os.path.join(HERE, "aioquic_server.py"), "--root", root]
         return procs.start_listening(name, cmd, log, env)
@@ -123,7 +128,8 @@ def start(procs, name, tools, root, origin, run_dir, qlog_dir):
     relay = CADDY_RELAY.format(origin=origin) if origin else ""
     conf = os.path.join(run_dir, "Caddyfile")
     with open(conf, "w") as f:
-        f.write(CADDYFILE.format(port=port, root=root, relay=relay))
+        tls = f"{cert[0]} {cert[1]}" if cert else "internal"
+        f.write(CADDYFILE.format(port=port, root=root, relay=relay, tls=tls))
     home = os.path.join(run_dir, "caddy-home")
     env = dict(
         os.environ,
@@ -133,7 +139,6 @@ def start(procs, name, tools, root, origin, run_dir, qlog_dir):
     )
     cmd = [caddy, "run", "--config", conf, "--adapter", "caddyfile"]
     # Ready once it holds its certificate: a handshake before that finds none.
-    proc, _ = procs.start_listening(
-        name, cmd, log, env, pattern=r"(certificate obtained successfully)", timeout=30
-    )
+    ready = r"(serving initial configuration)" if cert else r"(certificate obtained successfully)"
+    proc, _ = procs.start_listening(name, cmd, log, env, pattern=ready, timeout=30)
     return proc, f"127.0.0.1:{port}"

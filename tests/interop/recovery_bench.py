@@ -40,6 +40,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -273,6 +274,8 @@ def one_run(procs, ctx, path, workload, server, seed, run_dir, qlog_dir):
         "link": link_report,
         "load": [load_before, os.getloadavg()[0]],
         "note": note.strip(),
+        "command": args.command,
+        "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "qlog": qlog_dir,
     }
     owd = PATHS[path].rtt_ms / 2
@@ -529,26 +532,31 @@ def version_of(name, vers):
     return vers.get(kind, "").split(" (")[0]
 
 
-def report(records, skipped, args, vers, elapsed):
+def report(records, skipped, args, vers):
     loads = [x for r in records for x in r["load"]]
     late = [r["link"]["down"]["late_p99_us"] for r in records]
+    done = [r["finished"] for r in records if "finished" in r]
     lines = [
         "# Recovery benchmark: recoup's policies against the QUIC servers people run",
         "",
+        "The runs below were made by (BIN: the recoup binary named under Peers)",
+        "",
         "```sh",
-        f"bash scripts/recovery-bench.sh {' '.join(args.shown_argv)}",
+        *dict.fromkeys(r.get("command", "(command not recorded)") for r in records),
         "```",
+        "",
+        f"and this report by `{args.command}`.",
         "",
         "One client, quic-go's HTTP/3 client (tests/peers/quicgo/cmd/client, "
         f"{vers['client']}), for every server, through `recoup link` on loopback "
         "(tests/interop/recovery_bench.py says what each number is). Each cell: mean over runs "
-        "± the 95 % half-width (Student t); link seeds "
-        f"{args.first_seed}..{args.first_seed + args.runs - 1}, the same for every server.",
+        "± the 95 % half-width (Student t) over its runs, run k on link seed k for every server.",
         "",
         f"Machine: {machine()}; 1-minute load average {min(loads, default=0):.1f} to "
         f"{max(loads, default=0):.1f} during the runs (a shared machine); the link's p99 "
-        f"timing error at most {max(late, default=0) / 1000:.1f} ms. {len(records)} runs, "
-        f"{elapsed:.0f} s of this invocation.",
+        f"timing error at most {max(late, default=0) / 1000:.1f} ms. {len(records)} runs"
+        + (f", finished from {min(done)} to {max(done)}" if done else "")
+        + ".",
         "",
         "Peers: " + "; ".join(f"{k}: {v}" for k, v in vers.items()) + ".",
         "",
@@ -737,7 +745,7 @@ def main():
             skip_next = True
         elif not a.startswith(tuple(i + "=" for i in internal)):
             shown.append(a)
-    args.shown_argv = ["--recoup", "BIN"] + shown
+    args.command = shlex.join(["bash", "scripts/recovery-bench.sh", "--recoup", "BIN"] + shown)
     if not args.quicgo_dir:
         ap.error("--quicgo-dir DIR is needed (scripts/recovery-bench.sh passes it)")
     if not args.recoup:
@@ -800,8 +808,7 @@ def main():
                         "chromium not installed (scripts/test.sh installs Debian's as root)"
                     )
 
-    t0 = time.monotonic()
-    records = [r for r in load_records(records_file)] if (args.resume or args.report_only) else []
+    records = load_records(records_file) if (args.resume or args.report_only) else []
     if not args.report_only:
         if not args.resume and os.path.exists(records_file):
             os.replace(records_file, records_file + ".old")
@@ -881,7 +888,7 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     wanted = {(p, w, s) for p in args.paths for w in args.workloads for s in args.servers}
     records = [r for r in records if (r["path"], r["workload"], r["server"]) in wanted]
-    text = report(records, skipped, args, vers, time.monotonic() - t0)
+    text = report(records, skipped, args, vers)
     md = os.path.join(args.out, "recovery-bench.md")
     png = os.path.join(args.out, "recovery-bench.png")
     has_plot = plot(records, args, png)

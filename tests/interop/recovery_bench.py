@@ -413,6 +413,8 @@ def summarise(records, path, workload, server):
         for i, e in s["missing"]
     ]
     out["notes"] = sorted({r["note"] for r in rs if r["note"]})
+    # How late the link ran behind its schedule (a loaded machine delays every datagram).
+    out["late"] = max((r["link"]["down"]["late_p99_us"] / 1000 for r in rs), default=math.nan)
     return out
 
 
@@ -589,18 +591,19 @@ def report(records, skipped, args, vers):
                 rows.append(
                     [server, version_of(server, vers), c["runs"]]
                     + [c[k][0] for k, _, _ in MEASURES]
+                    + [c["late"]]
                     + [f"{len(missing)}" + (f": {shown}" if missing else "")]
                     + ["; ".join(c["notes"])[:300]]
                 )
             if not rows:
                 continue
-            width = 3 + len(MEASURES) + 2
+            width = 3 + len(MEASURES) + 3
             rows = [r + [""] * (width - len(r)) for r in rows]
             header = ["server", "version", "runs"] + [h for _, h, _ in MEASURES]
             lines += [f"### {path} / {workload}", ""]
             lines.append(
                 markdown_table(
-                    header + ["missing", "notes"],
+                    header + ["link late p99 ms (max)", "missing", "notes"],
                     [[x.replace("|", "\\|") if isinstance(x, str) else x for x in r] for r in rows],
                 )
             )

@@ -327,7 +327,9 @@ def read_live(client_out, origin_log, owd_ms):
     if sent:
         start = sent[0]["capture_us"] * 1000
         player = Player(start, FPS, STARTUP_NS, REBUFFER_NS)
-        good = sorted(got[s["seq"]]["arrival_us"] for s in sent if s["seq"] in got)
+        good = sorted(
+            got[s["seq"]]["arrival_us"] for s in sent if s["seq"] in got and got[s["seq"]]["crc_ok"]
+        )
         for i, t in enumerate(good):
             player.arrive(t * 1000, 1, i == len(good) - 1)
         player.finish(max([end.get("arrival_us", 0)] + good) * 1000)

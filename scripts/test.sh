@@ -22,11 +22,8 @@ step "interop peers: aioquic (PyPI), tshark (Debian)"
 # The interop tests (crates/recoup-cli/tests/interop.rs) run the unmodified aioquic client and
 # server; they fail loudly if aioquic is missing. tshark is optional: its test skips with a
 # message when tshark is absent or cannot capture on loopback.
-AIOQUIC_VERSION=1.7.2
-if ! python3 -c "import aioquic, sys; sys.exit(aioquic.__version__ != '$AIOQUIC_VERSION')" 2>/dev/null; then
-  python3 -m pip install --quiet --disable-pip-version-check "aioquic==$AIOQUIC_VERSION"
-fi
-python3 -c "import aioquic; print('aioquic', aioquic.__version__)"
+# scripts/install-peers.sh pins its version (the recovery benchmark installs it the same way).
+bash scripts/install-peers.sh aioquic
 if ! command -v tshark >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark >/dev/null) \
@@ -145,3 +142,12 @@ else
   echo "go not found: the objects benchmark's quic-go peer cannot be built" >&2
   exit 1
 fi
+
+step "recovery benchmark, smoke form (scripts/recovery-bench.sh --quick)"
+# A 1 Mbit/s live stream from the HTTP/1.1 origin relayed by quic-go's server and by recoup serve
+# (autorec, BBR), and 0.5 s segments from both, through recoup link at 2 % loss, one 5 s run
+# each, read by the quic-go client: the harness, the origin, the relays and the per-frame
+# measurement work end to end, and a frame or segment that never arrives fails it. The measurement itself is a script
+# (docs/RECOVERY-BENCH.md), not a test.
+bash scripts/recovery-bench.sh --recoup "${CARGO_TARGET_DIR:-target}/debug/recoup" --quick \
+  --out "$(mktemp -d)"

@@ -136,6 +136,10 @@
       startup_setting_ms: startupMs,
       rebuffer_setting_ms: rebufferMs,
       arrivals,
+      // With `arrivals`, each frame's delay from its capture (the sender's wall clock, in us)
+      // to its arrival here: arrival times are ms after `start_epoch_ms` on this clock.
+      captures: checker.captures,
+      start_epoch_ms: performance.timeOrigin + start,
     };
   }
 

@@ -11,6 +11,7 @@ and QLOGDIR.
 import argparse
 import asyncio
 import datetime
+import ipaddress
 import os
 import sys
 import tempfile
@@ -42,7 +43,12 @@ def self_signed(directory):
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(days=1))
         .not_valid_after(now + datetime.timedelta(days=7))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
         .sign(key, hashes.SHA256())
     )
     cert_path = os.path.join(directory, "cert.pem")

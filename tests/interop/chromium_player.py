@@ -19,6 +19,9 @@ was not used.
         --screenshot player.png
     python3 chromium_player.py --cert cert.pem \\
         --url "https://127.0.0.1:4433/index.html?mpd=media/manifest.mpd" --screenshot dash.png
+
+With --frames FILE the live player's frames are written one per line with their capture and
+arrival times on the wall clock (tests/interop/recovery_bench.py's browser run).
 """
 
 import argparse
@@ -319,6 +322,27 @@ def play(args):
     return result, failure, console, net, chromium_log
 
 
+def write_frames(path, result, arrivals, summary):
+    """The page's good frames with their capture time (the sender's wall clock, us) and arrival
+    time (this machine's wall clock, us: the page's arrival times are ms after start_epoch_ms),
+    then `{"end": true, "error": ...}`."""
+    with open(path, "w") as f:
+        last = None
+        if result and "captures" in result and arrivals:
+            start = result["start_epoch_ms"]
+            per_frame = (t for t, n, _ in arrivals for _ in range(n))
+            for capture, t in zip(result["captures"], per_frame):
+                last = round((start + t) * 1000)
+                f.write(json.dumps({"capture_us": capture, "arrival_us": last, "crc_ok": True}))
+                f.write("\n")
+        error = ""
+        if not summary["ok"]:
+            error = "; ".join(map(str, [summary.get("failure")] + summary.get("problems", [])))
+        elif not result or "captures" not in result:
+            error = "the page published no capture times"
+        f.write(json.dumps({"end": True, "arrival_us": last, "error": error}) + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -329,6 +353,11 @@ def main():
     parser.add_argument("--timeout", type=float, default=90.0, help="wait for the page, s")
     parser.add_argument("--chromium", help="the browser binary (default: chromium on PATH)")
     parser.add_argument("--window-size", default="900,720")
+    parser.add_argument(
+        "--frames",
+        help="live player: write one JSON line per good frame here (capture_us, arrival_us on "
+        "the wall clock) and an end line, as the recovery benchmark's quic-go client does",
+    )
     args = parser.parse_args()
     result, failure, console, net, chromium_log = play(args)
     summary = dict(result or {"ok": False})
@@ -354,6 +383,8 @@ def main():
         summary["ok"] = False
         summary["problems"] = problems
     summary["reads"] = len(arrivals) if arrivals else 0
+    if args.frames:
+        write_frames(args.frames, result, arrivals, summary)
     print(json.dumps(summary))
     if not summary["ok"]:
         for line in ([failure] if failure else []) + problems + summary.get("errors", []):

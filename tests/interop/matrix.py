@@ -493,19 +493,31 @@ def check_paths(case, from_server, to_server, from_client, to_client, chk):
 
 
 def parse_link_report(text):
+    """The counters of `recoup link`'s summary: per direction the datagrams and bytes in, lost,
+    dropped by the queue, corrupted and delivered, and the p99 timing error (how late the link
+    sent, in microseconds), and the rebindings."""
     c = {"rebinds": 0}
     m = re.search(r"rebinds: (\d+)", text)
     if m:
         c["rebinds"] = int(m.group(1))
     for name in ("down", "up"):
         m = re.search(
-            rf"{name}: in \d+ \(\d+ B\), lost (\d+), queue-dropped (\d+), corrupted (\d+)", text
+            rf"{name}: in (\d+) \((\d+) B\), lost (\d+), queue-dropped (\d+), corrupted (\d+)"
+            rf".*?delivered (\d+) \((\d+) B\).*?\n\s*timing error.*?p99 (-?\d+) us",
+            text,
+            re.DOTALL,
         )
-        c[name] = (
-            {"lost": int(m.group(1)), "queue": int(m.group(2)), "corrupted": int(m.group(3))}
-            if m
-            else {"lost": 0, "queue": 0, "corrupted": 0}
+        keys = (
+            "in",
+            "bytes_in",
+            "lost",
+            "queue",
+            "corrupted",
+            "delivered",
+            "bytes_out",
+            "late_p99_us",
         )
+        c[name] = dict(zip(keys, map(int, m.groups()))) if m else dict.fromkeys(keys, 0)
     return c
 
 

@@ -34,12 +34,9 @@ window and bytes in flight (recovery:metrics_updated), packets lost, PTOs.
 import argparse
 import csv
 import glob
-import hashlib
 import json
 import math
 import os
-import platform
-import re
 import shlex
 import signal
 import subprocess
@@ -50,32 +47,25 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(REPO, "experiments"))
-from common import markdown_table, t975  # noqa: E402
-from matrix import Proc, parse_link_report  # noqa: E402
+from bench_harness import (  # noqa: E402
+    Processes,
+    ServerFailed,
+    machine,
+    mean_ci,
+    parse_seconds,
+    parse_size,
+    percentile,
+    recoup_version,
+    summarise_qlog,
+    time_weighted,
+    tool_version,
+)
+from common import markdown_table  # noqa: E402
+from matrix import parse_link_report  # noqa: E402
 
 DEFAULT_SERVERS = "quicgo,recoup,recoup-cubic,recoup-newreno"
 RECOUP_CCS = ("newreno", "cubic", "bbr", "copa", "none")
 PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99), ("max", 1.0))
-
-
-class ServerFailed(Exception):
-    """A server that did not start; the message names it."""
-
-
-def parse_seconds(text):
-    m = re.fullmatch(r"([\d.]+)\s*(ms|s|m)?", text.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 30s, 500ms, 2m)")
-    return float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, None: 1}[m.group(2)]
-
-
-def parse_size(text):
-    m = re.fullmatch(r"(\d+)\s*(KB|KiB|MB|MiB|B)?", text.strip(), re.IGNORECASE)
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 12KB)")
-    unit = (m.group(2) or "B").upper().replace("I", "")
-    return int(m.group(1)) * {"B": 1, "KB": 1024, "MB": 1024 * 1024}[unit]
 
 
 def server_cmd(name, args, root):
@@ -95,71 +85,11 @@ def server_cmd(name, args, root):
 
 def versions(args):
     """What each kind of server is, for the report: quic-go's module version from the binary's
-    build information, recoup's --version and a hash of the binary (its version number does not
-    change from build to build)."""
-    out = {}
-    try:
-        out["quicgo"] = subprocess.run(
-            [os.path.join(args.quicgo_dir, "server"), "-version"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-    except OSError as e:
-        out["quicgo"] = f"not runnable: {e}"
-    try:
-        v = subprocess.run([args.recoup, "--version"], capture_output=True, text=True, timeout=10)
-        with open(args.recoup, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()[:12]
-        out["recoup"] = f"{v.stdout.strip()} (binary sha256 {digest})"
-    except OSError as e:
-        out["recoup"] = f"not runnable: {e}"
-    return out
-
-
-def machine():
-    model = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            m = re.search(r"^model name\s*:\s*(.+)$", f.read(), re.MULTILINE)
-            model = m.group(1).strip() if m else model
-    except OSError:
-        pass
-    return f"{os.cpu_count()} CPUs (nproc), {model}, Linux {platform.release()}"
-
-
-class Processes:
-    """The servers and links this harness started, stopped on the way out, and their process
-    groups listed in a file so that scripts/objects-bench.sh can stop them if this process is
-    killed outright."""
-
-    def __init__(self, pid_file):
-        self.pid_file = pid_file
-        self.running = []
-
-    def start(self, name, cmd, log, env=None):
-        try:
-            p = Proc(name, cmd, log, env)
-        except OSError as e:
-            raise ServerFailed(f"{name}: cannot run {cmd[0]}: {e}") from e
-        self.running.append(p)
-        self._write()
-        return p
-
-    def stop(self, p, sig=signal.SIGINT):
-        out = p.stop(sig, timeout=10)
-        self.running.remove(p)
-        self._write()
-        return out
-
-    def stop_all(self):
-        for p in list(self.running):
-            self.stop(p, signal.SIGKILL)
-
-    def _write(self):
-        if self.pid_file:
-            with open(self.pid_file, "w") as f:
-                f.write("".join(f"{p.proc.pid}\n" for p in self.running))
+    build information, recoup's --version and a hash of the binary."""
+    return {
+        "quicgo": tool_version([os.path.join(args.quicgo_dir, "server"), "-version"]),
+        "recoup": recoup_version(args.recoup),
+    }
 
 
 def link_cmd(args, upstream, loss, seed):
@@ -196,12 +126,9 @@ def one_run(procs, name, loss, seed, args, www, run_dir, qlog_dir):
             d = os.path.join(qlog_dir, side)
             os.makedirs(d, exist_ok=True)
             env[side] = dict(os.environ, QLOGDIR=os.path.abspath(d))
-    srv = procs.start(name, server_cmd(name, args, www), f"{run_dir}/server.log", env["server"])
-    try:
-        addr = srv.wait_for(r"listening on (\S+)", 20).group(1)
-    except RuntimeError as e:
-        procs.stop(srv, signal.SIGKILL)
-        raise ServerFailed(f"{name}: did not start: {str(e).strip()[-600:]}") from e
+    srv, addr = procs.start_listening(
+        name, server_cmd(name, args, www), f"{run_dir}/server.log", env["server"]
+    )
     link = procs.start("link", link_cmd(args, addr, loss, seed), f"{run_dir}/link.log")
     try:
         link_addr = link.wait_for(r"listening on (\S+)", 20).group(1)
@@ -272,93 +199,11 @@ def read_objects(path, count, size, client_error):
     return out
 
 
-def percentile(sorted_ms, q):
-    """Nearest-rank percentile (a failed object is infinitely slow)."""
-    if not sorted_ms:
-        return math.nan
-    return sorted_ms[max(0, math.ceil(q * len(sorted_ms)) - 1)]
-
-
 def run_stats(record):
     ms = sorted(math.inf if v is None else v for v, _ in record["objects"].values())
     stats = {k: percentile(ms, q) for k, q in PERCENTILES}
     stats["failed"] = {p: e for p, (v, e) in record["objects"].items() if v is None}
     return stats
-
-
-def mean_ci(values):
-    """`mean ± half-width` over runs; a percentile that fell on a failed object in some run
-    cannot be averaged and says so."""
-    inf = sum(1 for v in values if math.isinf(v))
-    if inf:
-        return f"∞ in {inf}/{len(values)} runs (failed objects)"
-    if not values:
-        return "–"
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return f"{mean:.0f}"
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-    return f"{mean:.0f} ± {t975(len(values) - 1) * sd / math.sqrt(len(values)):.0f}"
-
-
-def summarise_qlog(path):
-    """Congestion window and bytes in flight over time (from recovery:metrics_updated, as
-    (ms, bytes) lists), packets lost per trigger, and PTO expiries of one qlog trace (JSON-SEQ
-    .sqlog or JSON lines). PTO expiries are recovery:loss_timer_updated `expired` events of the
-    `pto` timer, else increments of metrics_updated's pto_count; None when the trace has
-    neither (recoup's qlog logs no PTO)."""
-    cwnd, inflight, lost = [], [], {}
-    pto_timer = pto_count = None
-    last_count = 0
-    with open(path, errors="replace") as f:
-        for line in f:
-            line = line.strip().lstrip("\x1e")
-            if not line.startswith("{"):
-                continue
-            try:
-                ev = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            name, data, t = ev.get("name", ""), ev.get("data") or {}, ev.get("time")
-            if name.endswith("metrics_updated"):
-                if "congestion_window" in data:
-                    cwnd.append((t, data["congestion_window"]))
-                if "bytes_in_flight" in data:
-                    inflight.append((t, data["bytes_in_flight"]))
-                if "pto_count" in data:
-                    pto_count = (pto_count or 0) + (data["pto_count"] > last_count)
-                    last_count = data["pto_count"]
-            elif name.endswith("loss_timer_updated"):
-                pto_timer = pto_timer or 0
-                if data.get("event_type") == "expired" and data.get("timer_type") == "pto":
-                    pto_timer += 1
-            elif name.endswith("packet_lost"):
-                trigger = data.get("trigger", "unknown")
-                lost[trigger] = lost.get(trigger, 0) + 1
-    return {
-        "cwnd": cwnd,
-        "bytes_in_flight": inflight,
-        "lost": lost,
-        "ptos": pto_timer if pto_timer is not None else pto_count,
-    }
-
-
-def time_weighted(series):
-    """Mean and median of a step function given as (time, value) changes, weighted by how long
-    each value held (the last one holds for no time): implementations log at different moments
-    (quic-go on every send and ACK, recoup on every RTT sample), so counting samples would
-    compare different things."""
-    spans = [(v, t1 - t0) for (t0, v), (t1, _) in zip(series, series[1:]) if t1 > t0]
-    total = sum(d for _, d in spans)
-    if not total:
-        return math.nan, math.nan
-    mean = sum(v * d for v, d in spans) / total
-    acc = 0.0
-    for v, d in sorted(spans):
-        acc += d
-        if acc >= total / 2:
-            return mean, v
-    return mean, math.nan
 
 
 def qlog_rows(qlog_root):

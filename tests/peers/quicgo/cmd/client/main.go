@@ -8,7 +8,12 @@
 // was issued and completed (seconds since the first scheduled request), the body bytes read, the
 // HTTP status and the error, if any. The peer of tests/interop/objects_bench.py.
 //
+// With -live PATH it instead plays one streamed response of recoup's live frames (live.go),
+// after the same HEAD request on -warmup: a JSON line per frame as its last byte arrives, and
+// one at the end. The peer of tests/interop/recovery_bench.py.
+//
 //	client -insecure -url https://127.0.0.1:4434 -count 300 -rate 10 -pattern /obj-%04d.bin
+//	client -insecure -url https://127.0.0.1:4434 -warmup /index.html -live '/live/cam?fps=30'
 package main
 
 import (
@@ -48,6 +53,8 @@ func main() {
 	timeout := flag.Duration("timeout", 30*time.Second, "give up on an object this long after its issue")
 	insecure := flag.Bool("insecure", false, "skip certificate checks (self-signed servers)")
 	out := flag.String("out", "-", "JSON lines file (- for stdout)")
+	live := flag.String("live", "", "play this live stream path instead of fetching objects")
+	warmup := flag.String("warmup", "", "path of the HEAD request that sets the connection up (default: object 0)")
 	showVersion := flag.Bool("version", false, "print the quic-go version and exit")
 	flag.Parse()
 	if *showVersion {
@@ -73,8 +80,12 @@ func main() {
 
 	// Set the connection up before the clock starts, so the first object's time is not the
 	// handshake's.
+	first := *warmup
+	if first == "" {
+		first = fmt.Sprintf(*pattern, 0)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodHead, *base+fmt.Sprintf(*pattern, 0), nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodHead, *base+first, nil)
 	if rsp, err := client.Do(req); err != nil {
 		log.Printf("warm-up HEAD failed: %v", err)
 	} else {
@@ -82,8 +93,12 @@ func main() {
 	}
 	cancel()
 
-	var mu sync.Mutex
 	enc := json.NewEncoder(w)
+	if *live != "" {
+		playLive(client, *base+*live, *timeout, enc)
+		return
+	}
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) / *rate)

@@ -1,11 +1,14 @@
 // Command server serves the files under a directory over HTTP/3 with quic-go's http3 package
 // and net/http's file server, as a new user would set it up: a self-signed certificate for
-// localhost and 127.0.0.1 generated at start, and every quic-go setting at its default (the
-// quic.Config only names qlog's tracer, which writes nothing unless QLOGDIR is set, as in
-// quic-go's own example server). It prints "listening on ADDR" once the UDP socket is bound
-// and serves until SIGINT or SIGTERM. The peer of tests/interop/objects_bench.py.
+// localhost and 127.0.0.1 generated at start (or -cert and -key), and every quic-go setting at
+// its default (the quic.Config only names qlog's tracer, which writes nothing unless QLOGDIR is
+// set, as in quic-go's own example server). With -origin, paths under /live/ are relayed from that HTTP/1.1
+// origin by net/http/httputil's ReverseProxy, flushing every write at once (FlushInterval -1),
+// as a streaming edge is set up. It prints "listening on ADDR" once the UDP socket is bound and
+// serves until SIGINT or SIGTERM. The peer of tests/interop/objects_bench.py and
+// tests/interop/recovery_bench.py.
 //
-//	server -listen 127.0.0.1:0 -root DIR
+//	server -listen 127.0.0.1:0 -root DIR [-origin http://127.0.0.1:8080] [-cert C -key K]
 package main
 
 import (
@@ -21,6 +24,8 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -62,6 +67,9 @@ func selfSigned() (tls.Certificate, error) {
 func main() {
 	listen := flag.String("listen", "127.0.0.1:4433", "UDP address to listen on (port 0 picks one)")
 	root := flag.String("root", ".", "directory whose files are served")
+	origin := flag.String("origin", "", "HTTP/1.1 origin (http://HOST:PORT) whose /live/ paths are relayed")
+	certFile := flag.String("cert", "", "PEM certificate chain (with -key; default: a self-signed one)")
+	keyFile := flag.String("key", "", "PEM private key (with -cert)")
 	showVersion := flag.Bool("version", false, "print the quic-go version and exit")
 	flag.Parse()
 	if *showVersion {
@@ -69,7 +77,13 @@ func main() {
 		return
 	}
 
-	cert, err := selfSigned()
+	var cert tls.Certificate
+	var err error
+	if *certFile != "" || *keyFile != "" {
+		cert, err = tls.LoadX509KeyPair(*certFile, *keyFile)
+	} else {
+		cert, err = selfSigned()
+	}
 	if err != nil {
 		log.Fatalf("certificate: %v", err)
 	}
@@ -81,8 +95,19 @@ func main() {
 	if err != nil {
 		log.Fatalf("listen on %s: %v", *listen, err)
 	}
+	mux := http.NewServeMux()
+	mux.Handle("/", http.FileServer(http.Dir(*root)))
+	if *origin != "" {
+		target, err := url.Parse(*origin)
+		if err != nil || target.Scheme != "http" || target.Host == "" {
+			log.Fatalf("-origin %q: expected http://HOST:PORT", *origin)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		proxy.FlushInterval = -1
+		mux.Handle("/live/", proxy)
+	}
 	server := &http3.Server{
-		Handler:    http.FileServer(http.Dir(*root)),
+		Handler:    mux,
 		TLSConfig:  http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}),
 		QUICConfig: &quic.Config{Tracer: qlog.DefaultConnectionTracer},
 	}

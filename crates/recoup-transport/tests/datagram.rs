@@ -5,12 +5,11 @@
 
 mod common;
 
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{seed, NetConfig, Pair, SeedGuard, CLIENT};
+use common::{seed, NetConfig, Pair, SeedGuard, Sink, CLIENT};
 use recoup_recovery::{
     CopyRequest, LossId, LossTrigger, LostData, PacketInfo, RecoveryPolicy, RttSample, SendContext,
     SendState,
@@ -247,19 +246,6 @@ impl RecoveryPolicy for Recorder {
     fn on_send_state(&mut self, _now: Instant, _state: SendState) {}
     fn poll_copy(&mut self, _now: Instant, _ctx: &SendContext) -> Option<CopyRequest> {
         None
-    }
-}
-
-#[derive(Clone, Default)]
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 

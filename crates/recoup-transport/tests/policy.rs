@@ -4,11 +4,9 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{data, seed, Dir, NetConfig, Pair, SeedGuard};
+use common::{data, seed, Dir, NetConfig, Pair, SeedGuard, Sink};
 use recoup_recovery::PolicySpec;
 use recoup_time::Instant;
 use recoup_transport::qlog::{QlogWriter, VantagePoint};
@@ -263,19 +261,6 @@ fn fixed_zero_is_arq_packet_for_packet() {
     assert_eq!(arq.trace.len(), fixed0.trace.len());
     assert!(arq.trace == fixed0.trace, "fixed:0 and arq traces differ");
     assert_eq!(arq.stats, fixed0.stats);
-}
-
-#[derive(Clone, Default)]
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[test]

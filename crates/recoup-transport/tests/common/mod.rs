@@ -8,8 +8,9 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
@@ -437,4 +438,18 @@ pub fn bidi_transfer(
     });
     assert!(ok, "up {} down {} of {len}", got_up.len(), got_down.len());
     assert!(got_up == up && got_down == down, "bytes differ");
+}
+
+/// A qlog sink the test reads back: what a `QlogWriter` wrote, shared with the test.
+#[derive(Clone, Debug, Default)]
+pub struct Sink(pub Arc<Mutex<Vec<u8>>>);
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

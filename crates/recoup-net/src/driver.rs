@@ -65,6 +65,10 @@ pub trait ConnectionHandler {
     fn take_rebind(&mut self) -> bool {
         false
     }
+    /// The driver began a graceful drain ([`Stopper::drain`]): new connections are refused from
+    /// now on; finish what is in flight and close, so that [`ConnectionHandler::finished`] can
+    /// say so. Every connection is driven in the same turn.
+    fn drain(&mut self, _now: Instant) {}
 }
 
 /// Wakes a waiting driver from any thread, so that it drives every connection in its next
@@ -107,6 +111,7 @@ impl Wakeup {
 #[derive(Clone, Debug)]
 pub struct Stopper {
     flag: Arc<AtomicBool>,
+    draining: Arc<AtomicBool>,
     waker: Wakeup,
 }
 
@@ -115,8 +120,21 @@ impl Stopper {
     pub(crate) fn new(registry: &mio::Registry, token: Token) -> Result<Self, Error> {
         Ok(Self {
             flag: Arc::new(AtomicBool::new(false)),
+            draining: Arc::new(AtomicBool::new(false)),
             waker: Wakeup::new(registry, token)?,
         })
+    }
+
+    /// Asks for a graceful drain: no new connections, what is in flight finishes within the
+    /// driver's drain timeout ([`Driver::set_drain_timeout`]), then the driver returns.
+    pub fn drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+        self.waker.wake();
+    }
+
+    #[must_use]
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
     }
 
     pub fn stop(&self) {
@@ -290,6 +308,10 @@ pub struct Driver {
     to_drive: Vec<ConnectionHandle>,
     /// Where the endpoint's Retry and refusal counts go, with the counts already added.
     metrics: Option<(Metrics, u64, u64)>,
+    /// How long a drain lets connections finish before they are closed.
+    drain_timeout: Duration,
+    /// When the drain in progress gives up waiting.
+    drain_deadline: Option<Instant>,
 }
 
 impl Driver {
@@ -331,6 +353,8 @@ impl Driver {
             app_wakeups: IndexedHeap::default(),
             to_drive: Vec::new(),
             metrics: None,
+            drain_timeout: Duration::ZERO,
+            drain_deadline: None,
         })
     }
 
@@ -379,6 +403,12 @@ impl Driver {
         &self.clock
     }
 
+    /// How long a drain ([`Stopper::drain`]) waits for connections to finish before closing
+    /// them as a stop does.
+    pub fn set_drain_timeout(&mut self, timeout: Duration) {
+        self.drain_timeout = timeout;
+    }
+
     /// Counts the endpoint's Retry packets and refused connections in `metrics` from now on.
     pub fn set_metrics(&mut self, metrics: Metrics) {
         let (retries, refused) = (self.endpoint.retries_sent, self.endpoint.refused);
@@ -404,7 +434,17 @@ impl Driver {
                     app.accepted(now, handle, conn);
                 }
             }
-            let stopping = self.stopper.is_stopped();
+            if self.drain_deadline.is_none() && self.stopper.is_draining() {
+                self.drain_deadline = Some(now + self.drain_timeout);
+                // New clients get CONNECTION_REFUSED (RFC 9000 §5.2.2), without state.
+                self.endpoint.stop_accepting();
+                app.drain(now);
+                // Drive every connection this turn, as after a wake-up.
+                self.stopper.waker.0.pending.store(true, Ordering::SeqCst);
+                tracing::info!(timeout_ms = self.drain_timeout.as_millis(), "draining");
+            }
+            let stopping =
+                self.stopper.is_stopped() || self.drain_deadline.is_some_and(|d| now >= d);
             self.drive(now, app, stopping.then_some(stop_code));
             if app.take_rebind() {
                 self.rebind()?;
@@ -429,7 +469,11 @@ impl Driver {
             }
             if !more_input {
                 let app_wakeup = self.app_wakeups.peek().map(|(t, _)| t);
-                self.wait(&mut events, app_wakeup)?;
+                let wakeup = match (app_wakeup, self.drain_deadline) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                self.wait(&mut events, wakeup)?;
             }
         }
     }

@@ -1,6 +1,7 @@
 //! What `recoup serve --metrics ADDR` tells an operator: Prometheus metrics (text exposition,
 //! OpenMetrics 1.0, through `prometheus-client`) at `/metrics` and a health check at
-//! `/healthz`, served by a thread of their own (`tiny_http`).
+//! `/healthz` (`ok`, or 503 `draining` once a drain began), served by a thread of their own
+//! (`tiny_http`).
 //!
 //! The server loop updates the metrics as it drives connections: transport counters go in as
 //! the difference from the connection's counters at its last update, so a counter is the sum

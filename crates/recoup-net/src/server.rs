@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -105,11 +106,11 @@ impl Server {
             endpoint.require_retry(&key);
         }
         let mut driver = Driver::bind(options.listen, endpoint, options.gso)?;
+        let healthy = Arc::new(AtomicBool::new(true));
         let metrics_server = match (options.metrics, &metrics) {
             (Some(addr), Some(m)) => {
                 driver.set_metrics(m.clone());
-                let healthy = Arc::new(std::sync::atomic::AtomicBool::new(true));
-                Some(MetricsServer::start(addr, m.clone(), healthy)?)
+                Some(MetricsServer::start(addr, m.clone(), Arc::clone(&healthy))?)
             }
             _ => None,
         };
@@ -139,6 +140,8 @@ impl Server {
                 live_policy: options.live_policy,
                 file_policy,
                 policy_chosen: HashSet::new(),
+                draining: false,
+                healthy,
                 metrics,
                 conn_metrics: ConnectionMetrics::default(),
             },
@@ -162,7 +165,12 @@ impl Server {
         self.driver.stopper()
     }
 
-    /// Serves until stopped, then closes every connection.
+    /// How long [`Stopper::drain`] lets requests in flight finish before closing.
+    pub fn set_drain_timeout(&mut self, timeout: std::time::Duration) {
+        self.driver.set_drain_timeout(timeout);
+    }
+
+    /// Serves until stopped or drained, then closes every connection.
     pub fn run(mut self) -> Result<(), Error> {
         self.driver.run(&mut self.app, SHUTDOWN_CODE).map(|_| ())
     }
@@ -181,6 +189,11 @@ struct FileServer {
     file_policy: PolicySpec,
     /// Connections whose policy follows their first request's kind already.
     policy_chosen: HashSet<ConnectionHandle>,
+    /// A drain began ([`ConnectionHandler::drain`]): no new requests; each connection closes
+    /// once its responses are done.
+    draining: bool,
+    /// What `/healthz` says: cleared by a drain, so a load balancer sends no more clients.
+    healthy: Arc<AtomicBool>,
     metrics: Option<Metrics>,
     conn_metrics: ConnectionMetrics,
 }
@@ -190,7 +203,7 @@ struct FileServer {
 enum Session {
     Handshaking,
     Hq(ServerConn),
-    H3(Box<http3::session::Session>, http3::serve::FirstKind),
+    H3(Box<http3::session::Session>, Arc<http3::serve::ServeState>),
     Gaming(Box<gaming::ServeSession>),
 }
 
@@ -274,8 +287,11 @@ impl ConnectionHandler for FileServer {
             match conn.alpn() {
                 Some(http3::ALPN) => {
                     let remote = conn.remote_address();
-                    let (h3, first) = http3::serve::session(now, Arc::clone(&self.sources), remote);
-                    *session = Session::H3(Box::new(h3), first);
+                    let (h3, state) = http3::serve::session(now, Arc::clone(&self.sources), remote);
+                    if self.draining {
+                        state.drain();
+                    }
+                    *session = Session::H3(Box::new(h3), state);
                 }
                 Some(gaming::ALPN) => {
                     let epoch = self.clock.unix_ms(Instant::ZERO);
@@ -287,15 +303,32 @@ impl ConnectionHandler for FileServer {
             }
         }
         match session {
-            Session::H3(h3, _) => {
+            Session::H3(h3, state) => {
                 if let Some(reason) = h3.drive(now, conn) {
                     log_close(conn.remote_address(), &reason);
                 }
+                let delivered = conn.all_stream_data_acked();
+                if state.draining() && state.drained() && delivered && !conn.is_closing() {
+                    tracing::info!(remote = %conn.remote_address(), "drained: closing");
+                    conn.close(now, http3::NO_ERROR, "draining");
+                }
             }
-            Session::Hq(state) => drive_hq(state, now, conn, &self.sources),
+            Session::Hq(state) => {
+                drive_hq(state, now, conn, &self.sources, self.draining);
+                let idle = state.requests.is_empty()
+                    && state.responses.is_empty()
+                    && conn.all_stream_data_acked();
+                if self.draining && idle && !conn.is_closing() {
+                    tracing::info!(remote = %conn.remote_address(), "drained: closing");
+                    conn.close(now, SHUTDOWN_CODE, "draining");
+                }
+            }
             Session::Gaming(g) => {
                 if let Some(reason) = g.drive(now, conn) {
                     log_close(conn.remote_address(), &reason);
+                }
+                if self.draining && !conn.is_closing() {
+                    conn.close(now, SHUTDOWN_CODE, "draining");
                 }
             }
             Session::Handshaking => {
@@ -304,12 +337,15 @@ impl ConnectionHandler for FileServer {
                         log_close(conn.remote_address(), &reason);
                     }
                 }
+                if self.draining && !conn.is_closing() {
+                    conn.close(now, SHUTDOWN_CODE, "draining");
+                }
             }
         }
         if !self.policy_chosen.contains(&handle) {
             let first = match session {
                 Session::Hq(state) => state.first_kind,
-                Session::H3(_, first) => first.get().copied(),
+                Session::H3(_, state) => state.first.get().copied(),
                 Session::Gaming(_) | Session::Handshaking => None,
             };
             if let Some(kind) = first {
@@ -333,7 +369,28 @@ impl ConnectionHandler for FileServer {
     }
 
     fn finished(&self) -> bool {
-        false
+        self.draining && self.conns.is_empty()
+    }
+
+    fn drain(&mut self, _now: Instant) {
+        self.draining = true;
+        self.healthy.store(false, Ordering::SeqCst);
+        for session in self.conns.values_mut() {
+            match session {
+                Session::H3(_, state) => state.drain(),
+                Session::Hq(state) => {
+                    for response in state.responses.values_mut() {
+                        if let Response::Live(live) = response {
+                            live.end();
+                        }
+                    }
+                }
+                // Nothing in flight yet, or a session that has no end to wait for: closed when
+                // driven in this turn.
+                Session::Handshaking | Session::Gaming(_) => {}
+            }
+        }
+        tracing::info!(open = self.conns.len(), "draining: no new connections");
     }
 
     fn next_wakeup(&self, handle: ConnectionHandle) -> Option<Instant> {
@@ -354,7 +411,15 @@ impl ConnectionHandler for FileServer {
 }
 
 /// One turn of an hq-interop connection.
-fn drive_hq(state: &mut ServerConn, now: Instant, conn: &mut Connection, sources: &Sources) {
+/// One turn of an hq-interop connection; `draining` refuses new requests (hq-interop has no
+/// GOAWAY).
+fn drive_hq(
+    state: &mut ServerConn,
+    now: Instant,
+    conn: &mut Connection,
+    sources: &Sources,
+    draining: bool,
+) {
     while let Some(event) = conn.poll_event() {
         match event {
             Event::Connected => {
@@ -374,6 +439,11 @@ fn drive_hq(state: &mut ServerConn, now: Instant, conn: &mut Connection, sources
         }
     }
     while let Some(id) = conn.accept_stream(true) {
+        if draining {
+            conn.stream_reset(now, id, hq::REFUSED_CODE).ok();
+            conn.stream_stop(id, hq::REFUSED_CODE).ok();
+            continue;
+        }
         state.requests.insert(id, RequestBuffer::default());
     }
     // hq-interop has no unidirectional streams; refuse any the peer opens.

@@ -729,6 +729,13 @@ impl Connection {
         self.streams.buffered(id)
     }
 
+    /// Whether the peer has acknowledged every byte written to every stream: a server that
+    /// closes then loses nothing it sent (closing discards what is not yet delivered).
+    #[must_use]
+    pub fn all_stream_data_acked(&self) -> bool {
+        self.streams.all_acked()
+    }
+
     /// Sends a PING (RFC 9000 §19.2) in the next packet: an ack-eliciting packet that checks
     /// the peer still has the connection (a peer that lost it answers with a stateless reset,
     /// §10.3) or keeps the connection from idling out (§10.1.2).

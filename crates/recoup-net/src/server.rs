@@ -30,6 +30,7 @@ use crate::live::{self, LiveParams, LiveStream};
 use crate::metrics::{ConnectionMetrics, Metrics, MetricsServer};
 use crate::origin::{Origin, OriginRelay};
 use crate::qlog_dir::{hex_id, QlogDir};
+use crate::steer::Steering;
 use crate::stream_io;
 use crate::tls::{self, Identity};
 
@@ -61,23 +62,47 @@ pub struct ServeOptions {
     pub gso: bool,
     /// Answer each new client with a Retry and accept it only with the token (RFC 9000 §8.1.2).
     pub retry: bool,
-    /// Refuse new connections with CONNECTION_REFUSED while this many are open.
+    /// Refuse new connections with CONNECTION_REFUSED while this many are open (each worker
+    /// holds its share).
     pub max_connections: Option<usize>,
     /// Serve Prometheus metrics and `/healthz` here (`crate::metrics`).
     pub metrics: Option<SocketAddr>,
+    /// Workers, each a thread with its own socket on `listen` (SO_REUSEPORT) when more than one.
+    pub workers: usize,
 }
 
-/// A bound server; [`Server::run`] serves until stopped.
+/// A bound server: one worker, or several on one address; [`Server::run`] serves until
+/// stopped or drained.
 #[derive(Debug)]
 pub struct Server {
-    driver: Driver,
-    app: FileServer,
+    workers: Vec<Worker>,
+    stopper: Stopper,
     metrics_server: Option<MetricsServer>,
 }
 
+/// One socket, its endpoint and the server logic behind it, run by a thread of its own.
+#[derive(Debug)]
+struct Worker {
+    driver: Driver,
+    app: FileServer,
+}
+
+/// Most workers: a connection ID's first byte names its worker.
+pub const MAX_WORKERS: usize = 256;
+
 impl Server {
     pub fn bind(options: ServeOptions) -> Result<Self, Error> {
-        let root = options.root.as_deref().map(Root::new).transpose()?;
+        let n = options.workers;
+        if !(1..=MAX_WORKERS).contains(&n) {
+            return Err(Error::Config(format!(
+                "--workers {n}: a server needs 1 to {MAX_WORKERS} workers"
+            )));
+        }
+        if options.root.is_some() && options.origin.is_some() {
+            return Err(Error::Config(
+                "a root directory and an origin exclude each other".into(),
+            ));
+        }
         options
             .live
             .validate()
@@ -88,45 +113,47 @@ impl Server {
         let mut transport = options.transport;
         // The recovery latency histogram reads each lost range's record.
         transport.record_recovery |= metrics.is_some();
-        let config = ServerConfig {
-            tls: tls::server_tls(options.identity)?,
-            transport,
-        };
-        let mut endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
-        endpoint.set_stateless_reset_key(&reset_secret);
-        if let Some(limit) = options.max_connections {
-            endpoint.set_connection_limit(limit);
-        }
-        if options.retry {
-            // The key authenticates tokens only this process issued; a restart forgets it,
-            // which only costs clients in the middle of a handshake another Retry round.
-            let mut key = [0u8; 32];
-            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
-                .map_err(|_| Error::Config("no randomness for the Retry token key".into()))?;
-            endpoint.require_retry(&key);
-        }
-        let mut driver = Driver::bind(options.listen, endpoint, options.gso)?;
+        let tls = tls::server_tls(options.identity)?;
+        let retry_key = options.retry.then(retry_key).transpose()?;
         let healthy = Arc::new(AtomicBool::new(true));
-        let metrics_server = match (options.metrics, &metrics) {
-            (Some(addr), Some(m)) => {
+        let mut workers = Vec::with_capacity(n);
+        let mut addr = options.listen;
+        for i in 0..n {
+            let mut transport = transport.clone();
+            // One worker keeps random connection IDs; several name the owner in the first byte.
+            transport.cid_prefix = (n > 1).then(|| u8::try_from(i).unwrap_or(u8::MAX));
+            let config = ServerConfig {
+                tls: Arc::clone(&tls),
+                transport,
+            };
+            let mut endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
+            endpoint.set_stateless_reset_key(&reset_secret);
+            if let Some(limit) = options.max_connections {
+                // Each worker holds its share of the limit.
+                endpoint.set_connection_limit(limit.div_ceil(n));
+            }
+            if let Some(key) = &retry_key {
+                endpoint.require_retry(key);
+            }
+            let mut driver = if n > 1 {
+                Driver::bind_shared(addr, endpoint, options.gso)?
+            } else {
+                Driver::bind(addr, endpoint, options.gso)?
+            };
+            // Port 0 picked a port for the first worker; the others join it.
+            addr = driver.local_addr()?;
+            if let Some(m) = &metrics {
                 driver.set_metrics(m.clone());
-                Some(MetricsServer::start(addr, m.clone(), Arc::clone(&healthy))?)
             }
-            _ => None,
-        };
-        let origin = match options.origin {
-            Some(_) if root.is_some() => {
-                return Err(Error::Config(
-                    "a root directory and an origin exclude each other".into(),
-                ))
-            }
-            Some(url) => Some(Origin::new(&url, driver.wakeup())?),
-            None => None,
-        };
-        let clock = *driver.clock();
-        Ok(Self {
-            driver,
-            app: FileServer {
+            let origin = options
+                .origin
+                .as_deref()
+                .map(|url| Origin::new(url, driver.wakeup()))
+                .transpose()?;
+            let root = options.root.as_deref().map(Root::new).transpose()?;
+            let clock = *driver.clock();
+            let app = FileServer {
+                worker: i,
                 sources: Arc::new(Sources {
                     root,
                     live: options.live,
@@ -134,23 +161,47 @@ impl Server {
                     origin_kind: options.origin_kind,
                     metrics: metrics.clone(),
                 }),
-                qlog: options.qlog,
+                qlog: options.qlog.clone(),
                 clock,
                 conns: HashMap::new(),
-                live_policy: options.live_policy,
-                file_policy,
+                live_policy: options.live_policy.clone(),
+                file_policy: file_policy.clone(),
                 policy_chosen: HashSet::new(),
                 draining: false,
-                healthy,
-                metrics,
+                healthy: Arc::clone(&healthy),
+                metrics: metrics.clone(),
                 conn_metrics: ConnectionMetrics::default(),
-            },
+            };
+            workers.push(Worker { driver, app });
+        }
+        let stopper = workers[0].driver.stopper();
+        for w in &mut workers[1..] {
+            w.driver.share_stopper(&stopper);
+        }
+        if n > 1 {
+            let wakeups: Vec<_> = workers.iter().map(|w| w.driver.wakeup()).collect();
+            let meshes = Steering::mesh(
+                &wakeups,
+                transport.local_cid_len,
+                metrics.as_ref().map(|m| &m.datagrams_passed),
+            );
+            for (w, steering) in workers.iter_mut().zip(meshes) {
+                w.driver.set_steering(steering);
+            }
+        }
+        let metrics_server = match (options.metrics, &metrics) {
+            (Some(addr), Some(m)) => Some(MetricsServer::start(addr, m.clone(), healthy)?),
+            _ => None,
+        };
+        Ok(Self {
+            workers,
+            stopper,
             metrics_server,
         })
     }
 
     pub fn local_addr(&self) -> Result<SocketAddr, Error> {
-        self.driver.local_addr()
+        self.workers[0].driver.local_addr()
     }
 
     /// Where `/metrics` and `/healthz` are served, with `ServeOptions::metrics`.
@@ -159,25 +210,76 @@ impl Server {
         self.metrics_server.as_ref().map(MetricsServer::local_addr)
     }
 
-    /// Stops [`Server::run`] from another thread (Ctrl-C).
+    /// Stops or drains [`Server::run`] from another thread (a signal handler): every worker.
     #[must_use]
     pub fn stopper(&self) -> Stopper {
-        self.driver.stopper()
+        self.stopper.clone()
     }
 
     /// How long [`Stopper::drain`] lets requests in flight finish before closing.
     pub fn set_drain_timeout(&mut self, timeout: std::time::Duration) {
-        self.driver.set_drain_timeout(timeout);
+        for w in &mut self.workers {
+            w.driver.set_drain_timeout(timeout);
+        }
     }
 
-    /// Serves until stopped or drained, then closes every connection.
-    pub fn run(mut self) -> Result<(), Error> {
-        self.driver.run(&mut self.app, SHUTDOWN_CODE).map(|_| ())
+    /// Serves until stopped or drained, each worker on a thread of its own, then closes every
+    /// connection. A worker that panics is logged and its socket closed; its clients' next
+    /// datagrams reach the other workers, which answer them with a stateless reset (RFC 9000
+    /// §10.3: the reset key is the same for all), and the other workers keep serving.
+    pub fn run(self) -> Result<(), Error> {
+        let Self {
+            workers,
+            metrics_server,
+            ..
+        } = self;
+        let outcomes: Vec<Result<(), Error>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = workers
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut w)| {
+                    std::thread::Builder::new()
+                        .name(format!("worker {i}"))
+                        .spawn_scoped(scope, move || {
+                            w.driver.run(&mut w.app, SHUTDOWN_CODE).map(|_| ())
+                        })
+                        .map_err(|e| Error::io("starting a worker", e))
+                })
+                .collect();
+            threads
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| match t?.join() {
+                    Ok(outcome) => outcome,
+                    Err(_) => {
+                        tracing::error!(
+                            worker = i,
+                            "worker panicked: its connections are gone, the others kept serving"
+                        );
+                        Err(Error::Config(format!("worker {i} panicked")))
+                    }
+                })
+                .collect()
+        });
+        drop(metrics_server);
+        outcomes.into_iter().collect()
     }
+}
+
+/// The key of Retry tokens (RFC 9000 §8.1.2), shared by the workers. It authenticates tokens
+/// only this process issued; a restart forgets it, which only costs clients in the middle of a
+/// handshake another Retry round.
+fn retry_key() -> Result<[u8; 32], Error> {
+    let mut key = [0u8; 32];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
+        .map_err(|_| Error::Config("no randomness for the Retry token key".into()))?;
+    Ok(key)
 }
 
 #[derive(Debug)]
 struct FileServer {
+    /// This worker's index (0 with one worker), in its log lines.
+    worker: usize,
     sources: Arc<Sources>,
     qlog: Option<QlogDir>,
     /// The driver's clock, for qlog's wall-clock `reference_time`.
@@ -265,7 +367,7 @@ impl FileServer {
 
 impl ConnectionHandler for FileServer {
     fn accepted(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
-        tracing::info!(remote = %conn.remote_address(), "connection accepted");
+        tracing::info!(remote = %conn.remote_address(), worker = self.worker, "connection accepted");
         if let Some(dir) = &self.qlog {
             let id = hex_id(&conn.original_dcid());
             match dir.create(VantagePoint::Server, &id, now, self.clock.unix_ms(now)) {

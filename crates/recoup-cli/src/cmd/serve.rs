@@ -95,6 +95,12 @@ pub struct Args {
     /// (default: crest, or --policy).
     #[arg(long, value_name = "SPEC", value_parser = parse_policy)]
     pub file_policy: Option<PolicySpec>,
+    /// Workers (default: one per core): each a thread with its own socket on the --listen
+    /// address (SO_REUSEPORT); connection IDs name their worker, so a datagram the kernel hands
+    /// to another worker after a NAT rebinding or a migration is passed on to it (docs/EDGE.md,
+    /// "Workers").
+    #[arg(long, value_name = "N", value_parser = parse_workers)]
+    pub workers: Option<usize>,
     /// On SIGTERM, how long requests in flight may take to finish: new connections are refused,
     /// HTTP/3 clients get GOAWAY, live streams end at a frame boundary; past this, every
     /// connection is closed. The exit status is 0 either way (docs/EDGE.md, "Drain").
@@ -164,6 +170,26 @@ fn watch_signals(stopper: recoup_net::Stopper) -> Result<(), Error> {
     Ok(())
 }
 
+fn parse_workers(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|e| format!("{s:?} is not a number of workers: {e}"))?;
+    if !(1..=recoup_net::server::MAX_WORKERS).contains(&n) {
+        return Err(format!(
+            "a server needs 1 to {} workers, not {n}",
+            recoup_net::server::MAX_WORKERS
+        ));
+    }
+    Ok(n)
+}
+
+/// One worker per core the OS lets this process use (at least one).
+fn default_workers() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(recoup_net::server::MAX_WORKERS)
+}
+
 fn parse_kind(s: &str) -> Result<ContentKind, String> {
     s.parse::<ContentKind>().map_err(|e| e.to_string())
 }
@@ -205,6 +231,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             .max_connections
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         metrics: args.metrics,
+        workers: args.workers.unwrap_or_else(default_workers),
     })?;
     server.set_drain_timeout(args.drain_timeout);
     watch_signals(server.stopper())?;

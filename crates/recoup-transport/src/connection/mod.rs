@@ -345,7 +345,11 @@ impl Connection {
         let mut rng = ChaCha8Rng::seed_from_u64(
             config.transport.seed ^ u64::from_le_bytes(first8(&original_dcid)),
         );
-        let scid = ConnectionId::random(&mut rng, config.transport.local_cid_len);
+        let scid = ConnectionId::random_with_prefix(
+            &mut rng,
+            config.transport.local_cid_len,
+            config.transport.cid_prefix,
+        );
         let mut params = Self::local_params(&config.transport, scid, Some(original_dcid));
         params.retry_source_connection_id = retry_scid;
         // RFC 9000 §18.2: the server's token for the ID of its handshake packets.
@@ -415,7 +419,7 @@ impl Connection {
             cids: CidState::new(
                 local_cid,
                 remote_cid,
-                config.local_cid_len,
+                (config.local_cid_len, config.cid_prefix),
                 config.active_connection_id_limit,
             ),
             handshake: Handshake::new(original_dcid),

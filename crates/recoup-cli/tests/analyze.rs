@@ -193,9 +193,8 @@ fn analyze_reads_a_lossy_aioquic_server_trace() {
         "{lost} lost ranges for {dropped} drops"
     );
     // aioquic is plain ARQ: a retransmission per lost range at least (it splits some over
-    // packets), and next to no copies. A copy can only be inferred where aioquic re-sends a
-    // piece of a split retransmission whose packet was lost but was not the lineage's newest
-    // send (the module documentation says so); it must stay rare.
+    // packets, and re-sends a lost part of a split retransmission alone), and next to no
+    // copies: only a probe timeout re-sending data still in flight is one.
     let rtx = row["retransmissions_sent"].as_u64().expect("rtx");
     assert!(rtx >= lost / 2, "{rtx} retransmissions for {lost} ranges");
     let copies = row["copies_sent"].as_u64().expect("copies");

@@ -118,6 +118,8 @@ struct Record {
     /// Bytes re-sent in the current round, kept only for hosts that ask [`Lineages::on_resent`]
     /// to tell a retransmission split over packets from a copy.
     round_sent: RangeSet,
+    /// Packet number of the current round's first re-send, for the same hosts.
+    round_first_pn: Option<u64>,
 }
 
 /// What the loss of one send of a lineage means ([`Lineages::on_send_lost`]).
@@ -221,6 +223,7 @@ impl Lineages {
                 copies: 0,
                 retransmit_queued: true,
                 round_sent: RangeSet::default(),
+                round_first_pn: None,
             },
         );
         self.by_start.insert((range.stream, range.start), id);
@@ -265,6 +268,7 @@ impl Lineages {
         rec.round += 1;
         rec.retransmit_queued = true;
         rec.round_sent.clear();
+        rec.round_first_pn = None;
         self.retransmit.push_back(id);
         SendLoss {
             newest: true,
@@ -385,8 +389,23 @@ impl Lineages {
         for b in bytes {
             rec.round_sent.insert(b.clone());
         }
+        rec.round_first_pn.get_or_insert(pn);
         self.on_sent(id, pn, now, kind);
         Some(kind)
+    }
+
+    /// Packet `pn` re-sent `bytes` of lineage `id` in its current round and was declared lost,
+    /// but it was not the lineage's newest send ([`Lineages::on_send_lost`] said so). For hosts
+    /// that infer kinds with [`Lineages::on_resent`]: those bytes are owed again, so their next
+    /// re-send is still part of the round's retransmission (a stack that splits a
+    /// retransmission over packets re-sends a lost part alone), not a copy.
+    pub fn on_part_lost(&mut self, id: LossId, pn: u64, bytes: Range<u64>) {
+        let Some(rec) = self.records.get_mut(&id) else {
+            return;
+        };
+        if rec.round_first_pn.is_some_and(|first| pn >= first) {
+            rec.round_sent.remove(bytes);
+        }
     }
 
     /// Stream bytes `range` of packet `pn`, sent at `sent`, were acknowledged; the packet carried

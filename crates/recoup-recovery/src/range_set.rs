@@ -117,6 +117,21 @@ impl RangeSet {
         }
     }
 
+    /// Removes every value in `r`, splitting a range that covers it on both sides.
+    pub fn remove(&mut self, r: Range<u64>) {
+        if r.is_empty() {
+            return;
+        }
+        let lo = self.ranges.partition_point(|x| x.end <= r.start);
+        let hi = self.ranges.partition_point(|x| x.start < r.end);
+        if lo >= hi {
+            return;
+        }
+        let head = (self.ranges[lo].start < r.start).then(|| self.ranges[lo].start..r.start);
+        let tail = (self.ranges[hi - 1].end > r.end).then(|| r.end..self.ranges[hi - 1].end);
+        self.ranges.splice(lo..hi, head.into_iter().chain(tail));
+    }
+
     /// The lowest range.
     #[must_use]
     pub fn first(&self) -> Option<Range<u64>> {
@@ -218,6 +233,15 @@ mod tests {
         assert!(s.is_empty());
         assert!(!s.insert_one(u64::MAX));
         assert!(!s.insert(5..5));
+        let mut s = RangeSet::default();
+        s.insert(0..10);
+        s.insert(20..30);
+        s.remove(5..25);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![0..5, 25..30]);
+        s.remove(2..3);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![0..2, 3..5, 25..30]);
+        s.remove(0..30);
+        assert!(s.is_empty());
     }
 
     #[test]
@@ -254,7 +278,7 @@ mod tests {
     }
 
     #[test]
-    fn matches_a_bitmap_model() {
+    fn inserts_and_removes_match_a_bitmap_model() {
         for seed in 0..50u64 {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let mut s = RangeSet::default();
@@ -262,11 +286,23 @@ mod tests {
             for _ in 0..40 {
                 let a = rng.gen_range(0..200u64);
                 let b = rng.gen_range(a..=200u64.min(a + 30));
-                s.insert(a..b);
+                // One operation in four removes.
+                let insert = rng.gen_range(0..4) != 0;
+                if insert {
+                    s.insert(a..b);
+                } else {
+                    s.remove(a..b);
+                }
                 for m in &mut model[a as usize..b as usize] {
-                    *m = true;
+                    *m = insert;
                 }
             }
+            let ranges: Vec<_> = s.iter().collect();
+            assert!(
+                ranges.iter().all(|r| !r.is_empty())
+                    && ranges.windows(2).all(|w| w[0].end < w[1].start),
+                "seed {seed}: not disjoint and non-adjacent: {ranges:?}"
+            );
             let gaps = s.gaps(0..200);
             let mut covered = [true; 200];
             for g in gaps {

@@ -25,9 +25,10 @@
 //!
 //! Stacks that split a retransmission over several packets (aioquic frames lost ranges by the
 //! room left in a packet) are handled: every packet carrying bytes not yet re-sent in the round
-//! counts as (part of) the round's retransmission. Two limits follow: K (`k_max`) counts those
-//! packets, and when a part other than the newest is lost, its re-send is counted as a copy
-//! (the lineage's round only ends with its newest send, as in the transport).
+//! counts as (part of) the round's retransmission, and so does the re-send of a part whose packet
+//! was lost but was not the newest (the lineage's round only ends with its newest send, as in
+//! the transport, so that loss starts no round). One limit follows: K (`k_max`) counts those
+//! packets.
 //!
 //! Formats: qlog 0.3 as JSON text sequences (RFC 7464, `.sqlog`: recoup's, and other stacks'
 //! that log frames) and as one JSON document with `traces` (`.qlog`: aioquic's `QuicLogger`).
@@ -825,7 +826,13 @@ impl Replay {
                 }
             }
             for &id in &part.lineages {
-                let _ = self.lineages.on_send_lost(id, pn, trigger);
+                if !self.lineages.on_send_lost(id, pn, trigger).newest {
+                    // A lost part of a split retransmission: its bytes are owed again.
+                    if let Some(l) = self.lineages.range(id) {
+                        let piece = r.start.max(l.start)..r.end.min(l.end);
+                        self.lineages.on_part_lost(id, pn, piece);
+                    }
+                }
             }
         }
     }
@@ -992,6 +999,31 @@ mod tests {
         );
         assert_eq!((r.n_max, r.k_max), (1, 3));
         assert!(close(r.recovery_latency_ms, 0.0));
+    }
+
+    #[test]
+    fn a_lost_part_of_a_split_retransmission_is_resent_as_retransmission() {
+        // The first part (packet 2) of a split retransmission is lost, the newest part (3)
+        // arrives: re-sending the first part is still the round's retransmission, no copy.
+        let events = vec![
+            sent(0.0, 0, Some((0, 2000))),
+            sent(1.0, 1, Some((2000, 100))),
+            lost(50.0, 0),
+            sent(51.0, 2, Some((0, 1000))),
+            sent(51.0, 3, Some((1000, 1000))),
+            acked(120.0, json!([[1, 1], [3, 3]])),
+            lost(121.0, 2),
+            sent(122.0, 4, Some((0, 1000))),
+            acked(190.0, json!([[4, 4]])),
+        ];
+        let file = Path::new("split-lost.qlog");
+        let trace = parse_trace(&aioquic_doc("server", events), file).expect("parse");
+        let a = analyze(&trace, file, "x", DEFAULT_OFF_GAP).expect("analyze");
+        let r = &a.row;
+        assert_eq!(
+            (r.lost_ranges, r.retransmissions_sent, r.copies_sent),
+            (1, 3, 0)
+        );
     }
 
     #[test]

@@ -274,6 +274,21 @@ mod tests {
     }
 
     #[test]
+    fn a_worker_count_of_zero_is_an_error_naming_it() {
+        for bad in ["0", "257", "many"] {
+            let e = Cli::try_parse_from(["recoup", "serve", "--workers", bad])
+                .expect_err(bad)
+                .to_string();
+            assert!(e.contains("--workers") && e.contains(bad), "{e}");
+        }
+        let cli = Cli::try_parse_from(["recoup", "serve", "--workers", "2"]).expect("2");
+        let Command::Serve(a) = cli.command else {
+            panic!("serve")
+        };
+        assert_eq!(a.workers, Some(2));
+    }
+
+    #[test]
     fn loss_detection_flag() {
         for (cmd, extra) in [("serve", None), ("get", Some("https://127.0.0.1:1/x"))] {
             let mut args = vec!["recoup", cmd, "--loss-detection", "rack-tlp"];

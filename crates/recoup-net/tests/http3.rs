@@ -48,6 +48,7 @@ impl Running {
             retry: false,
             max_connections: None,
             metrics: None,
+            workers: 1,
             live_policy: Default::default(),
             origin_kind: recoup_net::content::ContentKind::File,
         })

@@ -148,6 +148,7 @@ fn serve(origin: &str) -> Running {
         retry: false,
         max_connections: None,
         metrics: None,
+        workers: 1,
         live_policy: Default::default(),
         origin_kind: recoup_net::content::ContentKind::File,
     })
@@ -289,6 +290,7 @@ fn a_root_and_an_origin_exclude_each_other() {
         retry: false,
         max_connections: None,
         metrics: None,
+        workers: 1,
         live_policy: Default::default(),
         origin_kind: recoup_net::content::ContentKind::File,
     })

@@ -40,6 +40,10 @@ pub struct ConnectionHandle(pub usize);
 
 /// Limits on what an endpoint queues for others.
 const MAX_PENDING_STATELESS: usize = 64;
+/// Reason phrases of a refusal with CONNECTION_REFUSED (RFC 9000 §5.2.2).
+const REFUSED_AT_LIMIT: &[u8] = b"server at its connection limit";
+const REFUSED_SHUTTING_DOWN: &[u8] = b"server shutting down";
+
 /// RFC 9000 §10.3.3 (and §21.11): stateless resets are rate-limited; at most this many per
 /// second, so that a flood of packets for unknown IDs does not become a flood of resets.
 const MAX_RESETS_PER_SECOND: u32 = 100;
@@ -73,6 +77,8 @@ pub struct Endpoint {
     free: Vec<usize>,
     /// Connections accepted by a server beyond this many are refused (RFC 9000 §5.2.2).
     limit: Option<usize>,
+    /// The reason phrase of a refusal's CONNECTION_CLOSE.
+    refuse_reason: &'static [u8],
     /// Our own connection IDs, looked up for every datagram: a fast hasher, since we chose the
     /// keys (random, RFC 9000 §5.1) and a peer cannot make them collide.
     routes: HashMap<ConnectionId, ConnectionHandle>,
@@ -127,6 +133,7 @@ impl Endpoint {
             connections: Vec::new(),
             free: Vec::new(),
             limit: None,
+            refuse_reason: REFUSED_AT_LIMIT,
             routes: HashMap::new(),
             initial_routes: std::collections::HashMap::new(),
             accept_queue: VecDeque::new(),
@@ -156,6 +163,13 @@ impl Endpoint {
     /// state (RFC 9000 §5.2.2).
     pub fn set_connection_limit(&mut self, limit: usize) {
         self.limit = Some(limit);
+    }
+
+    /// Accepts no new connection from now on (a server shutting down): each new client is
+    /// refused as beyond the connection limit, with a reason that says so.
+    pub fn stop_accepting(&mut self) {
+        self.limit = Some(0);
+        self.refuse_reason = REFUSED_SHUTTING_DOWN;
     }
 
     /// Connections in the table (open, closing or draining).
@@ -655,7 +669,7 @@ impl Endpoint {
         Frame::ConnectionClose(ConnectionClose {
             error_code: TransportErrorCode::CONNECTION_REFUSED.0,
             frame_type: Some(0),
-            reason: b"server at its connection limit",
+            reason: self.refuse_reason,
         })
         .encode(&mut buf);
         let keys = initial_keys(dcid, Side::Server);
@@ -667,7 +681,7 @@ impl Endpoint {
         {
             return;
         }
-        tracing::debug!(%remote, "refused a connection: at the connection limit");
+        tracing::debug!(%remote, reason = %String::from_utf8_lossy(self.refuse_reason), "refused a connection");
         self.stateless.push_back(Transmit {
             destination: remote,
             contents: buf,

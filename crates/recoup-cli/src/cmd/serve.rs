@@ -1,5 +1,5 @@
 //! `recoup serve`: serve a directory and live streams over QUIC (HTTP/3 or hq-interop) until
-//! Ctrl-C.
+//! Ctrl-C, or SIGTERM and a graceful drain.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -27,7 +27,8 @@ pub const DEFAULT_FILE_POLICY: &str = "crest";
 /// Serve the files under a directory, and synthetic live streams, over QUIC: HTTP/3 (ALPN h3)
 /// or hq-interop (HTTP/0.9: `GET /path`), whichever the client offers.
 ///
-/// Prints the address it listens on, then serves until Ctrl-C. Without --cert/--key a
+/// Prints the address it listens on, then serves until Ctrl-C (at once) or SIGTERM (after a
+/// graceful drain, --drain-timeout). Without --cert/--key a
 /// self-signed certificate for localhost is generated. Honours SSLKEYLOGFILE (TLS secrets for
 /// Wireshark) and QLOGDIR (qlog traces). Requests for paths outside DIR are refused.
 ///
@@ -94,6 +95,17 @@ pub struct Args {
     /// (default: crest, or --policy).
     #[arg(long, value_name = "SPEC", value_parser = parse_policy)]
     pub file_policy: Option<PolicySpec>,
+    /// Workers (default: one per core): each a thread with its own socket on the --listen
+    /// address (SO_REUSEPORT); connection IDs name their worker, so a datagram the kernel hands
+    /// to another worker after a NAT rebinding or a migration is passed on to it (docs/EDGE.md,
+    /// "Workers").
+    #[arg(long, value_name = "N", value_parser = parse_workers)]
+    pub workers: Option<usize>,
+    /// On SIGTERM, how long requests in flight may take to finish: new connections are refused,
+    /// HTTP/3 clients get GOAWAY, live streams end at a frame boundary; past this, every
+    /// connection is closed. The exit status is 0 either way (docs/EDGE.md, "Drain").
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = super::simulate::parse_duration)]
+    pub drain_timeout: Duration,
     /// Serve Prometheus metrics at http://ADDR/metrics and a health check at /healthz
     /// (docs/EDGE.md, "Metrics"). An address in use is an error naming it.
     #[arg(long, value_name = "ADDR")]
@@ -137,6 +149,47 @@ impl LiveArgs {
     }
 }
 
+/// SIGTERM drains (a second one stops at once); SIGINT (Ctrl-C) stops at once.
+fn watch_signals(stopper: recoup_net::Stopper) -> Result<(), Error> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| Error::Config(format!("signal handlers: {e}")))?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                if signal == SIGTERM && !stopper.is_draining() {
+                    tracing::info!("SIGTERM: draining (another SIGTERM or Ctrl-C stops at once)");
+                    stopper.drain();
+                } else {
+                    stopper.stop();
+                }
+            }
+        })
+        .map_err(|e| Error::Config(format!("signal thread: {e}")))?;
+    Ok(())
+}
+
+fn parse_workers(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|e| format!("{s:?} is not a number of workers: {e}"))?;
+    if !(1..=recoup_net::server::MAX_WORKERS).contains(&n) {
+        return Err(format!(
+            "a server needs 1 to {} workers, not {n}",
+            recoup_net::server::MAX_WORKERS
+        ));
+    }
+    Ok(n)
+}
+
+/// One worker per core the OS lets this process use (at least one).
+fn default_workers() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(recoup_net::server::MAX_WORKERS)
+}
+
 fn parse_kind(s: &str) -> Result<ContentKind, String> {
     s.parse::<ContentKind>().map_err(|e| e.to_string())
 }
@@ -162,7 +215,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let (live_policy, file_policy) = args.policies();
     let mut transport = args.transport.config()?;
     transport.policy = file_policy;
-    let server = Server::bind(ServeOptions {
+    let mut server = Server::bind(ServeOptions {
         listen: args.listen,
         root: args.root,
         origin: args.origin,
@@ -178,10 +231,10 @@ pub fn run(args: Args) -> Result<(), Error> {
             .max_connections
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         metrics: args.metrics,
+        workers: args.workers.unwrap_or_else(default_workers),
     })?;
-    let stopper = server.stopper();
-    ctrlc::set_handler(move || stopper.stop())
-        .map_err(|e| Error::Config(format!("Ctrl-C handler: {e}")))?;
+    server.set_drain_timeout(args.drain_timeout);
+    watch_signals(server.stopper())?;
     // Tests and scripts read this line to learn the port.
     println!("listening on {}", server.local_addr()?);
     if let Some(addr) = server.metrics_addr() {

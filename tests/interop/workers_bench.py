@@ -13,7 +13,7 @@ crates/recoup-interop) as the load, whose processes share the machine's cores wi
   after the other (`--multiconnect`) for a 1 KiB file; connections completed / wall time.
 
     python3 tests/interop/workers_bench.py --bin target/release [--workers 1,2] [--clients 50]
-        [--size 4MB] [--procs 10] [--conns 30] [--repeats 3]
+        [--size 4MB] [--procs 10] [--conns 30] [--repeats 3] [--serve-flags '--cc cubic']
 
 Prints one Markdown table (means over the repeats, each row's individual runs beside).
 Not a test: the numbers go to docs/EDGE.md.
@@ -55,7 +55,7 @@ def parse_size(s):
 class Server:
     def __init__(self, args, workers, root, log):
         cmd = [os.path.join(args.bin, "recoup"), "serve", "--listen", "127.0.0.1:0"]
-        cmd += ["--root", root, "--workers", str(workers)]
+        cmd += ["--root", root, "--workers", str(workers), *args.serve_flags.split()]
         self.log = log
         env = dict(os.environ, RUST_LOG="info")
         self.proc = subprocess.Popen(
@@ -155,6 +155,12 @@ def main():
     ap.add_argument("--procs", type=int, default=10)
     ap.add_argument("--conns", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--serve-flags",
+        default="--cc cubic",
+        help="more flags for recoup serve (default: CUBIC, since BBRv1 on loopback is held to a "
+        "few packets by ACK aggregation and would measure its window, not the workers)",
+    )
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="recoup-workers-")
     try:
@@ -191,6 +197,7 @@ def main():
     print(
         f"\n{args.clients} concurrent downloads of {args.size} bytes; {args.procs} x "
         f"{args.conns} connections for 1 KiB; {args.repeats} repeats; {os.cpu_count()} cores; "
+        f"recoup serve {args.serve_flags}; "
         f"quinn-client processes used {clients_cpu:.0f} CPU-s in all"
     )
     print(

@@ -60,8 +60,8 @@ pub struct ServeOptions {
     pub qlog: Option<QlogDir>,
     /// Batch datagrams with UDP GSO where the OS supports it.
     pub gso: bool,
-    /// Answer each new client with a Retry and accept it only with the token (RFC 9000 §8.1.2).
-    pub retry: bool,
+    /// When a new client must prove its address with a Retry first (RFC 9000 §8.1.2).
+    pub retry: RetryMode,
     /// Refuse new connections with CONNECTION_REFUSED while this many are open (each worker
     /// holds its share).
     pub max_connections: Option<usize>,
@@ -85,6 +85,20 @@ pub struct Server {
 struct Worker {
     driver: Driver,
     app: FileServer,
+}
+
+/// When a new client must first prove its address with a Retry (RFC 9000 §8.1.2), which costs
+/// it a round trip and the server no state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryMode {
+    Off,
+    /// Every new client.
+    Always,
+    /// While at least this many handshakes are in flight (a flood of Initials that never
+    /// complete), so that they cannot hold the server's memory.
+    Auto {
+        handshakes: usize,
+    },
 }
 
 /// Most workers: a connection ID's first byte names its worker.
@@ -114,7 +128,9 @@ impl Server {
         // The recovery latency histogram reads each lost range's record.
         transport.record_recovery |= metrics.is_some();
         let tls = tls::server_tls(options.identity)?;
-        let retry_key = options.retry.then(retry_key).transpose()?;
+        let retry_key = (options.retry != RetryMode::Off)
+            .then(retry_key)
+            .transpose()?;
         let healthy = Arc::new(AtomicBool::new(true));
         let mut workers = Vec::with_capacity(n);
         let mut addr = options.listen;
@@ -132,8 +148,13 @@ impl Server {
                 // Each worker holds its share of the limit.
                 endpoint.set_connection_limit(limit.div_ceil(n));
             }
-            if let Some(key) = &retry_key {
-                endpoint.require_retry(key);
+            match (options.retry, &retry_key) {
+                (RetryMode::Always, Some(key)) => endpoint.require_retry(key),
+                // Each worker counts its own handshakes: its share of the threshold.
+                (RetryMode::Auto { handshakes }, Some(key)) => {
+                    endpoint.retry_above(key, handshakes.div_ceil(n).max(1));
+                }
+                _ => {}
             }
             let mut driver = if n > 1 {
                 Driver::bind_shared(addr, endpoint, options.gso)?

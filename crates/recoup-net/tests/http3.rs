@@ -45,7 +45,7 @@ impl Running {
             transport: transport(),
             qlog: None,
             gso: true,
-            retry: false,
+            retry: recoup_net::server::RetryMode::Off,
             max_connections: None,
             metrics: None,
             workers: 1,

@@ -41,7 +41,7 @@ fn start_server(workers: usize) -> RunningServer {
         qlog: None,
         gso: true,
         origin: None,
-        retry: false,
+        retry: recoup_net::server::RetryMode::Off,
         max_connections: None,
         metrics: (workers > 1).then(|| "127.0.0.1:0".parse().expect("addr")),
         workers,

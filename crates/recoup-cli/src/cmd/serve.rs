@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use recoup_net::content::ContentKind;
+use recoup_net::server::RetryMode;
 use recoup_net::tls::Identity;
 use recoup_net::{Error, LiveParams, ServeOptions, Server};
 use recoup_recovery::PolicySpec;
@@ -57,7 +58,7 @@ pub const DEFAULT_FILE_POLICY: &str = "crest";
   SSLKEYLOGFILE=keys.log QLOGDIR=qlog recoup serve --root ./www --cert cert.pem --key key.pem
   recoup serve --config edge.toml --listen 0.0.0.0:443")]
 pub struct Args {
-    /// Read flags from this TOML file, one key per flag (`root = \"./www\"`, `retry = true`,
+    /// Read flags from this TOML file, one key per flag (`root = \"./www\"`, `no_gso = true`,
     /// `live_policy = \"crest\"`); a flag on the command line wins over the file. An unknown
     /// key or a bad value is an error naming the key (docs/EDGE.md, "Config file").
     #[arg(long, value_name = "FILE")]
@@ -78,10 +79,19 @@ pub struct Args {
     /// PEM private key (with --cert).
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
-    /// Validate every client's address with a Retry before accepting it (RFC 9000 §8.1.2;
-    /// costs a round trip per connection).
-    #[arg(long)]
-    pub retry: bool,
+    /// When a new client must prove its address with a Retry first (RFC 9000 §8.1.2; a round
+    /// trip for the client, no state for the server): `auto` while --retry-threshold handshakes
+    /// are in flight (a flood of Initials that never complete), `on` always (`--retry` alone),
+    /// `off` never (docs/EDGE.md, "Floods").
+    #[arg(long, value_name = "WHEN", default_value = "auto", num_args = 0..=1,
+          default_missing_value = "on", value_parser = ["auto", "on", "off"])]
+    pub retry: String,
+    /// With --retry auto: handshakes in flight at which Retry starts. A half-open connection
+    /// holds about 51 KB (measured: docs/EDGE.md, "Floods"), so 128 hold about 6.5 MB; at 1000
+    /// new connections a second with 100 ms handshakes, about 100 are in flight.
+    #[arg(long, value_name = "N", default_value_t = 128,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub retry_threshold: u64,
     /// Serve at most N connections at a time; beyond that a new client is refused at once with
     /// CONNECTION_REFUSED (RFC 9000 §5.2.2) and no state is kept for it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -226,7 +236,13 @@ pub fn run(args: Args) -> Result<(), Error> {
         origin_kind: args.origin_kind,
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
-        retry: args.retry,
+        retry: match args.retry.as_str() {
+            "on" => RetryMode::Always,
+            "off" => RetryMode::Off,
+            _ => RetryMode::Auto {
+                handshakes: usize::try_from(args.retry_threshold).unwrap_or(usize::MAX),
+            },
+        },
         max_connections: args
             .max_connections
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),

@@ -64,20 +64,13 @@ fn sigterm_lets_the_download_in_flight_finish_refuses_new_ones_and_exits_0() {
     let out = tempfile::tempdir().expect("tempdir");
 
     let file = out.path().join("big.bin");
-    let file_args = [
-        format!("https://{link_addr}/big.bin"),
-        "--insecure".into(),
-        "-o".into(),
-        file.display().to_string(),
-    ];
+    let file_args = common::get_args(format!("https://{link_addr}/big.bin"), &file);
     let mut download = spawn_get(&file_args, &out.path().join("download.log"));
     let live = out.path().join("live.bin");
-    let live_args = [
+    let live_args = common::get_args(
         format!("https://{addr}/live/cam?bitrate=1Mbps&duration=600s"),
-        "--insecure".into(),
-        "-o".into(),
-        live.display().to_string(),
-    ];
+        &live,
+    );
     let mut stream = spawn_get(&live_args, &out.path().join("live.log"));
     assert!(
         server.wait_for_log("HTTP/3 live stream", Duration::from_secs(10))
@@ -101,12 +94,7 @@ fn sigterm_lets_the_download_in_flight_finish_refuses_new_ones_and_exits_0() {
     assert_eq!(health(&healthz), (503, "draining\n".into()));
     // A new connection, straight to the server: CONNECTION_REFUSED.
     let late = out.path().join("late.bin");
-    let late_args = [
-        format!("https://{addr}/big.bin"),
-        "--insecure".into(),
-        "-o".into(),
-        late.display().to_string(),
-    ];
+    let late_args = common::get_args(format!("https://{addr}/big.bin"), &late);
     let late_log = out.path().join("late.log");
     let mut refused = spawn_get(&late_args, &late_log);
     let status = wait_child(&mut refused, Duration::from_secs(20)).expect("refused in time");

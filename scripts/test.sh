@@ -115,7 +115,10 @@ step "interop matrix (tests/interop/matrix.py; table in docs/INTEROP.md)"
 # The whole workspace, as cargo test built it: building two packages alone unifies other
 # features and compiles much of the tree a second time.
 cargo build --workspace --bins --locked
-python3 tests/interop/matrix.py --bin "${CARGO_TARGET_DIR:-target}/debug" --jobs 2
+# recoup serve runs two workers (SO_REUSEPORT, connection IDs naming their worker), so the
+# rebinding and migration cases also cross workers whatever the machine's core count.
+python3 tests/interop/matrix.py --bin "${CARGO_TARGET_DIR:-target}/debug" --jobs 2 \
+  --serve-flags "--workers 2"
 
 step "python package recoup: build (maturin), pytest, ruff"
 # The recoup package (pyproject.toml, python/recoup) wraps crates/recoup-py. Its tests compare

@@ -28,6 +28,7 @@ import datetime
 import filecmp
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -170,10 +171,10 @@ class Proc:
         return self.output()
 
 
-def server_cmd(peer, bins, root, mode, policy):
+def server_cmd(peer, bins, root, mode, policy, serve_flags=()):
     if peer == "recoup":
         cmd = [os.path.join(bins, "recoup"), "serve", "--no-gso", "--listen", "127.0.0.1:0"]
-        cmd += ["--root", root]
+        cmd += ["--root", root, *serve_flags]
         if policy:
             cmd += ["--policy", policy]
         return cmd + RECOUP_SERVE_MODE.get(mode, [])
@@ -534,7 +535,7 @@ def start_capture(port, pcap, log):
     return Proc("dumpcap", ["dumpcap", "-i", "lo", "-f", f"udp port {port}", "-w", pcap], log)
 
 
-def run_one(case, spec, server, client, bins, work):
+def run_one(case, spec, server, client, bins, work, serve_flags=()):
     """Runs one case; returns (status, detail) with status succeeded/failed/unsupported."""
     run_dir = os.path.join(work, f"{case}_{server}_{client}")
     os.makedirs(run_dir)
@@ -560,7 +561,7 @@ def run_one(case, spec, server, client, bins, work):
         env = dict(os.environ, SSLKEYLOGFILE=keylog + ".server", QLOGDIR=qlog_server)
         srv = Proc(
             f"{server} server",
-            server_cmd(server, bins, www, spec.get("server"), spec.get("policy")),
+            server_cmd(server, bins, www, spec.get("server"), spec.get("policy"), serve_flags),
             os.path.join(run_dir, "server.log"),
             env,
         )
@@ -808,6 +809,11 @@ def main():
     ap.add_argument("--write", help="write the table to this Markdown file")
     ap.add_argument("--keep", help="keep every run's logs, captures and qlogs here")
     ap.add_argument(
+        "--serve-flags",
+        default="",
+        help="more flags for recoup serve, e.g. '--workers 2'",
+    )
+    ap.add_argument(
         "--known-failures",
         default=KNOWN_FAILURES,
         help="runs expected to fail, with their causes (default: %(default)s)",
@@ -838,7 +844,8 @@ def main():
 
     def one(run):
         t = time.monotonic()
-        status, detail = run_one(run[0], CASES[run[0]], run[1], run[2], args.bin, work)
+        serve_flags = shlex.split(args.serve_flags)
+        status, detail = run_one(run[0], CASES[run[0]], run[1], run[2], args.bin, work, serve_flags)
         if status == "failed" and run in known:
             status, detail = "known", f"known failure ({known[run]}): {detail}"
         elif status == "succeeded" and run in known:

@@ -5,6 +5,11 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+/// mimalloc returns freed memory to the OS (glibc's malloc kept a flood's worth after the
+/// half-open connections were gone: docs/EDGE.md, "Floods").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod cmd;
 mod logging;
 mod plot;
@@ -191,14 +196,15 @@ mod tests {
     #[test]
     fn a_config_file_holds_serve_flags_and_the_command_line_wins() {
         let a = serve_with_config(
-            "root = \"/srv/www\"\nretry = true\nlive-bitrate = \"2Mbps\"\n\
+            "root = \"/srv/www\"\nretry = \"on\"\nno_gso = true\nlive-bitrate = \"2Mbps\"\n\
              max_connections = 5\nlive_policy = \"autorec\"\nmax_pto = \"2s\"\n\
              idle_timeout = \"20s\"\n",
             &["--live-bitrate", "3Mbps"],
         )
         .expect("parses");
         assert_eq!(a.root.as_deref(), Some(std::path::Path::new("/srv/www")));
-        assert!(a.retry);
+        assert_eq!(a.retry, "on");
+        assert!(a.transport.no_gso);
         assert_eq!(a.max_connections, Some(5));
         assert_eq!(a.live.live_bitrate, 3_000_000, "the command line wins");
         assert_eq!(a.transport.idle_timeout, std::time::Duration::from_secs(20));
@@ -230,7 +236,8 @@ mod tests {
                 "live_bitrate = \"fast\"\n",
                 vec!["key `live_bitrate`", "fast"],
             ),
-            ("retry = \"yes\"\n", vec!["key `retry`", "true or false"]),
+            ("no_gso = \"yes\"\n", vec!["key `no_gso`", "true or false"]),
+            ("retry = \"sometimes\"\n", vec!["key `retry`", "sometimes"]),
             ("max_connections = 0\n", vec!["key `max_connections`", "0"]),
             (
                 "live_policy = \"nonsense\"\n",
@@ -271,6 +278,21 @@ mod tests {
             serve(&["--policy", "arq", "--live-policy", "autorec"]),
             ("autorec".into(), "arq".into())
         );
+    }
+
+    #[test]
+    fn a_worker_count_of_zero_is_an_error_naming_it() {
+        for bad in ["0", "257", "many"] {
+            let e = Cli::try_parse_from(["recoup", "serve", "--workers", bad])
+                .expect_err(bad)
+                .to_string();
+            assert!(e.contains("--workers") && e.contains(bad), "{e}");
+        }
+        let cli = Cli::try_parse_from(["recoup", "serve", "--workers", "2"]).expect("2");
+        let Command::Serve(a) = cli.command else {
+            panic!("serve")
+        };
+        assert_eq!(a.workers, Some(2));
     }
 
     #[test]

@@ -8,19 +8,6 @@ use std::time::Duration;
 
 use common::{count_qlog, fixture, link_command, run_get, serve_files, Proc};
 
-/// Waits until the server logged `n` connection closes (its qlog traces are then complete).
-fn wait_for_closes(server: &mut Proc, n: usize) {
-    let deadline = common::now() + Duration::from_secs(30);
-    while server.stderr_lines("connection closed").len() < n {
-        assert!(
-            common::now() < deadline,
-            "{n} closes not seen:\n{}",
-            server.output()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn the_first_request_chooses_the_live_or_the_file_policy() {
     let (root, data) = fixture("file.bin", 2 << 20);
@@ -44,16 +31,11 @@ fn the_first_request_chooses_the_live_or_the_file_policy() {
     let out = tempfile::tempdir().expect("tempdir");
 
     let file = out.path().join("file.bin");
-    let args = [
-        format!("https://{link_addr}/file.bin"),
-        "--insecure".into(),
-        "-o".into(),
-        file.display().to_string(),
-    ];
+    let args = common::get_args(format!("https://{link_addr}/file.bin"), &file);
     let (status, log) = run_get(&args, &mut server);
     assert!(status.success(), "{log}\n{}", server.output());
     common::check_download(&file, &data, &log);
-    wait_for_closes(&mut server, 1);
+    common::wait_for_released(&mut server, 1);
     let files = count_qlog(qlog.path());
     assert_eq!(files.traces, 1, "{files:?}");
     assert!(
@@ -66,15 +48,13 @@ fn the_first_request_chooses_the_live_or_the_file_policy() {
     );
 
     let live = out.path().join("live.bin");
-    let args = [
+    let args = common::get_args(
         format!("https://{link_addr}/live/cam?bitrate=2Mbps&duration=4s"),
-        "--insecure".into(),
-        "-o".into(),
-        live.display().to_string(),
-    ];
+        &live,
+    );
     let (status, log) = run_get(&args, &mut server);
     assert!(status.success(), "{log}\n{}", server.output());
-    wait_for_closes(&mut server, 2);
+    common::wait_for_released(&mut server, 2);
     let both = count_qlog(qlog.path());
     assert_eq!(both.traces, 2, "{both:?}");
     assert!(

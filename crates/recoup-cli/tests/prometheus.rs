@@ -131,27 +131,8 @@ impl Prometheus {
     }
 }
 
-/// Waits until the server logged `n` connection closes: its traces and counters are final.
-fn wait_for_closes(server: &mut Proc, n: usize) {
-    let deadline = common::now() + Duration::from_secs(30);
-    while server.stderr_lines("connection released").len() < n {
-        assert!(
-            common::now() < deadline,
-            "{n} closes not seen:\n{}",
-            server.output()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn get(server: &mut Proc, url: String, out: &Path) {
-    let args = [
-        url,
-        "--insecure".into(),
-        "-o".into(),
-        out.display().to_string(),
-    ];
-    let (status, log) = run_get(&args, server);
+    let (status, log) = run_get(&common::get_args(url, out), server);
     assert!(status.success(), "{log}\n{}", server.output());
 }
 
@@ -195,7 +176,7 @@ fn prometheus_scrapes_what_the_qlog_records() {
     }
     let live = format!("https://{link_addr}/live/cam?bitrate=2Mbps&duration=4s");
     get(&mut server, live, &work.path().join("live.bin"));
-    wait_for_closes(&mut server, FILES + 1);
+    common::wait_for_released(&mut server, FILES + 1);
 
     let health = ureq::get(&format!("http://{metrics}/healthz"))
         .call()

@@ -391,31 +391,32 @@ fn parquet_without_its_writer_loses_no_run() {
     let without_sweep = &GRID[..GRID.find("[sweep]").expect("sweep table")];
     std::fs::write(&single, without_sweep).expect("plan");
 
-    let out = dir.path().join("refused");
-    let res = recoup()
-        .env("PATH", fake_python(&dir.path().join("absent"), 1, 1))
-        .args(["run", "--format", "csv,parquet", "--out"])
-        .arg(&out)
-        .arg(&single)
-        .output()
-        .expect("run recoup");
-    let stderr = String::from_utf8_lossy(&res.stderr);
-    assert_eq!(res.status.code(), Some(1), "stderr: {stderr}");
+    // `recoup run` with a python3 whose check and write exit as given; its output directory
+    // and stderr, after checking that it failed.
+    let run = |name: &str, check: u8, write: u8, formats: &str| {
+        let out = dir.path().join(name);
+        let res = recoup()
+            .env(
+                "PATH",
+                fake_python(&dir.path().join(name).with_extension("bin"), check, write),
+            )
+            .args(["run", "--format", formats, "--out"])
+            .arg(&out)
+            .arg(&single)
+            .output()
+            .expect("run recoup");
+        let stderr = String::from_utf8_lossy(&res.stderr).into_owned();
+        assert_eq!(res.status.code(), Some(1), "stderr: {stderr}");
+        (out, stderr)
+    };
+
+    let (out, stderr) = run("refused", 1, 1, "csv,parquet");
     for needed in ["--format parquet", "pyarrow", "nothing was run"] {
         assert!(stderr.contains(needed), "{needed:?} missing from: {stderr}");
     }
     assert!(!out.exists(), "nothing written before the check");
 
-    let out = dir.path().join("kept");
-    let res = recoup()
-        .env("PATH", fake_python(&dir.path().join("broken"), 0, 1))
-        .args(["run", "--format", "parquet,csv", "--out"])
-        .arg(&out)
-        .arg(&single)
-        .output()
-        .expect("run recoup");
-    let stderr = String::from_utf8_lossy(&res.stderr);
-    assert_eq!(res.status.code(), Some(1), "stderr: {stderr}");
+    let (out, stderr) = run("kept", 0, 1, "parquet,csv");
     let kept = out.join("runs.parquet-rows.json");
     assert!(
         stderr.contains(&kept.display().to_string()),

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -20,6 +20,7 @@ use recoup_transport::{Connection, ConnectionHandle, Endpoint};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::metrics::Metrics;
+use crate::steer::Steering;
 
 const SOCKET: Token = Token(0);
 const WAKER: Token = Token(1);
@@ -65,6 +66,10 @@ pub trait ConnectionHandler {
     fn take_rebind(&mut self) -> bool {
         false
     }
+    /// The driver began a graceful drain ([`Stopper::drain`]): new connections are refused from
+    /// now on; finish what is in flight and close, so that [`ConnectionHandler::finished`] can
+    /// say so. Every connection is driven in the same turn.
+    fn drain(&mut self, _now: Instant) {}
 }
 
 /// Wakes a waiting driver from any thread, so that it drives every connection in its next
@@ -97,31 +102,66 @@ impl Wakeup {
         }
     }
 
+    /// Wakes the driver without asking it to drive every connection: it has datagrams passed
+    /// on by another worker ([`crate::steer`]).
+    pub(crate) fn nudge(&self) {
+        if let Err(e) = self.0.waker.wake() {
+            tracing::warn!("waking the driver: {e}");
+        }
+    }
+
     /// Whether [`Wakeup::wake`] was called since the last call.
     fn take(&self) -> bool {
         self.0.pending.swap(false, Ordering::SeqCst)
     }
 }
 
-/// Asks a running driver to stop, from any thread (a Ctrl-C handler).
+/// Asks running drivers to stop or drain, from any thread (a signal handler): one driver, or
+/// every worker of a server ([`Driver::share_stopper`]).
 #[derive(Clone, Debug)]
 pub struct Stopper {
     flag: Arc<AtomicBool>,
-    waker: Wakeup,
+    draining: Arc<AtomicBool>,
+    wakers: Arc<Mutex<Vec<Wakeup>>>,
 }
 
 impl Stopper {
     /// A stopper that wakes `registry`'s poll with `token`.
     pub(crate) fn new(registry: &mio::Registry, token: Token) -> Result<Self, Error> {
-        Ok(Self {
+        Ok(Self::waking(Wakeup::new(registry, token)?))
+    }
+
+    /// A stopper that wakes `wakeup`'s driver.
+    fn waking(wakeup: Wakeup) -> Self {
+        Self {
             flag: Arc::new(AtomicBool::new(false)),
-            waker: Wakeup::new(registry, token)?,
-        })
+            draining: Arc::new(AtomicBool::new(false)),
+            wakers: Arc::new(Mutex::new(vec![wakeup])),
+        }
+    }
+
+    fn wake_all(&self) {
+        let wakers = self.wakers.lock().unwrap_or_else(PoisonError::into_inner);
+        for w in wakers.iter() {
+            w.wake();
+        }
+    }
+
+    /// Asks for a graceful drain: no new connections, what is in flight finishes within the
+    /// driver's drain timeout ([`Driver::set_drain_timeout`]), then the driver returns.
+    pub fn drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    #[must_use]
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
     }
 
     pub fn stop(&self) {
         self.flag.store(true, Ordering::SeqCst);
-        self.waker.wake();
+        self.wake_all();
     }
 
     #[must_use]
@@ -155,8 +195,29 @@ impl Batch {
 /// A non-blocking UDP socket on `addr` with enlarged buffers, and its quinn-udp state (which
 /// turns on GRO where the OS has it: receivers must split by [`RecvMeta::stride`]).
 pub(crate) fn bind_udp(addr: SocketAddr) -> Result<(mio::net::UdpSocket, UdpSocketState), Error> {
-    let std_socket =
-        std::net::UdpSocket::bind(addr).map_err(|e| Error::io(format!("binding {addr}"), e))?;
+    bind_udp_with(addr, false)
+}
+
+/// [`bind_udp`], with `reuse_port`: SO_REUSEPORT, so that several workers' sockets share the
+/// address and the kernel spreads datagrams over them by a hash of their 4-tuple.
+fn bind_udp_with(
+    addr: SocketAddr,
+    reuse_port: bool,
+) -> Result<(mio::net::UdpSocket, UdpSocketState), Error> {
+    let bind_error = |e| Error::io(format!("binding {addr}"), e);
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )
+    .map_err(bind_error)?;
+    if reuse_port {
+        socket
+            .set_reuse_port(true)
+            .map_err(|e| Error::io(format!("SO_REUSEPORT on {addr}"), e))?;
+    }
+    socket.bind(&addr.into()).map_err(bind_error)?;
+    let std_socket: std::net::UdpSocket = socket.into();
     let state = UdpSocketState::new((&std_socket).into())
         .map_err(|e| Error::io("configuring the UDP socket", e))?;
     for (what, result) in [
@@ -288,20 +349,43 @@ pub struct Driver {
     app_wakeups: IndexedHeap<Instant>,
     /// The connections to drive this turn (kept for its allocation).
     to_drive: Vec<ConnectionHandle>,
+    /// Wakes this driver; the stopper wakes it too.
+    wakeup: Wakeup,
+    /// Passes datagrams to the worker that owns their connection, and takes theirs.
+    steering: Option<Steering>,
     /// Where the endpoint's Retry and refusal counts go, with the counts already added.
     metrics: Option<(Metrics, u64, u64)>,
+    /// How long a drain lets connections finish before they are closed.
+    drain_timeout: Duration,
+    /// When the drain in progress gives up waiting.
+    drain_deadline: Option<Instant>,
 }
 
 impl Driver {
     /// Binds `addr` (port 0 picks a free one) for `endpoint`. `gso: false` sends one datagram
     /// per system call: packet captures on loopback see a GSO batch as one oversized datagram.
     pub fn bind(addr: SocketAddr, endpoint: Endpoint, gso: bool) -> Result<Self, Error> {
-        let (mut socket, state) = bind_udp(addr)?;
+        Self::bind_with(addr, endpoint, gso, false)
+    }
+
+    /// [`Driver::bind`] with SO_REUSEPORT: one of several workers on one address.
+    pub fn bind_shared(addr: SocketAddr, endpoint: Endpoint, gso: bool) -> Result<Self, Error> {
+        Self::bind_with(addr, endpoint, gso, true)
+    }
+
+    fn bind_with(
+        addr: SocketAddr,
+        endpoint: Endpoint,
+        gso: bool,
+        reuse_port: bool,
+    ) -> Result<Self, Error> {
+        let (mut socket, state) = bind_udp_with(addr, reuse_port)?;
         let poll = Poll::new().map_err(|e| Error::io("epoll", e))?;
         poll.registry()
             .register(&mut socket, SOCKET, Interest::READABLE | Interest::WRITABLE)
             .map_err(|e| Error::io("registering the socket", e))?;
-        let stopper = Stopper::new(poll.registry(), WAKER)?;
+        let wakeup = Wakeup::new(poll.registry(), WAKER)?;
+        let stopper = Stopper::waking(wakeup.clone());
         let max_segments = if gso {
             state.max_gso_segments().max(1)
         } else {
@@ -330,7 +414,11 @@ impl Driver {
             last_poll: Instant::ZERO,
             app_wakeups: IndexedHeap::default(),
             to_drive: Vec::new(),
+            wakeup,
+            steering: None,
             metrics: None,
+            drain_timeout: Duration::ZERO,
+            drain_deadline: None,
         })
     }
 
@@ -371,12 +459,34 @@ impl Driver {
     /// Wakes this driver from another thread without stopping it.
     #[must_use]
     pub fn wakeup(&self) -> Wakeup {
-        self.stopper.waker.clone()
+        self.wakeup.clone()
+    }
+
+    /// Makes `stopper` stop and drain this driver too (the workers of one server).
+    pub fn share_stopper(&mut self, stopper: &Stopper) {
+        stopper
+            .wakers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(self.wakeup.clone());
+        self.stopper = stopper.clone();
+    }
+
+    /// Passes datagrams that name another worker's connection to it, and handles those passed
+    /// here ([`crate::steer`]).
+    pub(crate) fn set_steering(&mut self, steering: Steering) {
+        self.steering = Some(steering);
     }
 
     #[must_use]
     pub fn clock(&self) -> &Clock {
         &self.clock
+    }
+
+    /// How long a drain ([`Stopper::drain`]) waits for connections to finish before closing
+    /// them as a stop does.
+    pub fn set_drain_timeout(&mut self, timeout: Duration) {
+        self.drain_timeout = timeout;
     }
 
     /// Counts the endpoint's Retry packets and refused connections in `metrics` from now on.
@@ -396,6 +506,12 @@ impl Driver {
         loop {
             let more_input = self.receive()?;
             let now = self.clock.now();
+            if let Some(steering) = &self.steering {
+                for (from, mut datagram) in steering.take() {
+                    self.endpoint
+                        .handle_datagram_in_place(now, from, &mut datagram);
+                }
+            }
             if self.endpoint.poll_timeout().is_some_and(|t| t <= now) {
                 self.endpoint.handle_timeout(now);
             }
@@ -404,7 +520,17 @@ impl Driver {
                     app.accepted(now, handle, conn);
                 }
             }
-            let stopping = self.stopper.is_stopped();
+            if self.drain_deadline.is_none() && self.stopper.is_draining() {
+                self.drain_deadline = Some(now + self.drain_timeout);
+                // New clients get CONNECTION_REFUSED (RFC 9000 §5.2.2), without state.
+                self.endpoint.stop_accepting();
+                app.drain(now);
+                // Drive every connection this turn, as after a wake-up.
+                self.wakeup.0.pending.store(true, Ordering::SeqCst);
+                tracing::info!(timeout_ms = self.drain_timeout.as_millis(), "draining");
+            }
+            let stopping =
+                self.stopper.is_stopped() || self.drain_deadline.is_some_and(|d| now >= d);
             self.drive(now, app, stopping.then_some(stop_code));
             if app.take_rebind() {
                 self.rebind()?;
@@ -429,7 +555,11 @@ impl Driver {
             }
             if !more_input {
                 let app_wakeup = self.app_wakeups.peek().map(|(t, _)| t);
-                self.wait(&mut events, app_wakeup)?;
+                let wakeup = match (app_wakeup, self.drain_deadline) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                self.wait(&mut events, wakeup)?;
             }
         }
     }
@@ -440,7 +570,7 @@ impl Driver {
         let mut handles = std::mem::take(&mut self.to_drive);
         handles.clear();
         self.endpoint.drain_woken(&mut handles);
-        if stop_code.is_some() || self.stopper.waker.take() {
+        if stop_code.is_some() || self.wakeup.take() {
             handles.clear();
             handles.extend(self.endpoint.handles());
         } else {
@@ -478,8 +608,13 @@ impl Driver {
             }
             let now = self.clock.now();
             for (from, datagram) in self.recv.datagrams() {
-                self.endpoint.handle_datagram_in_place(now, from, datagram);
                 handled += 1;
+                if let Some(steering) = &self.steering {
+                    if steering.pass_on(from, datagram) {
+                        continue;
+                    }
+                }
+                self.endpoint.handle_datagram_in_place(now, from, datagram);
             }
             // A datagram arriving from now on is a new event of the edge-triggered poll (an
             // error held back by a short batch is one too), so a drained socket need not be

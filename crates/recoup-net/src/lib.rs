@@ -25,6 +25,7 @@ pub mod qlog_dir;
 pub mod range;
 pub mod rebind;
 pub mod server;
+mod steer;
 mod stream_io;
 pub mod tls;
 pub mod url;

@@ -156,6 +156,8 @@ pub struct LiveStream {
     stalled: bool,
     /// Where stalls and the stream's life are counted (`recoup serve --metrics`).
     metrics: Option<Metrics>,
+    /// [`LiveStream::end`] was called.
+    ended: bool,
 }
 
 impl Drop for LiveStream {
@@ -189,6 +191,7 @@ impl LiveStream {
             written: 0,
             stalled: false,
             metrics: None,
+            ended: false,
         }
     }
 
@@ -296,8 +299,18 @@ impl LiveStream {
         Ok((due, self.fin))
     }
 
+    /// Ends the stream at a frame boundary (a server draining): no frame is captured from now
+    /// on, the frames captured go out whole, then FIN.
+    pub fn end(&mut self) {
+        self.ended = true;
+        self.fin = true;
+    }
+
     /// Captures the frames due by `now`; returns how many.
     fn capture(&mut self, now: Instant) -> u64 {
+        if self.ended {
+            return 0;
+        }
         let before = self.source.frames_captured();
         while let Some(w) = self.source.poll_write(now, usize::MAX) {
             w.data.append_to(&mut self.backlog);
@@ -349,6 +362,49 @@ mod tests {
             Err(Error::BadRequest(why)) => why,
             other => panic!("{path}: expected a bad request, got {other:?}"),
         }
+    }
+
+    /// A drain ends a live stream at a frame boundary: after `end`, the bytes taken are whole
+    /// frames (each header's payload length accounts for every byte), FIN comes with them, and
+    /// nothing more is captured.
+    #[test]
+    fn an_ended_stream_stops_at_a_frame_boundary() {
+        let params = LiveParams::default();
+        let start = Instant::ZERO;
+        let mut live = LiveStream::new(&params, start, 1);
+        let id = StreamId(0);
+        let mut bytes = Vec::new();
+        // Half a second of frames, taken in pieces as a sink would.
+        for ms in (0..500).step_by(7) {
+            let (due, fin) = live
+                .take_due(start + Duration::from_millis(ms), id)
+                .expect("due");
+            assert!(!fin);
+            bytes.extend(due);
+        }
+        live.end();
+        let (due, fin) = live
+            .take_due(start + Duration::from_secs(1), id)
+            .expect("due");
+        assert!(fin, "FIN comes with the last whole frame");
+        bytes.extend(due);
+        let (more, fin) = live
+            .take_due(start + Duration::from_secs(2), id)
+            .expect("due");
+        assert!(more.is_empty() && fin, "nothing is captured after the end");
+        let mut at = 0;
+        let mut frames = 0;
+        while at < bytes.len() {
+            let header = recoup_apps::frame::FrameHeader::decode(&bytes[at..]).expect("a header");
+            at += recoup_apps::frame::FRAME_HEADER_LEN + header.payload_len as usize;
+            frames += 1;
+        }
+        assert_eq!(at, bytes.len(), "the stream ends inside a frame");
+        assert_eq!(
+            frames,
+            live.frames(),
+            "every captured frame was taken whole"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What `recoup serve --metrics ADDR` tells an operator: Prometheus metrics (text exposition,
 //! OpenMetrics 1.0, through `prometheus-client`) at `/metrics` and a health check at
-//! `/healthz`, served by a thread of their own (`tiny_http`).
+//! `/healthz` (`ok`, or 503 `draining` once a drain began), served by a thread of their own
+//! (`tiny_http`).
 //!
 //! The server loop updates the metrics as it drives connections: transport counters go in as
 //! the difference from the connection's counters at its last update, so a counter is the sum
@@ -49,6 +50,7 @@ pub struct Metrics {
     pub live_streams_open: Gauge,
     pub live_streams: Counter,
     pub live_stalls: Counter,
+    pub datagrams_passed: Counter,
 }
 
 fn latency_histogram() -> Histogram {
@@ -77,6 +79,7 @@ impl Default for Metrics {
             live_streams_open: Gauge::default(),
             live_streams: Counter::default(),
             live_stalls: Counter::default(),
+            datagrams_passed: Counter::default(),
         };
         let r = &mut registry;
         r.register(
@@ -146,6 +149,12 @@ impl Default for Metrics {
             "Live stream stalls at the sender: episodes in which a captured frame still waited \
              for the stream (flow control or congestion window) when the next was captured",
             m.live_stalls.clone(),
+        );
+        r.register(
+            "datagrams_passed",
+            "Datagrams a worker passed to the worker that owns their connection (--workers; \
+             after a NAT rebinding or a migration the kernel may pick another worker)",
+            m.datagrams_passed.clone(),
         );
         Self {
             registry: Arc::new(registry),

@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -29,6 +30,7 @@ use crate::live::{self, LiveParams, LiveStream};
 use crate::metrics::{ConnectionMetrics, Metrics, MetricsServer};
 use crate::origin::{Origin, OriginRelay};
 use crate::qlog_dir::{hex_id, QlogDir};
+use crate::steer::Steering;
 use crate::stream_io;
 use crate::tls::{self, Identity};
 
@@ -58,25 +60,63 @@ pub struct ServeOptions {
     pub qlog: Option<QlogDir>,
     /// Batch datagrams with UDP GSO where the OS supports it.
     pub gso: bool,
-    /// Answer each new client with a Retry and accept it only with the token (RFC 9000 §8.1.2).
-    pub retry: bool,
-    /// Refuse new connections with CONNECTION_REFUSED while this many are open.
+    /// When a new client must prove its address with a Retry first (RFC 9000 §8.1.2).
+    pub retry: RetryMode,
+    /// Refuse new connections with CONNECTION_REFUSED while this many are open (each worker
+    /// holds its share).
     pub max_connections: Option<usize>,
     /// Serve Prometheus metrics and `/healthz` here (`crate::metrics`).
     pub metrics: Option<SocketAddr>,
+    /// Workers, each a thread with its own socket on `listen` (SO_REUSEPORT) when more than one.
+    pub workers: usize,
 }
 
-/// A bound server; [`Server::run`] serves until stopped.
+/// A bound server: one worker, or several on one address; [`Server::run`] serves until
+/// stopped or drained.
 #[derive(Debug)]
 pub struct Server {
-    driver: Driver,
-    app: FileServer,
+    workers: Vec<Worker>,
+    stopper: Stopper,
     metrics_server: Option<MetricsServer>,
 }
 
+/// One socket, its endpoint and the server logic behind it, run by a thread of its own.
+#[derive(Debug)]
+struct Worker {
+    driver: Driver,
+    app: FileServer,
+}
+
+/// When a new client must first prove its address with a Retry (RFC 9000 §8.1.2), which costs
+/// it a round trip and the server no state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryMode {
+    Off,
+    /// Every new client.
+    Always,
+    /// While at least this many handshakes are in flight (a flood of Initials that never
+    /// complete), so that they cannot hold the server's memory.
+    Auto {
+        handshakes: usize,
+    },
+}
+
+/// Most workers: a connection ID's first byte names its worker.
+pub const MAX_WORKERS: usize = 256;
+
 impl Server {
     pub fn bind(options: ServeOptions) -> Result<Self, Error> {
-        let root = options.root.as_deref().map(Root::new).transpose()?;
+        let n = options.workers;
+        if !(1..=MAX_WORKERS).contains(&n) {
+            return Err(Error::Config(format!(
+                "--workers {n}: a server needs 1 to {MAX_WORKERS} workers"
+            )));
+        }
+        if options.root.is_some() && options.origin.is_some() {
+            return Err(Error::Config(
+                "a root directory and an origin exclude each other".into(),
+            ));
+        }
         options
             .live
             .validate()
@@ -87,45 +127,54 @@ impl Server {
         let mut transport = options.transport;
         // The recovery latency histogram reads each lost range's record.
         transport.record_recovery |= metrics.is_some();
-        let config = ServerConfig {
-            tls: tls::server_tls(options.identity)?,
-            transport,
-        };
-        let mut endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
-        endpoint.set_stateless_reset_key(&reset_secret);
-        if let Some(limit) = options.max_connections {
-            endpoint.set_connection_limit(limit);
-        }
-        if options.retry {
-            // The key authenticates tokens only this process issued; a restart forgets it,
-            // which only costs clients in the middle of a handshake another Retry round.
-            let mut key = [0u8; 32];
-            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
-                .map_err(|_| Error::Config("no randomness for the Retry token key".into()))?;
-            endpoint.require_retry(&key);
-        }
-        let mut driver = Driver::bind(options.listen, endpoint, options.gso)?;
-        let metrics_server = match (options.metrics, &metrics) {
-            (Some(addr), Some(m)) => {
+        let tls = tls::server_tls(options.identity)?;
+        let retry_key = (options.retry != RetryMode::Off)
+            .then(retry_key)
+            .transpose()?;
+        let healthy = Arc::new(AtomicBool::new(true));
+        let mut workers = Vec::with_capacity(n);
+        let mut addr = options.listen;
+        for i in 0..n {
+            let mut transport = transport.clone();
+            // One worker keeps random connection IDs; several name the owner in the first byte.
+            transport.cid_prefix = (n > 1).then(|| u8::try_from(i).unwrap_or(u8::MAX));
+            let config = ServerConfig {
+                tls: Arc::clone(&tls),
+                transport,
+            };
+            let mut endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
+            endpoint.set_stateless_reset_key(&reset_secret);
+            if let Some(limit) = options.max_connections {
+                // Each worker holds its share of the limit.
+                endpoint.set_connection_limit(limit.div_ceil(n));
+            }
+            match (options.retry, &retry_key) {
+                (RetryMode::Always, Some(key)) => endpoint.require_retry(key),
+                // Each worker counts its own handshakes: its share of the threshold.
+                (RetryMode::Auto { handshakes }, Some(key)) => {
+                    endpoint.retry_above(key, handshakes.div_ceil(n).max(1));
+                }
+                _ => {}
+            }
+            let mut driver = if n > 1 {
+                Driver::bind_shared(addr, endpoint, options.gso)?
+            } else {
+                Driver::bind(addr, endpoint, options.gso)?
+            };
+            // Port 0 picked a port for the first worker; the others join it.
+            addr = driver.local_addr()?;
+            if let Some(m) = &metrics {
                 driver.set_metrics(m.clone());
-                let healthy = Arc::new(std::sync::atomic::AtomicBool::new(true));
-                Some(MetricsServer::start(addr, m.clone(), healthy)?)
             }
-            _ => None,
-        };
-        let origin = match options.origin {
-            Some(_) if root.is_some() => {
-                return Err(Error::Config(
-                    "a root directory and an origin exclude each other".into(),
-                ))
-            }
-            Some(url) => Some(Origin::new(&url, driver.wakeup())?),
-            None => None,
-        };
-        let clock = *driver.clock();
-        Ok(Self {
-            driver,
-            app: FileServer {
+            let origin = options
+                .origin
+                .as_deref()
+                .map(|url| Origin::new(url, driver.wakeup()))
+                .transpose()?;
+            let root = options.root.as_deref().map(Root::new).transpose()?;
+            let clock = *driver.clock();
+            let app = FileServer {
+                worker: i,
                 sources: Arc::new(Sources {
                     root,
                     live: options.live,
@@ -133,21 +182,47 @@ impl Server {
                     origin_kind: options.origin_kind,
                     metrics: metrics.clone(),
                 }),
-                qlog: options.qlog,
+                qlog: options.qlog.clone(),
                 clock,
                 conns: HashMap::new(),
-                live_policy: options.live_policy,
-                file_policy,
+                live_policy: options.live_policy.clone(),
+                file_policy: file_policy.clone(),
                 policy_chosen: HashSet::new(),
-                metrics,
+                draining: false,
+                healthy: Arc::clone(&healthy),
+                metrics: metrics.clone(),
                 conn_metrics: ConnectionMetrics::default(),
-            },
+            };
+            workers.push(Worker { driver, app });
+        }
+        let stopper = workers[0].driver.stopper();
+        for w in &mut workers[1..] {
+            w.driver.share_stopper(&stopper);
+        }
+        if n > 1 {
+            let wakeups: Vec<_> = workers.iter().map(|w| w.driver.wakeup()).collect();
+            let meshes = Steering::mesh(
+                &wakeups,
+                transport.local_cid_len,
+                metrics.as_ref().map(|m| &m.datagrams_passed),
+            );
+            for (w, steering) in workers.iter_mut().zip(meshes) {
+                w.driver.set_steering(steering);
+            }
+        }
+        let metrics_server = match (options.metrics, &metrics) {
+            (Some(addr), Some(m)) => Some(MetricsServer::start(addr, m.clone(), healthy)?),
+            _ => None,
+        };
+        Ok(Self {
+            workers,
+            stopper,
             metrics_server,
         })
     }
 
     pub fn local_addr(&self) -> Result<SocketAddr, Error> {
-        self.driver.local_addr()
+        self.workers[0].driver.local_addr()
     }
 
     /// Where `/metrics` and `/healthz` are served, with `ServeOptions::metrics`.
@@ -156,20 +231,76 @@ impl Server {
         self.metrics_server.as_ref().map(MetricsServer::local_addr)
     }
 
-    /// Stops [`Server::run`] from another thread (Ctrl-C).
+    /// Stops or drains [`Server::run`] from another thread (a signal handler): every worker.
     #[must_use]
     pub fn stopper(&self) -> Stopper {
-        self.driver.stopper()
+        self.stopper.clone()
     }
 
-    /// Serves until stopped, then closes every connection.
-    pub fn run(mut self) -> Result<(), Error> {
-        self.driver.run(&mut self.app, SHUTDOWN_CODE).map(|_| ())
+    /// How long [`Stopper::drain`] lets requests in flight finish before closing.
+    pub fn set_drain_timeout(&mut self, timeout: std::time::Duration) {
+        for w in &mut self.workers {
+            w.driver.set_drain_timeout(timeout);
+        }
     }
+
+    /// Serves until stopped or drained, each worker on a thread of its own, then closes every
+    /// connection. A worker that panics is logged and its socket closed; its clients' next
+    /// datagrams reach the other workers, which answer them with a stateless reset (RFC 9000
+    /// §10.3: the reset key is the same for all), and the other workers keep serving.
+    pub fn run(self) -> Result<(), Error> {
+        let Self {
+            workers,
+            metrics_server,
+            ..
+        } = self;
+        let outcomes: Vec<Result<(), Error>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = workers
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut w)| {
+                    std::thread::Builder::new()
+                        .name(format!("worker {i}"))
+                        .spawn_scoped(scope, move || {
+                            w.driver.run(&mut w.app, SHUTDOWN_CODE).map(|_| ())
+                        })
+                        .map_err(|e| Error::io("starting a worker", e))
+                })
+                .collect();
+            threads
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| match t?.join() {
+                    Ok(outcome) => outcome,
+                    Err(_) => {
+                        tracing::error!(
+                            worker = i,
+                            "worker panicked: its connections are gone, the others kept serving"
+                        );
+                        Err(Error::Config(format!("worker {i} panicked")))
+                    }
+                })
+                .collect()
+        });
+        drop(metrics_server);
+        outcomes.into_iter().collect()
+    }
+}
+
+/// The key of Retry tokens (RFC 9000 §8.1.2), shared by the workers. It authenticates tokens
+/// only this process issued; a restart forgets it, which only costs clients in the middle of a
+/// handshake another Retry round.
+fn retry_key() -> Result<[u8; 32], Error> {
+    let mut key = [0u8; 32];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
+        .map_err(|_| Error::Config("no randomness for the Retry token key".into()))?;
+    Ok(key)
 }
 
 #[derive(Debug)]
 struct FileServer {
+    /// This worker's index (0 with one worker), in its log lines.
+    worker: usize,
     sources: Arc<Sources>,
     qlog: Option<QlogDir>,
     /// The driver's clock, for qlog's wall-clock `reference_time`.
@@ -181,6 +312,11 @@ struct FileServer {
     file_policy: PolicySpec,
     /// Connections whose policy follows their first request's kind already.
     policy_chosen: HashSet<ConnectionHandle>,
+    /// A drain began ([`ConnectionHandler::drain`]): no new requests; each connection closes
+    /// once its responses are done.
+    draining: bool,
+    /// What `/healthz` says: cleared by a drain, so a load balancer sends no more clients.
+    healthy: Arc<AtomicBool>,
     metrics: Option<Metrics>,
     conn_metrics: ConnectionMetrics,
 }
@@ -190,7 +326,7 @@ struct FileServer {
 enum Session {
     Handshaking,
     Hq(ServerConn),
-    H3(Box<http3::session::Session>, http3::serve::FirstKind),
+    H3(Box<http3::session::Session>, Arc<http3::serve::ServeState>),
     Gaming(Box<gaming::ServeSession>),
 }
 
@@ -252,7 +388,7 @@ impl FileServer {
 
 impl ConnectionHandler for FileServer {
     fn accepted(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
-        tracing::info!(remote = %conn.remote_address(), "connection accepted");
+        tracing::info!(remote = %conn.remote_address(), worker = self.worker, "connection accepted");
         if let Some(dir) = &self.qlog {
             let id = hex_id(&conn.original_dcid());
             match dir.create(VantagePoint::Server, &id, now, self.clock.unix_ms(now)) {
@@ -274,8 +410,11 @@ impl ConnectionHandler for FileServer {
             match conn.alpn() {
                 Some(http3::ALPN) => {
                     let remote = conn.remote_address();
-                    let (h3, first) = http3::serve::session(now, Arc::clone(&self.sources), remote);
-                    *session = Session::H3(Box::new(h3), first);
+                    let (h3, state) = http3::serve::session(now, Arc::clone(&self.sources), remote);
+                    if self.draining {
+                        state.drain();
+                    }
+                    *session = Session::H3(Box::new(h3), state);
                 }
                 Some(gaming::ALPN) => {
                     let epoch = self.clock.unix_ms(Instant::ZERO);
@@ -287,15 +426,32 @@ impl ConnectionHandler for FileServer {
             }
         }
         match session {
-            Session::H3(h3, _) => {
+            Session::H3(h3, state) => {
                 if let Some(reason) = h3.drive(now, conn) {
                     log_close(conn.remote_address(), &reason);
                 }
+                let delivered = conn.all_stream_data_acked();
+                if state.draining() && state.drained() && delivered && !conn.is_closing() {
+                    tracing::info!(remote = %conn.remote_address(), "drained: closing");
+                    conn.close(now, http3::NO_ERROR, "draining");
+                }
             }
-            Session::Hq(state) => drive_hq(state, now, conn, &self.sources),
+            Session::Hq(state) => {
+                drive_hq(state, now, conn, &self.sources, self.draining);
+                let idle = state.requests.is_empty()
+                    && state.responses.is_empty()
+                    && conn.all_stream_data_acked();
+                if self.draining && idle && !conn.is_closing() {
+                    tracing::info!(remote = %conn.remote_address(), "drained: closing");
+                    conn.close(now, SHUTDOWN_CODE, "draining");
+                }
+            }
             Session::Gaming(g) => {
                 if let Some(reason) = g.drive(now, conn) {
                     log_close(conn.remote_address(), &reason);
+                }
+                if self.draining && !conn.is_closing() {
+                    conn.close(now, SHUTDOWN_CODE, "draining");
                 }
             }
             Session::Handshaking => {
@@ -304,12 +460,15 @@ impl ConnectionHandler for FileServer {
                         log_close(conn.remote_address(), &reason);
                     }
                 }
+                if self.draining && !conn.is_closing() {
+                    conn.close(now, SHUTDOWN_CODE, "draining");
+                }
             }
         }
         if !self.policy_chosen.contains(&handle) {
             let first = match session {
                 Session::Hq(state) => state.first_kind,
-                Session::H3(_, first) => first.get().copied(),
+                Session::H3(_, state) => state.first.get().copied(),
                 Session::Gaming(_) | Session::Handshaking => None,
             };
             if let Some(kind) = first {
@@ -333,7 +492,28 @@ impl ConnectionHandler for FileServer {
     }
 
     fn finished(&self) -> bool {
-        false
+        self.draining && self.conns.is_empty()
+    }
+
+    fn drain(&mut self, _now: Instant) {
+        self.draining = true;
+        self.healthy.store(false, Ordering::SeqCst);
+        for session in self.conns.values_mut() {
+            match session {
+                Session::H3(_, state) => state.drain(),
+                Session::Hq(state) => {
+                    for response in state.responses.values_mut() {
+                        if let Response::Live(live) = response {
+                            live.end();
+                        }
+                    }
+                }
+                // Nothing in flight yet, or a session that has no end to wait for: closed when
+                // driven in this turn.
+                Session::Handshaking | Session::Gaming(_) => {}
+            }
+        }
+        tracing::info!(open = self.conns.len(), "draining: no new connections");
     }
 
     fn next_wakeup(&self, handle: ConnectionHandle) -> Option<Instant> {
@@ -365,7 +545,15 @@ fn echo_datagrams(conn: &mut Connection, now: Instant) {
 }
 
 /// One turn of an hq-interop connection.
-fn drive_hq(state: &mut ServerConn, now: Instant, conn: &mut Connection, sources: &Sources) {
+/// One turn of an hq-interop connection; `draining` refuses new requests (hq-interop has no
+/// GOAWAY).
+fn drive_hq(
+    state: &mut ServerConn,
+    now: Instant,
+    conn: &mut Connection,
+    sources: &Sources,
+    draining: bool,
+) {
     while let Some(event) = conn.poll_event() {
         match event {
             Event::Connected => {
@@ -386,6 +574,11 @@ fn drive_hq(state: &mut ServerConn, now: Instant, conn: &mut Connection, sources
         }
     }
     while let Some(id) = conn.accept_stream(true) {
+        if draining {
+            conn.stream_reset(now, id, hq::REFUSED_CODE).ok();
+            conn.stream_stop(id, hq::REFUSED_CODE).ok();
+            continue;
+        }
         state.requests.insert(id, RequestBuffer::default());
     }
     // hq-interop has no unidirectional streams; refuse any the peer opens.

@@ -45,9 +45,10 @@ impl Running {
             transport: transport(),
             qlog: None,
             gso: true,
-            retry: false,
+            retry: recoup_net::server::RetryMode::Off,
             max_connections: None,
             metrics: None,
+            workers: 1,
             live_policy: Default::default(),
             origin_kind: recoup_net::content::ContentKind::File,
         })

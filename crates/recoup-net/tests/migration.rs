@@ -17,13 +17,15 @@ const FILE_LEN: usize = 24 * 1024 * 1024;
 
 struct RunningServer {
     addr: SocketAddr,
+    /// Where its metrics are served (with several workers).
+    metrics: Option<SocketAddr>,
     stopper: Stopper,
     thread: JoinHandle<()>,
     _root: tempfile::TempDir,
     body: Vec<u8>,
 }
 
-fn start_server() -> RunningServer {
+fn start_server(workers: usize) -> RunningServer {
     let root = tempfile::tempdir().expect("tempdir");
     // Bytes that differ with their position (a misplaced chunk shows), without a random source.
     let body: Vec<u8> = (0..FILE_LEN as u64)
@@ -39,18 +41,21 @@ fn start_server() -> RunningServer {
         qlog: None,
         gso: true,
         origin: None,
-        retry: false,
+        retry: recoup_net::server::RetryMode::Off,
         max_connections: None,
-        metrics: None,
+        metrics: (workers > 1).then(|| "127.0.0.1:0".parse().expect("addr")),
+        workers,
         live_policy: Default::default(),
         origin_kind: recoup_net::content::ContentKind::File,
     };
     let server = Server::bind(options).expect("bind server");
     let addr = server.local_addr().expect("addr");
+    let metrics = server.metrics_addr();
     let stopper = server.stopper();
     let thread = std::thread::spawn(move || server.run().expect("server run"));
     RunningServer {
         addr,
+        metrics,
         stopper,
         thread,
         _root: root,
@@ -89,7 +94,7 @@ fn download(to: SocketAddr, migrate_after: Option<Duration>) -> (Vec<u8>, Option
 /// its new port, and the download completes byte-exact.
 #[test]
 fn client_migration_mid_transfer_completes_byte_exact() {
-    let server = start_server();
+    let server = start_server(1);
     let (got, migrated_at) = download(server.addr, Some(Duration::from_millis(20)));
     let at = migrated_at.expect("the transfer ended before the migration");
     println!("migrated after {at} of {FILE_LEN} bytes");
@@ -110,7 +115,8 @@ struct Nat {
 }
 
 impl Nat {
-    fn start(server: SocketAddr, rebind_after: u64) -> Self {
+    /// Rebinds each time it carried another `rebind_after` bytes, `rebinds` times in all.
+    fn start(server: SocketAddr, rebind_after: u64, rebinds: u32) -> Self {
         let listen = UdpSocket::bind("127.0.0.1:0").expect("bind");
         listen.set_nonblocking(true).expect("nonblocking");
         let addr = listen.local_addr().expect("addr");
@@ -125,7 +131,7 @@ impl Nat {
             let mut up = upstream();
             let mut client: Option<SocketAddr> = None;
             let mut carried = 0;
-            let mut rebound = false;
+            let mut rebound = 0;
             let mut after_rebinding = 0;
             let mut buf = vec![0u8; 65536];
             while !flag.load(Ordering::Relaxed) {
@@ -140,15 +146,15 @@ impl Nat {
                     if let Some(c) = client {
                         let _ = listen.send_to(&buf[..n], c);
                         carried += n as u64;
-                        if rebound {
+                        if rebound > 0 {
                             after_rebinding += n as u64;
                         }
                     }
                 }
-                if !rebound && carried >= rebind_after {
+                if rebound < rebinds && carried >= rebind_after * u64::from(rebound + 1) {
                     // The old mapping is gone: replies to it are lost.
                     up = upstream();
-                    rebound = true;
+                    rebound += 1;
                 }
                 if idle {
                     std::thread::sleep(Duration::from_micros(50));
@@ -171,13 +177,61 @@ impl Nat {
 /// download completes byte-exact.
 #[test]
 fn nat_rebinding_mid_transfer_completes_byte_exact() {
-    let server = start_server();
-    let nat = Nat::start(server.addr, 4 * 1024 * 1024);
+    let server = start_server(1);
+    let nat = Nat::start(server.addr, 4 * 1024 * 1024, 1);
     let (got, _) = download(nat.addr, None);
     let after = nat.stop();
     println!("{after} bytes reached the client after the rebinding");
     // The server only reaches the new mapping once it followed the client there.
     assert!(after > 1_000_000, "only {after} bytes after the rebinding");
+    assert_eq!(got.len(), server.body.len());
+    assert!(got == server.body, "bytes differ");
+    server.stop();
+}
+
+/// A counter of the server's metrics, from `/metrics`.
+fn counter(metrics: SocketAddr, name: &str) -> f64 {
+    let text = ureq::get(&format!("http://{metrics}/metrics"))
+        .call()
+        .expect("metrics")
+        .body_mut()
+        .read_to_string()
+        .expect("text");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+}
+
+/// Two workers on one port (SO_REUSEPORT): the kernel hashes each new source port of a
+/// rebinding NAT to either socket; the worker that gets a datagram of the other's connection
+/// reads the owner from the connection ID and passes it on, and the download completes
+/// byte-exact. Ten rebindings: the chance that none lands on the other worker is 2^-10.
+#[test]
+fn with_two_workers_rebindings_reach_the_worker_that_owns_the_connection() {
+    let server = start_server(2);
+    let nat = Nat::start(server.addr, 2 * 1024 * 1024, 10);
+    let (got, _) = download(nat.addr, None);
+    let after = nat.stop();
+    println!("{after} bytes reached the client after the first rebinding");
+    assert_eq!(got.len(), server.body.len());
+    assert!(got == server.body, "bytes differ");
+    let metrics = server.metrics.expect("metrics");
+    let passed = counter(metrics, "recoup_datagrams_passed_total");
+    println!("{passed} datagrams passed between the workers");
+    assert!(passed > 0.0, "no datagram reached the other worker");
+    server.stop();
+}
+
+/// Two workers: a client that migrates mid-transfer (a new socket, RFC 9000 §9.2) reaches its
+/// connection's worker whichever socket the kernel picks, and the download completes.
+#[test]
+fn with_two_workers_client_migration_completes_byte_exact() {
+    let server = start_server(2);
+    let (got, migrated_at) = download(server.addr, Some(Duration::from_millis(20)));
+    assert!(
+        migrated_at.is_some(),
+        "the transfer ended before the migration"
+    );
     assert_eq!(got.len(), server.body.len());
     assert!(got == server.body, "bytes differ");
     server.stop();

@@ -145,9 +145,10 @@ fn serve(origin: &str) -> Running {
         transport: TransportConfig::default(),
         qlog: None,
         gso: true,
-        retry: false,
+        retry: recoup_net::server::RetryMode::Off,
         max_connections: None,
         metrics: None,
+        workers: 1,
         live_policy: Default::default(),
         origin_kind: recoup_net::content::ContentKind::File,
     })
@@ -286,9 +287,10 @@ fn a_root_and_an_origin_exclude_each_other() {
         transport: TransportConfig::default(),
         qlog: None,
         gso: true,
-        retry: false,
+        retry: recoup_net::server::RetryMode::Off,
         max_connections: None,
         metrics: None,
+        workers: 1,
         live_policy: Default::default(),
         origin_kind: recoup_net::content::ContentKind::File,
     })

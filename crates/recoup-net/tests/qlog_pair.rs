@@ -77,9 +77,10 @@ fn client_and_server_traces_pair_by_odcid_and_pass_the_schema() {
         qlog: QlogDir::from_option_or_env(Some(server_qlog.clone())),
         gso: false,
         origin: None,
-        retry: false,
+        retry: recoup_net::server::RetryMode::Off,
         max_connections: None,
         metrics: None,
+        workers: 1,
         live_policy: Default::default(),
         origin_kind: recoup_net::content::ContentKind::File,
     })

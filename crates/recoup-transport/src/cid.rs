@@ -53,6 +53,21 @@ impl ConnectionId {
         cid
     }
 
+    /// A random ID of `len` bytes whose first byte is `prefix` when given (and `len` > 0): the
+    /// ID names the worker that owns its connection (`TransportConfig::cid_prefix`).
+    #[must_use]
+    pub fn random_with_prefix<R: RngCore + ?Sized>(
+        rng: &mut R,
+        len: usize,
+        prefix: Option<u8>,
+    ) -> Self {
+        let mut cid = Self::random(rng, len);
+        if let (Some(p), Some(first)) = (prefix, cid.bytes[..usize::from(cid.len)].first_mut()) {
+            *first = p;
+        }
+        cid
+    }
+
     #[must_use]
     pub fn as_slice(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
@@ -122,6 +137,16 @@ mod tests {
         assert_eq!(ConnectionId::EMPTY.to_string(), "");
         assert_eq!(a, ConnectionId::try_from(&[0x01, 0xab, 0xff][..]).unwrap());
         assert_ne!(a, ConnectionId::new(&[0x01, 0xab]).unwrap());
+    }
+
+    #[test]
+    fn a_prefix_names_the_first_byte_and_keeps_the_length() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for prefix in [0u8, 1, 7] {
+            let cid = ConnectionId::random_with_prefix(&mut rng, 8, Some(prefix));
+            assert_eq!((cid.len(), cid.as_slice()[0]), (8, prefix));
+        }
+        assert!(ConnectionId::random_with_prefix(&mut rng, 0, Some(1)).is_empty());
     }
 
     #[test]

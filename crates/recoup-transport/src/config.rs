@@ -68,6 +68,11 @@ pub struct TransportConfig {
     pub active_connection_id_limit: u64,
     /// Length of the connection IDs we issue.
     pub local_cid_len: usize,
+    /// The first byte of every connection ID we issue, when set: a server with several workers
+    /// on one port names the worker that owns the connection, so a datagram the kernel hands
+    /// to another worker (after a NAT rebinding or a migration changed its 4-tuple) can be
+    /// passed on to it (QUIC-LB's idea, draft-ietf-quic-load-balancers, without encryption).
+    pub cid_prefix: Option<u8>,
     /// Congestion controller.
     pub cc: CcAlgorithm,
     /// Initial congestion window in packets of `max_datagram_size`; `None` is RFC 9002 §7.2's.
@@ -144,6 +149,7 @@ impl Default for TransportConfig {
             pmtud_max: None,
             active_connection_id_limit: 4,
             local_cid_len: 8,
+            cid_prefix: None,
             cc: CcAlgorithm::default(),
             initial_window: None,
             pacing: true,

@@ -40,6 +40,10 @@ pub struct ConnectionHandle(pub usize);
 
 /// Limits on what an endpoint queues for others.
 const MAX_PENDING_STATELESS: usize = 64;
+/// Reason phrases of a refusal with CONNECTION_REFUSED (RFC 9000 §5.2.2).
+const REFUSED_AT_LIMIT: &[u8] = b"server at its connection limit";
+const REFUSED_SHUTTING_DOWN: &[u8] = b"server shutting down";
+
 /// RFC 9000 §10.3.3 (and §21.11): stateless resets are rate-limited; at most this many per
 /// second, so that a flood of packets for unknown IDs does not become a flood of resets.
 const MAX_RESETS_PER_SECOND: u32 = 100;
@@ -73,6 +77,8 @@ pub struct Endpoint {
     free: Vec<usize>,
     /// Connections accepted by a server beyond this many are refused (RFC 9000 §5.2.2).
     limit: Option<usize>,
+    /// The reason phrase of a refusal's CONNECTION_CLOSE.
+    refuse_reason: &'static [u8],
     /// Our own connection IDs, looked up for every datagram: a fast hasher, since we chose the
     /// keys (random, RFC 9000 §5.1) and a peer cannot make them collide.
     routes: HashMap<ConnectionId, ConnectionHandle>,
@@ -98,6 +104,9 @@ pub struct Endpoint {
     created: u64,
     /// Set by [`Endpoint::require_retry`]: every new connection first proves its address.
     retry: Option<RetryTokens>,
+    /// Set by [`Endpoint::retry_above`]: a Retry only while at least this many handshakes are
+    /// in flight; `None` with `retry` set: a Retry for every new client.
+    retry_above: Option<usize>,
     /// Where [`Endpoint::handle_datagram`] copies a datagram, kept so that it allocates once.
     rx_copy: Vec<u8>,
     /// Set by [`Endpoint::set_stateless_reset_key`]: reset tokens derive from it.
@@ -127,6 +136,7 @@ impl Endpoint {
             connections: Vec::new(),
             free: Vec::new(),
             limit: None,
+            refuse_reason: REFUSED_AT_LIMIT,
             routes: HashMap::new(),
             initial_routes: std::collections::HashMap::new(),
             accept_queue: VecDeque::new(),
@@ -139,6 +149,7 @@ impl Endpoint {
             listed: Vec::new(),
             created: 0,
             retry: None,
+            retry_above: None,
             rx_copy: Vec::new(),
             reset_key: None,
             reset_window: (Instant::ZERO, 0),
@@ -156,6 +167,13 @@ impl Endpoint {
     /// state (RFC 9000 §5.2.2).
     pub fn set_connection_limit(&mut self, limit: usize) {
         self.limit = Some(limit);
+    }
+
+    /// Accepts no new connection from now on (a server shutting down): each new client is
+    /// refused as beyond the connection limit, with a reason that says so.
+    pub fn stop_accepting(&mut self) {
+        self.limit = Some(0);
+        self.refuse_reason = REFUSED_SHUTTING_DOWN;
     }
 
     /// Connections in the table (open, closing or draining).
@@ -181,6 +199,28 @@ impl Endpoint {
     /// only when the client returns the token (RFC 9000 §8.1.2), authenticated with `key`.
     pub fn require_retry(&mut self, key: &[u8; 32]) {
         self.retry = Some(RetryTokens::new(key));
+        self.retry_above = None;
+    }
+
+    /// Like [`Endpoint::require_retry`], but only while at least `handshakes` connections are
+    /// in their handshake: a flood of Initials that never complete (each holds a TLS session
+    /// and buffers until its idle timeout) meets stateless Retries, while a client at normal
+    /// load saves the round trip. A token that does not validate below the threshold is
+    /// ignored rather than dropped (RFC 9000 §8.1.3: proceed as if the address were not
+    /// validated).
+    pub fn retry_above(&mut self, key: &[u8; 32], handshakes: usize) {
+        self.retry = Some(RetryTokens::new(key));
+        self.retry_above = Some(handshakes);
+    }
+
+    /// Server connections whose handshake has not completed (and that are not closing).
+    #[must_use]
+    pub fn handshakes_in_flight(&self) -> usize {
+        self.connections
+            .iter()
+            .flatten()
+            .filter(|s| !s.conn.is_established() && !s.conn.is_closing())
+            .count()
     }
 
     /// Starts a client connection.
@@ -410,18 +450,45 @@ impl Endpoint {
         let mut config = server.clone();
         config.transport.seed = mix(config.transport.seed, self.created);
         let reset_key = self.reset_key.as_ref();
-        let conn = match self.retry.as_mut() {
-            None => Connection::accept_with_ids(
+        // Whether this client must prove its address first: always with `require_retry`,
+        // under load with `retry_above`.
+        let must_retry = self.retry.is_some()
+            && self
+                .retry_above
+                .is_none_or(|t| self.len() >= t && self.handshakes_in_flight() >= t);
+        let accept = |odcid, retry_scid| {
+            Connection::accept_with_ids(
                 now,
                 &config,
                 remote,
-                dcid,
-                None,
+                odcid,
+                retry_scid,
                 header.scid,
                 reset_key,
             )
-            .ok()?,
-            Some(tokens) if header.token.is_empty() => {
+            .ok()
+        };
+        let conn = match self.retry.as_mut() {
+            None => accept(dcid, None)?,
+            Some(tokens) if !header.token.is_empty() => {
+                // RFC 9000 §8.1.3: a token we did not issue to this address for this attempt,
+                // or an old one, is dropped when a Retry is due (the client's attempt then
+                // times out, as §8.1.3 allows instead of INVALID_TOKEN, which would need
+                // connection state), and ignored otherwise.
+                match tokens.validate(now, remote, header.token, &dcid) {
+                    Some(odcid) => {
+                        tracing::debug!(%remote, "Retry token validated");
+                        accept(odcid, Some(dcid))?
+                    }
+                    None if must_retry => {
+                        tracing::debug!(%remote, "dropping an Initial with an invalid Retry token");
+                        self.invalid_tokens += 1;
+                        return None;
+                    }
+                    None => accept(dcid, None)?,
+                }
+            }
+            Some(tokens) if must_retry => {
                 // RFC 9000 §8.1.2: ask the client to prove its address first; no state kept.
                 let retry_scid = tokens.new_scid(&dcid);
                 let token = tokens.issue(now, remote, &dcid, &retry_scid);
@@ -438,27 +505,7 @@ impl Endpoint {
                 }
                 return None;
             }
-            Some(tokens) => {
-                // RFC 9000 §8.1.3: a token we did not issue to this address for this attempt,
-                // or an old one, is dropped (the client's attempt then times out, as §8.1.3
-                // allows instead of INVALID_TOKEN, which would need connection state).
-                let Some(odcid) = tokens.validate(now, remote, header.token, &dcid) else {
-                    tracing::debug!(%remote, "dropping an Initial with an invalid Retry token");
-                    self.invalid_tokens += 1;
-                    return None;
-                };
-                tracing::debug!(%remote, "Retry token validated");
-                Connection::accept_with_ids(
-                    now,
-                    &config,
-                    remote,
-                    odcid,
-                    Some(dcid),
-                    header.scid,
-                    reset_key,
-                )
-                .ok()?
-            }
+            Some(_) => accept(dcid, None)?,
         };
         let handle = self.insert(conn, Some((remote, dcid)));
         self.accept_queue.push_back(handle);
@@ -655,7 +702,7 @@ impl Endpoint {
         Frame::ConnectionClose(ConnectionClose {
             error_code: TransportErrorCode::CONNECTION_REFUSED.0,
             frame_type: Some(0),
-            reason: b"server at its connection limit",
+            reason: self.refuse_reason,
         })
         .encode(&mut buf);
         let keys = initial_keys(dcid, Side::Server);
@@ -667,7 +714,7 @@ impl Endpoint {
         {
             return;
         }
-        tracing::debug!(%remote, "refused a connection: at the connection limit");
+        tracing::debug!(%remote, reason = %String::from_utf8_lossy(self.refuse_reason), "refused a connection");
         self.stateless.push_back(Transmit {
             destination: remote,
             contents: buf,

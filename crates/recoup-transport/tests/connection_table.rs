@@ -344,3 +344,28 @@ fn idle_connections_are_left_alone_and_a_touched_one_is_served() {
     assert_eq!(woken, [h], "seed {s}: the ACK woke {woken:?}");
     net.check_timer();
 }
+
+/// `TransportConfig::cid_prefix`: every connection ID a server issues, in its handshake and in
+/// NEW_CONNECTION_ID frames, starts with the prefix naming its worker.
+#[test]
+fn every_connection_id_a_server_issues_names_its_worker() {
+    let server = TransportConfig {
+        cid_prefix: Some(3),
+        ..TransportConfig::default()
+    };
+    let mut p = common::Pair::with_configs(
+        common::seed(5),
+        common::NetConfig::default(),
+        TransportConfig::default(),
+        server,
+    );
+    p.handshake();
+    // Long enough for the NEW_CONNECTION_ID frames after the handshake.
+    p.run_until(std::time::Duration::from_secs(3), |_| false);
+    let conn = p.server_conn().expect("server connection");
+    let ids: Vec<_> = conn.local_cids().collect();
+    assert!(ids.len() >= 2, "{ids:?}");
+    for id in ids {
+        assert_eq!(id.as_slice()[0], 3, "{id:?}");
+    }
+}

@@ -206,3 +206,45 @@ fn rfc9000_8_1_3_server_drops_a_token_replayed_from_another_address() {
         "the valid token"
     );
 }
+
+/// `Endpoint::retry_above`: Initials are accepted without a Retry (the round trip saved) until
+/// the given number of handshakes is in flight; beyond, each new client gets a stateless Retry
+/// and no state; a client that completes its handshake frees its place; and the Pair's client,
+/// arriving while the flood holds the threshold, is served after a Retry.
+#[test]
+fn retry_switches_on_while_handshakes_in_flight_reach_the_threshold() {
+    let s = seed(9);
+    let _g = SeedGuard(s);
+    let mut p = Pair::new(s, NetConfig::default(), TransportConfig::default());
+    p.server.retry_above(&KEY, 3);
+    let (client_tls, _) = common::tls_configs();
+    // Silent clients: each sends its first Initial and never answers.
+    for i in 0..5u16 {
+        let mut silent = recoup_transport::Endpoint::new(None, cid_len());
+        silent
+            .connect(
+                p.now,
+                &recoup_transport::ClientConfig {
+                    transport: TransportConfig::default(),
+                    tls: std::sync::Arc::clone(&client_tls),
+                    server_name: "localhost".into(),
+                },
+                SERVER.parse().expect("addr"),
+            )
+            .expect("connect");
+        let initial = silent.poll_transmit(p.now).expect("an Initial");
+        let from = SocketAddr::from(([10, 0, 0, 1], 2000 + i));
+        p.server.handle_datagram(p.now, from, &initial.contents);
+    }
+    assert_eq!(
+        p.server.handshakes_in_flight(),
+        3,
+        "three accepted, then Retry"
+    );
+    assert_eq!(p.server.retries_sent, 2);
+    // The real client meets the threshold too: a Retry, then its validated connection.
+    p.handshake();
+    assert_eq!(p.server.retries_sent, 3);
+    assert!(p.client_conn().is_established());
+    assert_eq!(p.server.invalid_tokens, 0);
+}

@@ -1,5 +1,5 @@
 //! `recoup serve --config FILE`: the command's flags from a TOML file, one key per flag
-//! (`live_bitrate = "4Mbps"`, `retry = true`, `max_connections = 500`; `live-bitrate` works
+//! (`live_bitrate = "4Mbps"`, `no_gso = true`, `max_connections = 500`; `live-bitrate` works
 //! too). A flag given on the command line wins over the file. The file's keys become flags
 //! placed before the command line's, so every value goes through the same parser and check
 //! as on the command line; errors name the file and the key.

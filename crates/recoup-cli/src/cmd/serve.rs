@@ -1,11 +1,12 @@
 //! `recoup serve`: serve a directory and live streams over QUIC (HTTP/3 or hq-interop) until
-//! Ctrl-C.
+//! Ctrl-C, or SIGTERM and a graceful drain.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use recoup_net::content::ContentKind;
+use recoup_net::server::RetryMode;
 use recoup_net::tls::Identity;
 use recoup_net::{Error, LiveParams, ServeOptions, Server};
 use recoup_recovery::PolicySpec;
@@ -27,7 +28,8 @@ pub const DEFAULT_FILE_POLICY: &str = "crest";
 /// Serve the files under a directory, and synthetic live streams, over QUIC: HTTP/3 (ALPN h3)
 /// or hq-interop (HTTP/0.9: `GET /path`), whichever the client offers.
 ///
-/// Prints the address it listens on, then serves until Ctrl-C. Without --cert/--key a
+/// Prints the address it listens on, then serves until Ctrl-C (at once) or SIGTERM (after a
+/// graceful drain, --drain-timeout). Without --cert/--key a
 /// self-signed certificate for localhost is generated. Honours SSLKEYLOGFILE (TLS secrets for
 /// Wireshark) and QLOGDIR (qlog traces). Requests for paths outside DIR are refused.
 ///
@@ -56,7 +58,7 @@ pub const DEFAULT_FILE_POLICY: &str = "crest";
   SSLKEYLOGFILE=keys.log QLOGDIR=qlog recoup serve --root ./www --cert cert.pem --key key.pem
   recoup serve --config edge.toml --listen 0.0.0.0:443")]
 pub struct Args {
-    /// Read flags from this TOML file, one key per flag (`root = \"./www\"`, `retry = true`,
+    /// Read flags from this TOML file, one key per flag (`root = \"./www\"`, `no_gso = true`,
     /// `live_policy = \"crest\"`); a flag on the command line wins over the file. An unknown
     /// key or a bad value is an error naming the key (docs/EDGE.md, "Config file").
     #[arg(long, value_name = "FILE")]
@@ -77,10 +79,19 @@ pub struct Args {
     /// PEM private key (with --cert).
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
-    /// Validate every client's address with a Retry before accepting it (RFC 9000 §8.1.2;
-    /// costs a round trip per connection).
-    #[arg(long)]
-    pub retry: bool,
+    /// When a new client must prove its address with a Retry first (RFC 9000 §8.1.2; a round
+    /// trip for the client, no state for the server): `auto` while --retry-threshold handshakes
+    /// are in flight (a flood of Initials that never complete), `on` always (`--retry` alone),
+    /// `off` never (docs/EDGE.md, "Floods").
+    #[arg(long, value_name = "WHEN", default_value = "auto", num_args = 0..=1,
+          default_missing_value = "on", value_parser = ["auto", "on", "off"])]
+    pub retry: String,
+    /// With --retry auto: handshakes in flight at which Retry starts. A half-open connection
+    /// holds about 51 KB (measured: docs/EDGE.md, "Floods"), so 128 hold about 6.5 MB; at 1000
+    /// new connections a second with 100 ms handshakes, about 100 are in flight.
+    #[arg(long, value_name = "N", default_value_t = 128,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub retry_threshold: u64,
     /// Serve at most N connections at a time; beyond that a new client is refused at once with
     /// CONNECTION_REFUSED (RFC 9000 §5.2.2) and no state is kept for it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -94,6 +105,17 @@ pub struct Args {
     /// (default: crest, or --policy).
     #[arg(long, value_name = "SPEC", value_parser = parse_policy)]
     pub file_policy: Option<PolicySpec>,
+    /// Workers (default: one per core): each a thread with its own socket on the --listen
+    /// address (SO_REUSEPORT); connection IDs name their worker, so a datagram the kernel hands
+    /// to another worker after a NAT rebinding or a migration is passed on to it (docs/EDGE.md,
+    /// "Workers").
+    #[arg(long, value_name = "N", value_parser = parse_workers)]
+    pub workers: Option<usize>,
+    /// On SIGTERM, how long requests in flight may take to finish: new connections are refused,
+    /// HTTP/3 clients get GOAWAY, live streams end at a frame boundary; past this, every
+    /// connection is closed. The exit status is 0 either way (docs/EDGE.md, "Drain").
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = super::simulate::parse_duration)]
+    pub drain_timeout: Duration,
     /// Serve Prometheus metrics at http://ADDR/metrics and a health check at /healthz
     /// (docs/EDGE.md, "Metrics"). An address in use is an error naming it.
     #[arg(long, value_name = "ADDR")]
@@ -137,6 +159,47 @@ impl LiveArgs {
     }
 }
 
+/// SIGTERM drains (a second one stops at once); SIGINT (Ctrl-C) stops at once.
+fn watch_signals(stopper: recoup_net::Stopper) -> Result<(), Error> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| Error::Config(format!("signal handlers: {e}")))?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                if signal == SIGTERM && !stopper.is_draining() {
+                    tracing::info!("SIGTERM: draining (another SIGTERM or Ctrl-C stops at once)");
+                    stopper.drain();
+                } else {
+                    stopper.stop();
+                }
+            }
+        })
+        .map_err(|e| Error::Config(format!("signal thread: {e}")))?;
+    Ok(())
+}
+
+fn parse_workers(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|e| format!("{s:?} is not a number of workers: {e}"))?;
+    if !(1..=recoup_net::server::MAX_WORKERS).contains(&n) {
+        return Err(format!(
+            "a server needs 1 to {} workers, not {n}",
+            recoup_net::server::MAX_WORKERS
+        ));
+    }
+    Ok(n)
+}
+
+/// One worker per core the OS lets this process use (at least one).
+fn default_workers() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(recoup_net::server::MAX_WORKERS)
+}
+
 fn parse_kind(s: &str) -> Result<ContentKind, String> {
     s.parse::<ContentKind>().map_err(|e| e.to_string())
 }
@@ -162,7 +225,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let (live_policy, file_policy) = args.policies();
     let mut transport = args.transport.config()?;
     transport.policy = file_policy;
-    let server = Server::bind(ServeOptions {
+    let mut server = Server::bind(ServeOptions {
         listen: args.listen,
         root: args.root,
         origin: args.origin,
@@ -173,15 +236,21 @@ pub fn run(args: Args) -> Result<(), Error> {
         origin_kind: args.origin_kind,
         qlog: args.transport.qlog(),
         gso: !args.transport.no_gso,
-        retry: args.retry,
+        retry: match args.retry.as_str() {
+            "on" => RetryMode::Always,
+            "off" => RetryMode::Off,
+            _ => RetryMode::Auto {
+                handshakes: usize::try_from(args.retry_threshold).unwrap_or(usize::MAX),
+            },
+        },
         max_connections: args
             .max_connections
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         metrics: args.metrics,
+        workers: args.workers.unwrap_or_else(default_workers),
     })?;
-    let stopper = server.stopper();
-    ctrlc::set_handler(move || stopper.stop())
-        .map_err(|e| Error::Config(format!("Ctrl-C handler: {e}")))?;
+    server.set_drain_timeout(args.drain_timeout);
+    watch_signals(server.stopper())?;
     // Tests and scripts read this line to learn the port.
     println!("listening on {}", server.local_addr()?);
     if let Some(addr) = server.metrics_addr() {

@@ -442,3 +442,26 @@ pub fn encode(value: &str) -> String {
         })
         .collect()
 }
+
+/// `recoup get`'s arguments to fetch `url` from a self-signed server into `out`.
+pub fn get_args(url: String, out: &Path) -> [String; 4] {
+    [
+        url,
+        "--insecure".into(),
+        "-o".into(),
+        out.display().to_string(),
+    ]
+}
+
+/// Waits until `server` logged `n` connections released (their traces and counters are final).
+pub fn wait_for_released(server: &mut Proc, n: usize) {
+    let deadline = now() + Duration::from_secs(30);
+    while server.stderr_lines("connection released").len() < n {
+        assert!(
+            now() < deadline,
+            "{n} connections not released:\n{}",
+            server.output()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

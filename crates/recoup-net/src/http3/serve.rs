@@ -7,9 +7,12 @@
 //! outside the root or an unreadable file (logged), 400 for a malformed path or live query,
 //! 405 for methods other than GET and HEAD.
 
+use std::future::Future;
 use std::io::{Read, Seek, SeekFrom};
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Poll, Waker};
 
 use bytes::Bytes;
 use h3::server::{Connection as H3Connection, RequestResolver, RequestStream};
@@ -32,18 +35,70 @@ const CHUNK: usize = 64 * 1024;
 
 type Stream = RequestStream<BidiStream, Bytes>;
 
-/// The kind of a connection's first request, set once it is resolved.
-pub(crate) type FirstKind = Arc<OnceLock<ContentKind>>;
+/// What the server loop and a connection's HTTP/3 tasks share.
+#[derive(Debug, Default)]
+pub(crate) struct ServeState {
+    /// The kind of the connection's first request, set once it is resolved.
+    pub first: OnceLock<ContentKind>,
+    /// Set by [`ServeState::drain`]: send GOAWAY, accept no more requests, end live streams.
+    draining: AtomicBool,
+    /// The accept task's waker while it waits for a request, to wake it for the GOAWAY.
+    accept_waker: Mutex<Option<Waker>>,
+    /// No request will be accepted any more: GOAWAY was sent, or the accept loop ended.
+    goaway_sent: AtomicBool,
+    /// Requests being answered.
+    in_flight: AtomicUsize,
+}
 
-/// Starts serving HTTP/3 on a connection whose handshake chose `h3`; the second value tells the
-/// kind of its first request once known.
+impl ServeState {
+    /// Starts a graceful drain (RFC 9114 §5.2): GOAWAY, then the requests in flight finish.
+    pub(crate) fn drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+        if let Some(w) = lock(&self.accept_waker).take() {
+            w.wake();
+        }
+    }
+
+    /// Whether a drain was asked for.
+    pub(crate) fn draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// GOAWAY is sent and no request is in flight: the connection may close.
+    pub(crate) fn drained(&self) -> bool {
+        self.goaway_sent.load(Ordering::SeqCst) && self.in_flight.load(Ordering::SeqCst) == 0
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Counts a request as in flight while it lives.
+struct InFlight(Arc<ServeState>);
+
+impl InFlight {
+    fn new(state: &Arc<ServeState>) -> Self {
+        state.in_flight.fetch_add(1, Ordering::SeqCst);
+        Self(Arc::clone(state))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Starts serving HTTP/3 on a connection whose handshake chose `h3`; the state is shared with
+/// the server loop (the first request's kind, the drain).
 pub(crate) fn session(
     now: Instant,
     sources: Arc<Sources>,
     remote: SocketAddr,
-) -> (Session, FirstKind) {
+) -> (Session, Arc<ServeState>) {
     let session = Session::new(now);
-    let first = FirstKind::default();
+    let state = Arc::new(ServeState::default());
     let spawner = session.spawner();
     spawner.spawn(accept_requests(
         session.quic(),
@@ -51,9 +106,15 @@ pub(crate) fn session(
         session.timers(),
         spawner.clone(),
         remote,
-        Arc::clone(&first),
+        Arc::clone(&state),
     ));
-    (session, first)
+    (session, state)
+}
+
+/// What the accept loop waits for.
+enum Next<T> {
+    Accepted(T),
+    Drain,
 }
 
 async fn accept_requests(
@@ -62,7 +123,7 @@ async fn accept_requests(
     timers: Arc<Timers>,
     spawner: Spawner,
     remote: SocketAddr,
-    first: FirstKind,
+    state: Arc<ServeState>,
 ) {
     let mut conn: H3Connection<QuicConn, Bytes> = match H3Connection::new(quic).await {
         Ok(c) => c,
@@ -72,22 +133,44 @@ async fn accept_requests(
         }
     };
     loop {
-        match conn.accept().await {
-            Ok(Some(resolver)) => spawner.spawn(answer(
+        let next = {
+            let mut accept = std::pin::pin!(conn.accept());
+            std::future::poll_fn(|cx| {
+                if state.draining() && !state.goaway_sent.load(Ordering::SeqCst) {
+                    return Poll::Ready(Next::Drain);
+                }
+                *lock(&state.accept_waker) = Some(cx.waker().clone());
+                accept.as_mut().poll(cx).map(Next::Accepted)
+            })
+            .await
+        };
+        match next {
+            Next::Drain => {
+                // The GOAWAY names the request after the last accepted: every request below it
+                // is answered, none after it (RFC 9114 §5.2).
+                if let Err(e) = conn.shutdown(1).await {
+                    tracing::debug!(%remote, "GOAWAY: {e}");
+                }
+                state.goaway_sent.store(true, Ordering::SeqCst);
+                tracing::info!(%remote, "GOAWAY sent");
+            }
+            Next::Accepted(Ok(Some(resolver))) => spawner.spawn(answer(
                 resolver,
                 Arc::clone(&sources),
                 Arc::clone(&timers),
                 remote,
-                Arc::clone(&first),
+                InFlight::new(&state),
             )),
-            Ok(None) => break,
-            Err(e) => {
+            Next::Accepted(Ok(None)) => break,
+            Next::Accepted(Err(e)) => {
                 // Peers close with H3_NO_ERROR or, like aioquic, with 0: both are normal.
                 tracing::debug!(%remote, "HTTP/3 connection ended: {e}");
                 break;
             }
         }
     }
+    // Whatever ended the loop, nothing more is accepted: a drain need not wait for a GOAWAY.
+    state.goaway_sent.store(true, Ordering::SeqCst);
 }
 
 async fn answer(
@@ -95,8 +178,9 @@ async fn answer(
     sources: Arc<Sources>,
     timers: Arc<Timers>,
     remote: SocketAddr,
-    first: FirstKind,
+    in_flight: InFlight,
 ) {
+    let state = &in_flight.0;
     let (request, mut stream) = match resolver.resolve_request().await {
         Ok(r) => r,
         Err(e) => {
@@ -121,7 +205,7 @@ async fn answer(
         let content = sources.resolve(&path);
         if let Ok(c) = &content {
             // Only the first request's kind counts: a connection has one policy.
-            let _ = first.set(c.kind(sources.origin_kind));
+            let _ = state.first.set(c.kind(sources.origin_kind));
         }
         match content {
             Ok(Content::File { file, len }) => {
@@ -145,6 +229,7 @@ async fn answer(
                     &timers,
                     head,
                     sources.metrics.as_ref(),
+                    state,
                 )
                 .await
             }
@@ -302,6 +387,7 @@ async fn send_live(
     timers: &Timers,
     head: bool,
     metrics: Option<&Metrics>,
+    state: &ServeState,
 ) -> Result<(), Error> {
     // Streamed as produced: no length; a cache must not keep a live stream.
     let response = Response::builder()
@@ -317,6 +403,10 @@ async fn send_live(
     stream.send_response(response).await.map_err(h3_error)?;
     let mut live = LiveStream::new(params, timers.now(), crate::os_seed()).with_metrics(metrics);
     loop {
+        if state.draining() {
+            // The frames captured so far go out whole, then FIN.
+            live.end();
+        }
         let (data, fin) = live.take_due(timers.now(), StreamId(stream.id().into_inner()))?;
         if !data.is_empty() {
             stream

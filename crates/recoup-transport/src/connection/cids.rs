@@ -31,6 +31,8 @@ pub(super) struct CidState {
     local: BTreeMap<u64, IssuedCid>,
     next_local_seq: u64,
     local_len: usize,
+    /// `TransportConfig::cid_prefix`.
+    local_prefix: Option<u8>,
     /// NEW_CONNECTION_ID frames to (re)send, by sequence number.
     pending_new: VecDeque<u64>,
     /// The peer's, by sequence number; the lowest is the one we use.
@@ -53,7 +55,7 @@ impl CidState {
     pub fn new(
         initial_local: ConnectionId,
         initial_remote: ConnectionId,
-        local_len: usize,
+        (local_len, local_prefix): (usize, Option<u8>),
         remote_limit: u64,
     ) -> Self {
         let mut local = BTreeMap::new();
@@ -71,6 +73,7 @@ impl CidState {
             local,
             next_local_seq: 1,
             local_len,
+            local_prefix,
             pending_new: VecDeque::new(),
             remote,
             pending_retire: VecDeque::new(),
@@ -167,7 +170,7 @@ impl CidState {
             self.next_local_seq += 1;
             let mut reset_token = [0u8; 16];
             rng.fill_bytes(&mut reset_token);
-            let cid = ConnectionId::random(rng, self.local_len);
+            let cid = ConnectionId::random_with_prefix(rng, self.local_len, self.local_prefix);
             if let Some(key) = &self.reset_key {
                 reset_token = key.token(&cid);
             }
@@ -311,7 +314,7 @@ mod tests {
     #[test]
     fn issues_up_to_the_peer_limit_and_replaces_retired_ids() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let mut s = CidState::new(cid(1), cid(2), 8, 4);
+        let mut s = CidState::new(cid(1), cid(2), (8, None), 4);
         s.issue_up_to(3, &mut rng);
         assert_eq!(s.local_ids().count(), 3);
         let issued: Vec<_> = std::iter::from_fn(|| s.poll_new()).collect();
@@ -338,7 +341,7 @@ mod tests {
 
     #[test]
     fn peer_ids_respect_retire_prior_to_and_our_limit() {
-        let mut s = CidState::new(cid(1), cid(2), 8, 2);
+        let mut s = CidState::new(cid(1), cid(2), (8, None), 2);
         s.on_new_connection_id(1, 0, cid(3), [0; 16])
             .expect("first");
         let err = s
@@ -348,7 +351,7 @@ mod tests {
             err.code,
             crate::error::TransportErrorCode::CONNECTION_ID_LIMIT_ERROR
         );
-        let mut s = CidState::new(cid(1), cid(2), 8, 2);
+        let mut s = CidState::new(cid(1), cid(2), (8, None), 2);
         s.on_new_connection_id(1, 1, cid(3), [0; 16])
             .expect("retires 0");
         assert_eq!(s.remote(), cid(3));

@@ -361,7 +361,11 @@ impl Connection {
         let mut rng = ChaCha8Rng::seed_from_u64(
             config.transport.seed ^ u64::from_le_bytes(first8(&original_dcid)),
         );
-        let scid = ConnectionId::random(&mut rng, config.transport.local_cid_len);
+        let scid = ConnectionId::random_with_prefix(
+            &mut rng,
+            config.transport.local_cid_len,
+            config.transport.cid_prefix,
+        );
         let mut params = Self::local_params(&config.transport, scid, Some(original_dcid));
         params.retry_source_connection_id = retry_scid;
         // RFC 9000 §18.2: the server's token for the ID of its handshake packets.
@@ -431,7 +435,7 @@ impl Connection {
             cids: CidState::new(
                 local_cid,
                 remote_cid,
-                config.local_cid_len,
+                (config.local_cid_len, config.cid_prefix),
                 config.active_connection_id_limit,
             ),
             handshake: Handshake::new(original_dcid),
@@ -744,6 +748,13 @@ impl Connection {
     #[must_use]
     pub fn stream_buffered(&self, id: StreamId) -> (usize, usize) {
         self.streams.buffered(id)
+    }
+
+    /// Whether the peer has acknowledged every byte written to every stream: a server that
+    /// closes then loses nothing it sent (closing discards what is not yet delivered).
+    #[must_use]
+    pub fn all_stream_data_acked(&self) -> bool {
+        self.streams.all_acked()
     }
 
     /// Sends a PING (RFC 9000 §19.2) in the next packet: an ack-eliciting packet that checks

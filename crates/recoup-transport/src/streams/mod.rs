@@ -475,6 +475,15 @@ impl Streams {
         })
     }
 
+    /// Whether every byte written to any stream has been acknowledged (none queued or in
+    /// flight).
+    #[must_use]
+    pub fn all_acked(&self) -> bool {
+        self.streams
+            .values()
+            .all(|s| s.send.as_ref().is_none_or(|send| send.buffered() == 0))
+    }
+
     /// Number of streams with state held.
     #[must_use]
     pub fn len(&self) -> usize {

@@ -21,30 +21,9 @@ if ! command -v go >/dev/null 2>&1; then
   exit 2
 fi
 
-work="$(mktemp -d -t objects-bench.XXXXXX)"
+# shellcheck source=scripts/harness-procs.sh
+source "$repo/scripts/harness-procs.sh" objects-bench
 out="${QUICGO_OUT:-$work/quicgo}"
-pids="$work/pids"
-harness=""
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  if [[ -n "$harness" ]] && kill -0 "$harness" 2>/dev/null; then
-    kill -TERM "$harness" 2>/dev/null || true
-    wait "$harness" 2>/dev/null || true
-  fi
-  # Whatever the harness left running if it was killed outright: its own servers and links,
-  # each the leader of its process group.
-  if [[ -s "$pids" ]]; then
-    while read -r pid; do
-      kill -KILL -- "-$pid" 2>/dev/null || true
-    done <"$pids"
-  fi
-  rm -rf "$work"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 echo "objects-bench: building the quic-go server and client into $out" >&2
 if ! (cd "$repo/tests/peers/quicgo" && go build -o "$out/" ./cmd/server ./cmd/client); then
@@ -53,6 +32,4 @@ if ! (cd "$repo/tests/peers/quicgo" && go build -o "$out/" ./cmd/server ./cmd/cl
   exit 2
 fi
 
-python3 "$repo/tests/interop/objects_bench.py" --quicgo-dir "$out" --pid-file "$pids" "$@" &
-harness=$!
-wait "$harness"
+run_harness python3 "$repo/tests/interop/objects_bench.py" --quicgo-dir "$out" --pid-file "$pids" "$@"

@@ -40,29 +40,8 @@ if [[ $quick == 1 && " $* " != *" --servers"* ]]; then
 fi
 wants() { [[ ",$servers," == *",$1,"* ]]; }
 
-work="$(mktemp -d -t recovery-bench.XXXXXX)"
-pids="$work/pids"
-harness=""
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  if [[ -n "$harness" ]] && kill -0 "$harness" 2>/dev/null; then
-    kill -TERM "$harness" 2>/dev/null || true
-    wait "$harness" 2>/dev/null || true
-  fi
-  # Whatever the harness left running if it was killed outright: its servers, links and
-  # origin, each the leader of its process group.
-  if [[ -s "$pids" ]]; then
-    while read -r pid; do
-      kill -KILL -- "-$pid" 2>/dev/null || true
-    done <"$pids"
-  fi
-  rm -rf "$work"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# shellcheck source=scripts/harness-procs.sh
+source "$repo/scripts/harness-procs.sh" recovery-bench
 
 echo "recovery-bench: building the quic-go server and client" >&2
 if ! (cd "$repo/tests/peers/quicgo" && go build -o "$work/quicgo/" ./cmd/server ./cmd/client); then
@@ -95,6 +74,4 @@ if [[ ${#install[@]} -gt 0 ]]; then
   fi
 fi
 
-python3 "$repo/tests/interop/recovery_bench.py" "${extra[@]}" "$@" &
-harness=$!
-wait "$harness"
+run_harness python3 "$repo/tests/interop/recovery_bench.py" "${extra[@]}" "$@"

@@ -260,6 +260,10 @@ def one_run(procs, ctx, path, workload, server, seed, run_dir, qlog_dir):
     procs.stop(client, signal.SIGKILL)
     link_report = parse_link_report(procs.stop(link))
     srv_exit = srv.proc.poll()
+    if qlog_dir:
+        # aioquic writes a connection's trace when the connection's draining period (three
+        # PTOs, RFC 9000 §10.2) has passed after the client's close.
+        time.sleep(2)
     procs.stop(srv)
     if srv_exit is not None:
         note += f" server exited during the run with {srv_exit}: {srv.output().strip()[-300:]}"

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{count_qlog, fixture, link_command, run_get, serve_files, Proc};
 
 #[test]

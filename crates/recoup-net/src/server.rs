@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -133,6 +133,7 @@ impl Server {
             .transpose()?;
         let healthy = Arc::new(AtomicBool::new(true));
         let mut workers = Vec::with_capacity(n);
+        let open_connections = Arc::new(AtomicUsize::new(0));
         let mut addr = options.listen;
         for i in 0..n {
             let mut transport = transport.clone();
@@ -145,8 +146,9 @@ impl Server {
             let mut endpoint = Endpoint::new(Some(config.clone()), config.transport.local_cid_len);
             endpoint.set_stateless_reset_key(&reset_secret);
             if let Some(limit) = options.max_connections {
-                // Each worker holds its share of the limit.
-                endpoint.set_connection_limit(limit.div_ceil(n));
+                // The workers count their connections together against the one limit.
+                endpoint.set_connection_limit(limit);
+                endpoint.share_connection_count(Arc::clone(&open_connections));
             }
             match (options.retry, &retry_key) {
                 (RetryMode::Always, Some(key)) => endpoint.require_retry(key),

@@ -17,6 +17,8 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt};
 use recoup_time::{IndexedHeap, Instant};
@@ -77,6 +79,9 @@ pub struct Endpoint {
     free: Vec<usize>,
     /// Connections accepted by a server beyond this many are refused (RFC 9000 §5.2.2).
     limit: Option<usize>,
+    /// Set by [`Endpoint::share_connection_count`]: the connections of every endpoint sharing
+    /// it (the workers of one server), which `limit` bounds instead of this endpoint's own.
+    shared_count: Option<Arc<AtomicUsize>>,
     /// The reason phrase of a refusal's CONNECTION_CLOSE.
     refuse_reason: &'static [u8],
     /// Our own connection IDs, looked up for every datagram: a fast hasher, since we chose the
@@ -124,6 +129,16 @@ pub struct Endpoint {
     pub refused: u64,
 }
 
+/// An endpoint that goes away (a worker that panicked) no longer holds its connections against
+/// the limit it shares.
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        if let Some(c) = &self.shared_count {
+            c.fetch_sub(self.len(), Ordering::Relaxed);
+        }
+    }
+}
+
 impl Endpoint {
     /// An endpoint that accepts connections if `server` is given, and can start client
     /// connections with [`Endpoint::connect`] either way. `local_cid_len` must match the
@@ -136,6 +151,7 @@ impl Endpoint {
             connections: Vec::new(),
             free: Vec::new(),
             limit: None,
+            shared_count: None,
             refuse_reason: REFUSED_AT_LIMIT,
             routes: HashMap::new(),
             initial_routes: std::collections::HashMap::new(),
@@ -167,6 +183,23 @@ impl Endpoint {
     /// state (RFC 9000 §5.2.2).
     pub fn set_connection_limit(&mut self, limit: usize) {
         self.limit = Some(limit);
+    }
+
+    /// Counts this endpoint's connections in `count`, shared with other endpoints (the workers
+    /// of one server, each on its own thread), so that [`Endpoint::set_connection_limit`]
+    /// bounds their total. Two endpoints accepting at the same instant may both take the last
+    /// slot: the total can exceed the limit by one per further endpoint, for as long as those
+    /// connections live.
+    pub fn share_connection_count(&mut self, count: Arc<AtomicUsize>) {
+        count.fetch_add(self.len(), Ordering::Relaxed);
+        self.shared_count = Some(count);
+    }
+
+    /// Connections counted against the limit: this endpoint's, or all sharing its count.
+    fn counted(&self) -> usize {
+        self.shared_count
+            .as_ref()
+            .map_or_else(|| self.len(), |c| c.load(Ordering::Relaxed))
     }
 
     /// Accepts no new connection from now on (a server shutting down): each new client is
@@ -242,6 +275,9 @@ impl Endpoint {
         initial: Option<(SocketAddr, ConnectionId)>,
     ) -> ConnectionHandle {
         self.created += 1;
+        if let Some(c) = &self.shared_count {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
         let index = self.free.pop().unwrap_or(self.connections.len());
         let handle = ConnectionHandle(index);
         let cids: Vec<ConnectionId> = conn.local_cids().collect();
@@ -443,7 +479,7 @@ impl Endpoint {
         if !initial_authenticates(&header, &dcid) {
             return None;
         }
-        if self.limit.is_some_and(|limit| self.len() >= limit) {
+        if self.limit.is_some_and(|limit| self.counted() >= limit) {
             self.refuse(remote, &header, &dcid);
             return None;
         }
@@ -671,6 +707,9 @@ impl Endpoint {
                 }
             }
             self.free.push(idx);
+            if let Some(c) = &self.shared_count {
+                c.fetch_sub(1, Ordering::Relaxed);
+            }
             removed.push(ConnectionHandle(idx));
         }
         self.unchecked = unchecked;

@@ -5,6 +5,8 @@ mod common;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{seed, tls_configs, SeedGuard, SERVER};
@@ -368,4 +370,58 @@ fn every_connection_id_a_server_issues_names_its_worker() {
     for id in ids {
         assert_eq!(id.as_slice()[0], 3, "{id:?}");
     }
+}
+
+/// The workers of one server share their connection count: the limit bounds their total, and a
+/// worker that goes away no longer holds its connections against it.
+#[test]
+fn endpoints_sharing_a_count_are_limited_together() {
+    let s = seed(9);
+    let _g = SeedGuard(s);
+    let shared = Arc::new(AtomicUsize::new(0));
+    let mut net = Net::new(s, 2);
+    net.server.share_connection_count(Arc::clone(&shared));
+    // Another endpoint sharing the count holds one connection.
+    let transport = TransportConfig {
+        seed: s,
+        ..TransportConfig::default()
+    };
+    let mut sibling = Endpoint::new(None, transport.local_cid_len);
+    sibling.share_connection_count(Arc::clone(&shared));
+    let config = ClientConfig {
+        transport,
+        tls: net.client_tls.clone(),
+        server_name: "localhost".into(),
+    };
+    let _held = sibling
+        .connect(net.now, &config, "10.9.9.9:443".parse().expect("addr"))
+        .expect("connect");
+    assert_eq!(shared.load(Ordering::Relaxed), 1, "seed {s}");
+
+    let first = net.connect();
+    assert!(
+        net.run_until(Duration::from_secs(5), |n| n.client(first).is_established()),
+        "seed {s}: the first client was not accepted"
+    );
+    let second = net.connect();
+    assert!(
+        net.run_until(Duration::from_secs(10), |n| n.client(second).is_closed()),
+        "seed {s}: the second client was not refused"
+    );
+    let ev = events(&mut net, second);
+    assert!(refused(&ev), "seed {s}: second client's events {ev:?}");
+    assert_eq!(shared.load(Ordering::Relaxed), 2, "seed {s}");
+
+    drop(sibling);
+    assert_eq!(
+        shared.load(Ordering::Relaxed),
+        1,
+        "seed {s}: the sibling's slot freed"
+    );
+    let third = net.connect();
+    assert!(
+        net.run_until(Duration::from_secs(5), |n| n.client(third).is_established()),
+        "seed {s}: the third client was not accepted after the sibling went away"
+    );
+    assert_eq!(shared.load(Ordering::Relaxed), 2, "seed {s}");
 }

@@ -30,19 +30,8 @@ if ! [[ $seconds =~ ^[0-9]+$ ]] || (( seconds < 4 || seconds % 4 != 0 )); then
     exit 2
 fi
 
-if ! command -v ffmpeg >/dev/null 2>&1; then
-    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg >/dev/null
-    else
-        echo "dash-site: ffmpeg not found (Debian: apt-get install ffmpeg, as root)" >&2
-        exit 1
-    fi
-fi
-dashjs=web/dash/node_modules/dashjs/dist/modern/umd/dash.all.min.js
-if [[ ! -f $dashjs ]]; then
-    command -v npm >/dev/null 2>&1 || { echo "dash-site: npm not found (needed for dash.js)" >&2; exit 1; }
-    npm ci --prefix web/dash --no-audit --no-fund --loglevel=error >/dev/null
-fi
+# shellcheck source=scripts/dash-deps.sh
+source scripts/dash-deps.sh dash-site
 
 mkdir -p "$out/media"
 cp web/dash/index.html web/dash/player.js web/player.css "$dashjs" "$out/"
@@ -60,4 +49,4 @@ ffmpeg -hide_banner -loglevel error -y -f lavfi -i "testsrc2=size=854x480:rate=2
     -g 96 -keyint_min 96 \
     -f dash -seg_duration 4 -use_template 1 -use_timeline 0 -dash_segment_type mp4 \
     -adaptation_sets "id=0,streams=v" "$out/media/manifest.mpd"
-echo "dash-site: $out: $((seconds / 4)) segments x ${#rungs[@]} bitrates, dash.js $(node -p "require('./web/dash/node_modules/dashjs/package.json').version")"
+echo "dash-site: $out: $((seconds / 4)) segments x ${#rungs[@]} bitrates, dash.js $dashjs_version"

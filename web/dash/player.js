@@ -1,12 +1,16 @@
-// The DASH player page: dash.js plays a video-on-demand presentation, the page records what
-// dash.js itself reports (segments loaded, the bitrate of each, rendered quality switches,
-// buffer-empty stalls and their duration, errors) and, when playback ends or fails, publishes a
-// JSON summary as `window.recoupResult` and in <pre id="result"> (for the DevTools protocol).
+// The DASH player page: dash.js plays a video-on-demand presentation or a live one, the page
+// records what dash.js itself reports (segments loaded, the bitrate of each, rendered quality
+// switches, buffer-empty stalls and their duration, errors, and for a live stream its live
+// latency) and, when playback ends or fails, publishes a JSON summary as `window.recoupResult`
+// and in <pre id="result"> (for the DevTools protocol).
 //
 // Page query: `mpd` (the manifest's path, default media/manifest.mpd), `abr` (`throughput`, the
-// default: dash.js's throughput rule alone, the rate-based kind of ABR ART's §7.5 player uses;
-// `dynamic`: dash.js's defaults, BOLA included), `timeout` (s, default 120: the page reports a
-// failure if playback has not ended by then), `note` (a line of text under the title).
+// default for video on demand: dash.js's throughput rule alone, the rate-based kind of ABR ART's
+// §7.5 player uses; `dynamic`: dash.js's defaults, BOLA included, the default for a live
+// stream), `timeout` (s, default 120: the page reports a failure if playback has not ended by
+// then), `note` (a line of text under the title), `live` (s: the manifest is a live one, and
+// the page watches it for this long after playback starts, then ends its run; dash.js's own
+// low-latency mode is switched on by the manifest, as any dash.js page gets it).
 //
 // Any dash.js error (a manifest that cannot be loaded or parsed, a segment that cannot be
 // loaded after dash.js's retries) ends the page's run at once with `ok: false`, so that a
@@ -16,7 +20,8 @@
 (() => {
   const page = new URLSearchParams(location.search);
   const mpd = new URL(page.get("mpd") || "media/manifest.mpd", location.href).href;
-  const abr = page.get("abr") || "throughput";
+  const live = Number(page.get("live") || 0);
+  const abr = page.get("abr") || (live ? "dynamic" : "throughput");
   const timeoutS = Number(page.get("timeout") || 120);
   const $ = (id) => document.getElementById(id);
   const video = $("video");
@@ -29,6 +34,7 @@
   const stalls = []; // [start ms, end ms or null]
   const bufferSamples = []; // [ms, s buffered]
   const rendered = []; // [ms, kbps] of each quality change rendered
+  const latency = []; // [ms, s]: dash.js's live latency while playing (live streams)
   let segmentDuration = null;
   let switches = 0;
   let startupMs = null;
@@ -108,7 +114,11 @@
     if (e.mediaType === "video") closeStall();
   });
   player.on(events.PLAYBACK_PLAYING, () => {
-    if (startupMs === null) startupMs = since();
+    if (startupMs === null) {
+      startupMs = since();
+      // A live stream has no end: the page watches it for `live` seconds of wall time.
+      if (live) setTimeout(() => ((ended = true), closeStall(), finish()), live * 1000);
+    }
   });
   player.on(events.PLAYBACK_ENDED, () => {
     ended = true;
@@ -160,6 +170,9 @@
     // each stall at 0.1 ms.
     const stallEach = stalls.map(([a, b]) => (b ?? since()) - a);
     const stallMs = stallEach.reduce((s, d) => s + d, 0);
+    const lat = latency.map(([, l]) => l).sort((a, b) => a - b);
+    const q = (p) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] : null);
+    const r3 = (x) => (x === null ? null : Math.round(x * 1000) / 1000);
     return {
       ok: ended && failure === null,
       failure,
@@ -171,7 +184,16 @@
       segment_loads: loads.length,
       segment_duration_s: segmentDuration,
       segments_expected:
-        duration && segmentDuration ? Math.ceil(duration / segmentDuration - 1e-6) : null,
+        !live && duration && segmentDuration
+          ? Math.ceil(duration / segmentDuration - 1e-6)
+          : null,
+      live_s: live || null,
+      latency_samples: lat.length,
+      latency_mean_s: lat.length ? r3(lat.reduce((s, l) => s + l, 0) / lat.length) : null,
+      latency_p50_s: r3(q(0.5)),
+      latency_p95_s: r3(q(0.95)),
+      latency_max_s: r3(lat.length ? lat[lat.length - 1] : null),
+      target_latency_s: live ? r3(player.getTargetLiveDelay ? player.getTargetLiveDelay() : null) : null,
       bitrate_kbps: mean === null ? null : Math.round(mean * 10) / 10,
       segment_kbps: loads.map((l) => l.kbps),
       bitrate_switches: switches,
@@ -206,7 +228,13 @@
     $("stalls").textContent = s.stalls;
     $("stalltime").textContent = `${s.stall_ms} ms`;
     $("startup").textContent = s.startup_ms === null ? "–" : `${s.startup_ms} ms`;
-    $("played").textContent = `${s.played_s.toFixed(1)} s / ${s.duration_s ? s.duration_s.toFixed(1) : "?"} s`;
+    $("played").textContent = live
+      ? `live, at ${s.played_s.toFixed(1)} s of its timeline`
+      : `${s.played_s.toFixed(1)} s / ${s.duration_s ? s.duration_s.toFixed(1) : "?"} s`;
+    $("latency").textContent =
+      s.latency_mean_s === null
+        ? "–"
+        : `${s.latency_mean_s.toFixed(2)} s mean, ${s.latency_p95_s.toFixed(2)} s p95`;
     $("protocol").textContent = `${s.page_protocol} / ${s.stream_protocol}`;
     draw();
     return s;
@@ -254,8 +282,9 @@
     clearInterval(sampler);
     clearTimeout(timer);
     const s = render();
+    const what = live ? `played ${live} s live, latency ${s.latency_mean_s} s mean` : "played to the end";
     $("verdict").textContent = s.ok
-      ? `played to the end: ${s.stalls} stalls, ${s.stall_ms} ms stalled, ${s.bitrate_kbps} kbit/s`
+      ? `${what}: ${s.stalls} stalls, ${s.stall_ms} ms stalled, ${s.bitrate_kbps} kbit/s`
       : `failed: ${failure || "playback did not end"}`;
     $("verdict").className = `verdict ${s.ok ? "ok" : "bad"}`;
     $("result").textContent = JSON.stringify(s);
@@ -273,6 +302,10 @@
   sampler = setInterval(() => {
     if (startupMs !== null || Number.isFinite(video.duration)) {
       bufferSamples.push([since(), player.getDashMetrics().getCurrentBufferLevel("video") || 0]);
+    }
+    if (live && startupMs !== null && !done && !video.paused) {
+      const l = player.getCurrentLiveLatency();
+      if (Number.isFinite(l) && l > 0) latency.push([since(), l]);
     }
     render();
   }, 250);

@@ -6,10 +6,9 @@
 #
 #   aioquic   aioquic's library (PyPI) for the interop tests and its HTTP/3 server
 #   caddy     Debian's caddy package (HTTP/3 over quic-go) with apt-get; needs root
-#   quiche    tokio-quiche's HTTP/3 server (tests/peers/quiche, a Cargo project of ours around
-#             crates.io's tokio-quiche, which builds BoringSSL with cmake), built into
-#             $QUICHE_TARGET_DIR (default: tests/peers/quiche/target). That program is not
-#             written yet: until it is, quiche is reported as missing with that reason.
+#   quiche    quiche-h3-server (tests/peers/quiche, a Cargo project of ours around crates.io's
+#             quiche, whose BoringSSL build needs cmake and libclang; both come from apt-get
+#             when missing), built into $QUICHE_TARGET_DIR (default: tests/peers/quiche/target).
 #
 # A peer that cannot be installed is reported with its error and the others go on; with
 # --status FILE each peer gets one line `NAME<TAB>ok<TAB>VERSION` or `NAME<TAB>error<TAB>WHY`,
@@ -89,15 +88,22 @@ install_caddy() {
 }
 
 install_quiche() {
-  local dir="$repo/tests/peers/quiche" log
+  local dir="$repo/tests/peers/quiche" log out
   local target="${QUICHE_TARGET_DIR:-$dir/target}"
   if [[ ! -f "$dir/Cargo.toml" ]]; then
-    report quiche error "the project has no tokio-quiche server program yet ($dir is missing)"
+    report quiche error "$dir is missing"
     return
   fi
   if ! command -v cmake >/dev/null 2>&1; then
     if ! out="$(apt_install cmake 2>&1)"; then
       report quiche error "cmake (BoringSSL's build) is missing and apt-get install cmake failed: $out"
+      return
+    fi
+  fi
+  # boring-sys generates its bindings with bindgen, which loads libclang at build time.
+  if ! ldconfig -p 2>/dev/null | grep -qE 'libclang(-[0-9.]+)?\.so'; then
+    if ! out="$(apt_install libclang-dev 2>&1)"; then
+      report quiche error "libclang (bindgen, for BoringSSL's bindings) is missing and apt-get install libclang-dev failed: $out"
       return
     fi
   fi

@@ -78,6 +78,7 @@ impl Server {
         for client in self.clients.values_mut() {
             client.close();
             client.flush(&self.socket, now, false);
+            report(client, "closed at stop");
         }
         Ok(())
     }
@@ -174,7 +175,7 @@ impl Server {
         Ok(key)
     }
 
-    /// Drops closed connections (their qlog writers flush as they go) with one line each.
+    /// Drops closed connections (their qlog writers flush as they go), reporting each.
     fn collect_closed(&mut self) {
         let closed: Vec<u64> = self
             .clients
@@ -189,16 +190,21 @@ impl Server {
             for id in &client.ids {
                 self.ids.remove(id);
             }
-            let s = client.conn.stats();
-            eprintln!(
-                "{} closed: {} packets sent, {} lost, {} bytes sent",
-                client.conn.trace_id(),
-                s.sent,
-                s.lost,
-                s.sent_bytes
-            );
+            report(&client, "closed");
         }
     }
+}
+
+/// One line on a connection that ends: what it sent and lost.
+fn report(client: &Client, how: &str) {
+    let s = client.conn.stats();
+    eprintln!(
+        "{} {how}: {} packets sent, {} lost, {} bytes sent",
+        client.conn.trace_id(),
+        s.sent,
+        s.lost,
+        s.sent_bytes
+    );
 }
 
 /// The wall clock: this event loop is real-time I/O, the one place quiche's time comes from.

@@ -576,7 +576,8 @@ def report(records, skipped, args, vers):
         f"{max(loads, default=0):.1f} during the runs (a shared machine). A run whose link sent "
         f"its downstream datagrams more than {args.max_late:g} ms (p99) behind their schedule "
         "is left out of the statistics (the loaded machine, not the server, delayed it) and "
-        "counted in `runs`; the largest p99 of the runs kept is in `link late`. {len(records)} runs"
+        "counted in `runs`; the largest p99 of the runs kept is in `link late`. "
+        f"{len(records)} runs"
         + (f", finished from {min(done)} to {max(done)}" if done else "")
         + ".",
         "",

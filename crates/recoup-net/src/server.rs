@@ -125,6 +125,7 @@ impl Server {
         let file_policy = options.transport.policy.clone();
         let metrics = options.metrics.map(|_| Metrics::default());
         let mut transport = options.transport;
+        let transport_datagrams = transport.datagrams.max_frame_size > 0;
         // The recovery latency histogram reads each lost range's record.
         transport.record_recovery |= metrics.is_some();
         let tls = tls::server_tls(options.identity)?;
@@ -194,6 +195,7 @@ impl Server {
                 healthy: Arc::clone(&healthy),
                 metrics: metrics.clone(),
                 conn_metrics: ConnectionMetrics::default(),
+                webtransport: transport_datagrams,
             };
             workers.push(Worker { driver, app });
         }
@@ -321,6 +323,9 @@ struct FileServer {
     healthy: Arc<AtomicBool>,
     metrics: Option<Metrics>,
     conn_metrics: ConnectionMetrics,
+    /// HTTP/3 connections offer WebTransport, whose datagrams need QUIC DATAGRAM frames:
+    /// on when `--datagram-frame-size` announces them (RFC 9297 §2.1.1).
+    webtransport: bool,
 }
 
 /// A connection's application protocol, known once TLS agreed on an ALPN token.
@@ -412,7 +417,12 @@ impl ConnectionHandler for FileServer {
             match conn.alpn() {
                 Some(http3::ALPN) => {
                     let remote = conn.remote_address();
-                    let (h3, state) = http3::serve::session(now, Arc::clone(&self.sources), remote);
+                    let (h3, state) = http3::serve::session(
+                        now,
+                        Arc::clone(&self.sources),
+                        remote,
+                        self.webtransport,
+                    );
                     if self.draining {
                         state.drain();
                     }

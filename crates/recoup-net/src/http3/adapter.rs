@@ -13,7 +13,12 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::{Buf, Bytes};
 use h3::quic::{self as hq, ConnectionErrorIncoming, StreamErrorIncoming, WriteBuf};
+use h3_datagram::datagram::EncodedDatagram;
+use h3_datagram::quic_traits::{
+    DatagramConnectionExt, RecvDatagram, SendDatagram, SendDatagramErrorIncoming,
+};
 use recoup_time::Instant;
+use recoup_transport::coding::BufMutExt;
 use recoup_transport::streams::{StreamEvent, StreamId};
 use recoup_transport::{CloseReason, Connection, Event};
 
@@ -25,6 +30,9 @@ const SEND_QUEUE: usize = 64 * 1024;
 const RECV_QUEUE: usize = 256 * 1024;
 /// Bytes read from the transport at a time.
 const READ_CHUNK: usize = 32 * 1024;
+/// Received HTTP Datagrams held for a reader that is slower than the peer; beyond it the
+/// oldest are dropped, as a datagram may be anywhere on the path (RFC 9221 §5).
+const DATAGRAM_QUEUE: usize = 256;
 
 /// Why a stream half ended abnormally.
 #[derive(Clone, Debug)]
@@ -110,6 +118,15 @@ pub(crate) struct Mailbox {
     close: Option<(u64, String)>,
     /// The transport connection ended.
     closed: Option<ConnectionErrorIncoming>,
+    /// HTTP Datagrams (RFC 9297) are offered on this connection (SETTINGS_H3_DATAGRAM, §2.1.1):
+    /// received QUIC DATAGRAM frames go to the datagram reader; otherwise nothing may carry
+    /// them and they are dropped.
+    http_datagrams: bool,
+    datagrams_in: VecDeque<Bytes>,
+    datagram_waker: Option<Waker>,
+    datagrams_out: VecDeque<Bytes>,
+    /// The largest datagram the transport takes now; `None` while the peer accepts none.
+    datagram_max: Option<usize>,
 }
 
 /// The mailbox as the handles share it (behind a mutex only so a server stays `Send`: one
@@ -182,15 +199,7 @@ impl Mailbox {
                     }
                 }
                 Event::Stream(StreamEvent::Finished(_)) => {}
-                Event::DatagramReceived => {
-                    // HTTP Datagrams (RFC 9297) are not negotiated on this adapter (no
-                    // SETTINGS_H3_DATAGRAM): nothing may carry them yet, so they are dropped.
-                    let mut dropped = 0;
-                    while conn.datagram_recv().is_some() {
-                        dropped += 1;
-                    }
-                    tracing::debug!(dropped, "DATAGRAM frames on HTTP/3 without HTTP Datagrams");
-                }
+                Event::DatagramReceived => self.receive_datagrams(conn),
             }
         }
         for (bidi, queue) in [
@@ -208,7 +217,41 @@ impl Mailbox {
         for id in conn.readable_streams() {
             self.read_stream(conn, id);
         }
+        self.datagram_max = conn.datagram_max_size();
         ended
+    }
+
+    /// A mailbox whose connection offers HTTP Datagrams (RFC 9297 §2.1.1).
+    pub(crate) fn with_http_datagrams() -> Self {
+        Self {
+            http_datagrams: true,
+            ..Self::default()
+        }
+    }
+
+    fn receive_datagrams(&mut self, conn: &mut Connection) {
+        let mut dropped = 0;
+        while let Some(d) = conn.datagram_recv() {
+            if !self.http_datagrams {
+                dropped += 1;
+                continue;
+            }
+            if self.datagrams_in.len() == DATAGRAM_QUEUE {
+                self.datagrams_in.pop_front();
+                dropped += 1;
+            }
+            self.datagrams_in.push_back(d);
+        }
+        if dropped > 0 {
+            tracing::debug!(
+                dropped,
+                http_datagrams = self.http_datagrams,
+                "DATAGRAM frames dropped on HTTP/3 (not offered, or the reader is behind)"
+            );
+        }
+        if !self.datagrams_in.is_empty() {
+            wake(&mut self.datagram_waker);
+        }
     }
 
     fn read_stream(&mut self, conn: &mut Connection, id: StreamId) {
@@ -301,6 +344,13 @@ impl Mailbox {
             }
         }
         self.streams.retain(|_, s| !s.is_spent());
+        // Sent once, never retransmitted (RFC 9221 §5.2): the transport keeps them out of
+        // loss recovery.
+        for d in self.datagrams_out.drain(..) {
+            if let Err(e) = conn.datagram_send(now, d) {
+                tracing::debug!("HTTP Datagram not sent: {e}");
+            }
+        }
         if let Some((code, reason)) = self.close.take() {
             conn.close(now, code, &reason);
         }
@@ -317,6 +367,7 @@ impl Mailbox {
             wake(&mut s.recv_waker);
             wake(&mut s.send_waker);
         }
+        wake(&mut self.datagram_waker);
     }
 
     fn connection_error(&self) -> Option<StreamErrorIncoming> {
@@ -419,6 +470,144 @@ impl QuicConn {
             recv: self.recv_half(id),
         }
     }
+
+    /// The connection's HTTP Datagrams.
+    pub(crate) fn datagrams(&self) -> Datagrams {
+        Datagrams {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// A second reader and finisher of stream `id` beside its h3 handles, for a stream h3's
+    /// handles leave alone (a WebTransport session's CONNECT stream).
+    pub(crate) fn tap(&self, id: u64) -> StreamTap {
+        StreamTap {
+            shared: Arc::clone(&self.shared),
+            id,
+        }
+    }
+}
+
+/// Reads and finishes a stream whose h3 handles are held elsewhere and unused
+/// ([`QuicConn::tap`]); dropping it leaves the stream to those handles.
+#[derive(Debug)]
+pub(crate) struct StreamTap {
+    shared: Shared,
+    id: u64,
+}
+
+impl StreamTap {
+    pub(crate) fn poll_data(
+        &self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+        poll_recv(&self.shared, self.id, cx)
+    }
+
+    /// Sends FIN after what was queued (a no-op once the stream's sending side ended).
+    pub(crate) fn finish(&self) {
+        if let Some(s) = lock(&self.shared).streams.get_mut(&self.id) {
+            s.finish = true;
+        }
+    }
+
+    /// Resets the sending side and asks the peer to stop sending, both with `code`.
+    pub(crate) fn abort(&self, code: u64) {
+        if let Some(s) = lock(&self.shared).streams.get_mut(&self.id) {
+            if !s.send_done {
+                s.reset = Some(code);
+                s.queued.clear();
+                s.queued_len = 0;
+            }
+            if !s.recv_fin && s.recv_ended.is_none() {
+                s.stop = Some(code);
+            }
+        }
+    }
+}
+
+/// HTTP Datagrams (RFC 9297 §2.1) of the connection: QUIC DATAGRAM frames (RFC 9221) sent and
+/// received through the mailbox.
+#[derive(Clone, Debug)]
+pub(crate) struct Datagrams {
+    shared: Shared,
+}
+
+impl Datagrams {
+    /// Sends `payload` as an HTTP Datagram of the request on stream `stream_id`: its Quarter
+    /// Stream ID, then the payload (RFC 9297 §2.1). Written here rather than by h3-datagram
+    /// 0.0.2, whose encoder sends a Quarter Stream ID of zero whatever the stream.
+    pub(crate) fn send(
+        &self,
+        stream_id: u64,
+        payload: &[u8],
+    ) -> Result<(), SendDatagramErrorIncoming> {
+        let mut d = Vec::with_capacity(8 + payload.len());
+        d.put_varint(stream_id / 4);
+        d.extend_from_slice(payload);
+        self.queue(Bytes::from(d))
+    }
+
+    fn queue(&self, bytes: Bytes) -> Result<(), SendDatagramErrorIncoming> {
+        let mut m = lock(&self.shared);
+        if let Some(e) = &m.closed {
+            return Err(SendDatagramErrorIncoming::ConnectionError(e.clone()));
+        }
+        match m.datagram_max {
+            None => Err(SendDatagramErrorIncoming::NotAvailable),
+            Some(max) if bytes.len() > max => Err(SendDatagramErrorIncoming::TooLarge),
+            Some(_) => {
+                m.datagrams_out.push_back(bytes);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl<B: Buf> SendDatagram<B> for Datagrams {
+    fn send_datagram<T: Into<EncodedDatagram<B>>>(
+        &mut self,
+        data: T,
+    ) -> Result<(), SendDatagramErrorIncoming> {
+        let mut data: EncodedDatagram<B> = data.into();
+        self.queue(data.copy_to_bytes(data.remaining()))
+    }
+}
+
+impl RecvDatagram for Datagrams {
+    type Buffer = Bytes;
+
+    fn poll_incoming_datagram(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Bytes, ConnectionErrorIncoming>> {
+        let mut m = lock(&self.shared);
+        if let Some(d) = m.datagrams_in.pop_front() {
+            return Poll::Ready(Ok(d));
+        }
+        if let Some(e) = &m.closed {
+            return Poll::Ready(Err(e.clone()));
+        }
+        m.datagram_waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl<B: Buf> DatagramConnectionExt<B> for QuicConn {
+    type SendDatagramHandler = Datagrams;
+    type RecvDatagramHandler = Datagrams;
+
+    fn send_datagram_handler(&self) -> Datagrams {
+        Datagrams {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    fn recv_datagram_handler(&self) -> Datagrams {
+        Datagrams {
+            shared: Arc::clone(&self.shared),
+        }
+    }
 }
 
 impl<B: Buf> hq::Connection<B> for QuicConn {
@@ -508,6 +697,26 @@ impl SendHalf {
             ));
         }
         Ok(())
+    }
+}
+
+impl<B: Buf> hq::SendStreamUnframed<B> for SendHalf {
+    fn poll_send<D: Buf>(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut D,
+    ) -> Poll<Result<usize, StreamErrorIncoming>> {
+        if let Err(e) = std::task::ready!(hq::SendStream::<B>::poll_ready(self, cx)) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(self.with(|s, closed| {
+            Self::check(s, closed)?;
+            let n = buf.remaining().min(SEND_QUEUE - s.queued_len);
+            let bytes = buf.copy_to_bytes(n);
+            s.queued_len += n;
+            s.queued.push_back(bytes);
+            Ok(n)
+        }))
     }
 }
 
@@ -604,6 +813,35 @@ impl Drop for RecvHalf {
     }
 }
 
+/// The next received bytes of stream `id`: `None` at its end.
+fn poll_recv(
+    shared: &Shared,
+    id: u64,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+    let mut guard = lock(shared);
+    let m = &mut *guard;
+    let closed = m.connection_error();
+    let Some(s) = m.streams.get_mut(&id) else {
+        return Poll::Ready(Err(closed.unwrap_or_else(gone)));
+    };
+    if let Some(chunk) = s.received.pop_front() {
+        s.received_len -= chunk.len();
+        return Poll::Ready(Ok(Some(chunk)));
+    }
+    if let Some(e) = &s.recv_ended {
+        return Poll::Ready(Err(e.to_error()));
+    }
+    if s.recv_fin {
+        return Poll::Ready(Ok(None));
+    }
+    if let Some(e) = closed {
+        return Poll::Ready(Err(e));
+    }
+    s.recv_waker = Some(cx.waker().clone());
+    Poll::Pending
+}
+
 impl hq::RecvStream for RecvHalf {
     type Buf = Bytes;
 
@@ -611,27 +849,7 @@ impl hq::RecvStream for RecvHalf {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
-        let mut guard = lock(&self.shared);
-        let m = &mut *guard;
-        let closed = m.connection_error();
-        let Some(s) = m.streams.get_mut(&self.id) else {
-            return Poll::Ready(Err(closed.unwrap_or_else(gone)));
-        };
-        if let Some(chunk) = s.received.pop_front() {
-            s.received_len -= chunk.len();
-            return Poll::Ready(Ok(Some(chunk)));
-        }
-        if let Some(e) = &s.recv_ended {
-            return Poll::Ready(Err(e.to_error()));
-        }
-        if s.recv_fin {
-            return Poll::Ready(Ok(None));
-        }
-        if let Some(e) = closed {
-            return Poll::Ready(Err(e));
-        }
-        s.recv_waker = Some(cx.waker().clone());
-        Poll::Pending
+        poll_recv(&self.shared, self.id, cx)
     }
 
     fn stop_sending(&mut self, error_code: u64) {
@@ -697,6 +915,16 @@ impl hq::RecvStream for BidiStream {
 
     fn recv_id(&self) -> hq::StreamId {
         self.recv.recv_id()
+    }
+}
+
+impl<B: Buf> hq::SendStreamUnframed<B> for BidiStream {
+    fn poll_send<D: Buf>(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut D,
+    ) -> Poll<Result<usize, StreamErrorIncoming>> {
+        hq::SendStreamUnframed::<B>::poll_send(&mut self.send, cx, buf)
     }
 }
 

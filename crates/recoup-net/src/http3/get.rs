@@ -74,7 +74,7 @@ impl<'a> H3Get<'a> {
             requests.push((request, path.clone(), SharedOutcome::default()));
         }
         let outcomes = requests.iter().map(|(_, _, o)| Arc::clone(o)).collect();
-        let session = Session::new(now);
+        let session = Session::new(now, false);
         session
             .spawner()
             .spawn(fetch_all(session.quic(), session.spawner(), requests));

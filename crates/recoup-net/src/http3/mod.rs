@@ -17,10 +17,12 @@
 //! content ([`crate::content`]) and responses to bytes.
 
 pub(crate) mod adapter;
+pub(crate) mod capsule;
 pub(crate) mod get;
 pub(crate) mod serve;
 pub(crate) mod session;
 pub(crate) mod tasks;
+pub(crate) mod webtransport;
 
 /// The ALPN token of HTTP/3 (RFC 9114 §3.1).
 pub const ALPN: &[u8] = b"h3";

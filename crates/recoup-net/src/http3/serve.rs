@@ -16,13 +16,14 @@ use std::task::{Poll, Waker};
 
 use bytes::Bytes;
 use h3::server::{Connection as H3Connection, RequestResolver, RequestStream};
-use http::{header, Method, Response, StatusCode};
+use http::{header, Method, Request, Response, StatusCode};
 use recoup_time::Instant;
 use recoup_transport::streams::StreamId;
 
 use super::adapter::{BidiStream, QuicConn};
 use super::session::Session;
 use super::tasks::{Spawner, Timers};
+use super::webtransport;
 use crate::content::{self, Content, ContentKind, Sources, LIVE_CONTENT_TYPE};
 use crate::error::Error;
 use crate::live::{LiveParams, LiveStream};
@@ -70,7 +71,7 @@ impl ServeState {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -91,24 +92,80 @@ impl Drop for InFlight {
 }
 
 /// Starts serving HTTP/3 on a connection whose handshake chose `h3`; the state is shared with
-/// the server loop (the first request's kind, the drain).
+/// the server loop (the first request's kind, the drain). With `webtransport` the connection
+/// offers extended CONNECT (RFC 9220), HTTP Datagrams (RFC 9297) and WebTransport
+/// (draft-ietf-webtrans-http3), and accepts a session at [`webtransport::ECHO_PATH`].
 pub(crate) fn session(
     now: Instant,
     sources: Arc<Sources>,
     remote: SocketAddr,
+    webtransport: bool,
 ) -> (Session, Arc<ServeState>) {
-    let session = Session::new(now);
+    let session = Session::new(now, webtransport);
     let state = Arc::new(ServeState::default());
     let spawner = session.spawner();
     spawner.spawn(accept_requests(
-        session.quic(),
-        sources,
-        session.timers(),
-        spawner.clone(),
-        remote,
-        Arc::clone(&state),
+        Server {
+            quic: session.quic(),
+            sources,
+            timers: session.timers(),
+            spawner: spawner.clone(),
+            remote,
+            state: Arc::clone(&state),
+        },
+        webtransport,
     ));
     (session, state)
+}
+
+/// What a connection's tasks share to answer requests.
+#[derive(Clone)]
+struct Server {
+    quic: QuicConn,
+    sources: Arc<Sources>,
+    timers: Arc<Timers>,
+    spawner: Spawner,
+    remote: SocketAddr,
+    state: Arc<ServeState>,
+}
+
+impl Server {
+    fn answer(&self, request: Request<()>, stream: Stream) {
+        self.spawner.spawn(answer(
+            request,
+            stream,
+            Arc::clone(&self.sources),
+            Arc::clone(&self.timers),
+            self.remote,
+            InFlight::new(&self.state),
+        ));
+    }
+
+    fn resolve_and_answer(&self, resolver: RequestResolver<QuicConn, Bytes>) {
+        let server = self.clone();
+        self.spawner.spawn(async move {
+            match resolver.resolve_request().await {
+                Ok((request, stream)) => server.answer(request, stream),
+                Err(e) => tracing::info!(remote = %server.remote, "bad HTTP/3 request: {e}"),
+            }
+        });
+    }
+}
+
+/// The settings of a connection that offers WebTransport: extended CONNECT (RFC 9220 §3),
+/// SETTINGS_H3_DATAGRAM (RFC 9297 §2.1.1), and WebTransport's (draft-ietf-webtrans-http3 §3.1),
+/// one session per connection, as browsers open them.
+async fn webtransport_connection(
+    quic: QuicConn,
+) -> Result<H3Connection<QuicConn, Bytes>, h3::error::ConnectionError> {
+    h3::server::builder()
+        .enable_extended_connect(true)
+        .enable_datagram(true)
+        .enable_webtransport(true)
+        .max_webtransport_sessions(1)
+        .send_grease(true)
+        .build(quic)
+        .await
 }
 
 /// What the accept loop waits for.
@@ -117,15 +174,14 @@ enum Next<T> {
     Drain,
 }
 
-async fn accept_requests(
-    quic: QuicConn,
-    sources: Arc<Sources>,
-    timers: Arc<Timers>,
-    spawner: Spawner,
-    remote: SocketAddr,
-    state: Arc<ServeState>,
-) {
-    let mut conn: H3Connection<QuicConn, Bytes> = match H3Connection::new(quic).await {
+async fn accept_requests(server: Server, webtransport: bool) {
+    let (remote, state) = (server.remote, Arc::clone(&server.state));
+    let setup = if webtransport {
+        webtransport_connection(server.quic.clone()).await
+    } else {
+        H3Connection::new(server.quic.clone()).await
+    };
+    let mut conn: H3Connection<QuicConn, Bytes> = match setup {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!(%remote, "HTTP/3 connection setup failed: {e}");
@@ -154,13 +210,29 @@ async fn accept_requests(
                 state.goaway_sent.store(true, Ordering::SeqCst);
                 tracing::info!(%remote, "GOAWAY sent");
             }
-            Next::Accepted(Ok(Some(resolver))) => spawner.spawn(answer(
-                resolver,
-                Arc::clone(&sources),
-                Arc::clone(&timers),
-                remote,
-                InFlight::new(&state),
-            )),
+            Next::Accepted(Ok(Some(resolver))) if !webtransport => {
+                server.resolve_and_answer(resolver);
+            }
+            Next::Accepted(Ok(Some(resolver))) => {
+                // A WebTransport CONNECT takes the connection (h3-webtransport's session owns
+                // it), so with WebTransport on the headers are read before the next request.
+                let (request, stream) = match resolver.resolve_request().await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::info!(%remote, "bad HTTP/3 request: {e}");
+                        continue;
+                    }
+                };
+                if !webtransport::is_webtransport(&request) {
+                    server.answer(request, stream);
+                } else if request.uri().path() == webtransport::ECHO_PATH {
+                    serve_webtransport(&server, request, stream, conn).await;
+                    state.goaway_sent.store(true, Ordering::SeqCst);
+                    return;
+                } else {
+                    refuse_webtransport(remote, &request, stream).await;
+                }
+            }
             Next::Accepted(Ok(None)) => break,
             Next::Accepted(Err(e)) => {
                 // Peers close with H3_NO_ERROR or, like aioquic, with 0: both are normal.
@@ -173,21 +245,66 @@ async fn accept_requests(
     state.goaway_sent.store(true, Ordering::SeqCst);
 }
 
+/// Accepts a WebTransport session on `conn` and echoes on it until the connection ends,
+/// answering the HTTP requests that arrive meanwhile.
+async fn serve_webtransport(
+    server: &Server,
+    request: Request<()>,
+    stream: Stream,
+    conn: H3Connection<QuicConn, Bytes>,
+) {
+    let remote = server.remote;
+    let connect_id = stream.id().into_inner();
+    let connect = server.quic.tap(connect_id);
+    let path = request.uri().path().to_owned();
+    // The session counts as a request in flight: a drain waits for it to close.
+    let in_flight = InFlight::new(&server.state);
+    match webtransport::Session::accept(request, stream, conn).await {
+        Ok(session) => {
+            let state = Arc::clone(&server.state);
+            let requests = server.clone();
+            webtransport::echo(
+                session,
+                connect_id,
+                connect,
+                server.quic.datagrams(),
+                remote,
+                server.spawner.clone(),
+                move || state.draining(),
+                move |request, stream| requests.answer(request, stream),
+            )
+            .await;
+        }
+        // Without the client's SETTINGS_ENABLE_WEBTRANSPORT and SETTINGS_H3_DATAGRAM,
+        // h3-webtransport closes the connection with H3_SETTINGS_ERROR
+        // (draft-ietf-webtrans-http3 §3.1).
+        Err(e) => tracing::warn!(%remote, %path, "WebTransport session refused: {e}"),
+    }
+    drop(in_flight);
+}
+
+/// A WebTransport CONNECT to a path with no session behind it: 404, logged (RFC 9110 §15.5.5).
+async fn refuse_webtransport(remote: SocketAddr, request: &Request<()>, mut stream: Stream) {
+    let path = request.uri().path();
+    tracing::info!(%remote, stream = stream.id().into_inner(), %path, "WebTransport session refused: 404, no such path");
+    let why = format!(
+        "{path} (WebTransport sessions are at {})",
+        webtransport::ECHO_PATH
+    );
+    if let Err(e) = send_error(&mut stream, StatusCode::NOT_FOUND, &why, false).await {
+        tracing::debug!(%remote, "404 not sent: {e}");
+    }
+}
+
 async fn answer(
-    resolver: RequestResolver<QuicConn, Bytes>,
+    request: Request<()>,
+    mut stream: Stream,
     sources: Arc<Sources>,
     timers: Arc<Timers>,
     remote: SocketAddr,
     in_flight: InFlight,
 ) {
     let state = &in_flight.0;
-    let (request, mut stream) = match resolver.resolve_request().await {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::info!(%remote, "bad HTTP/3 request: {e}");
-            return;
-        }
-    };
     let path = request
         .uri()
         .path_and_query()

@@ -23,9 +23,15 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(now: Instant) -> Self {
+    /// A session; `http_datagrams` when the connection offers HTTP Datagrams (RFC 9297).
+    pub(crate) fn new(now: Instant, http_datagrams: bool) -> Self {
+        let mailbox = if http_datagrams {
+            adapter::Mailbox::with_http_datagrams()
+        } else {
+            adapter::Mailbox::default()
+        };
         Self {
-            mailbox: Shared::default(),
+            mailbox: Arc::new(std::sync::Mutex::new(mailbox)),
             tasks: Tasks::default(),
             timers: Timers::new(now),
             busy: true,

@@ -1,0 +1,214 @@
+//! The CONNECT stream of a WebTransport session once it is accepted: HTTP/3 frames (RFC 9114
+//! §7.1) whose DATA payloads carry capsules (RFC 9297 §3.2), read for the session's end
+//! (draft-ietf-webtrans-http3 §6: CLOSE_WEBTRANSPORT_SESSION, DRAIN_WEBTRANSPORT_SESSION).
+//!
+//! h3-webtransport keeps the CONNECT stream to itself and never reads it, so the session reads
+//! it from the mailbox ([`super::adapter::StreamTap`]) and parses it here.
+
+use recoup_transport::coding::Reader;
+
+/// HTTP/3 frame types (RFC 9114 §7.2).
+const DATA: u64 = 0x0;
+/// Frames that must not appear on a request stream: CANCEL_PUSH, SETTINGS, PUSH_PROMISE (from a
+/// client), GOAWAY, MAX_PUSH_ID (RFC 9114 §7.2.3-7.2.7), and HTTP/2's reserved types (§7.2.8).
+const UNEXPECTED: [u64; 9] = [0x2, 0x3, 0x4, 0x5, 0x6, 0x7, 0x8, 0x9, 0xd];
+
+/// Capsule types (draft-ietf-webtrans-http3 §9.6).
+pub(crate) const CLOSE_WEBTRANSPORT_SESSION: u64 = 0x2843;
+pub(crate) const DRAIN_WEBTRANSPORT_SESSION: u64 = 0x78ae;
+/// The longest reason a CLOSE_WEBTRANSPORT_SESSION may carry (draft-ietf-webtrans-http3 §6).
+const MAX_REASON: usize = 1024;
+/// The longest capsule buffered whole: a CLOSE is at most 4 + 1024 bytes; other capsules are
+/// skipped as they arrive, whatever their length.
+const MAX_BUFFERED: u64 = 4 + MAX_REASON as u64;
+
+/// H3_FRAME_UNEXPECTED (RFC 9114 §8.1).
+pub(crate) const H3_FRAME_UNEXPECTED: u64 = 0x105;
+/// H3_MESSAGE_ERROR (RFC 9114 §8.1): a malformed message (§4.1.2), which a malformed capsule is
+/// (RFC 9297 §3.3).
+pub(crate) const H3_MESSAGE_ERROR: u64 = 0x10e;
+
+/// What the client said on the CONNECT stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Capsule {
+    /// CLOSE_WEBTRANSPORT_SESSION: the application's error code and reason.
+    Close { code: u32, reason: String },
+    /// DRAIN_WEBTRANSPORT_SESSION: the client asks for a graceful end.
+    Drain,
+}
+
+/// Why the CONNECT stream is broken, with the HTTP/3 error code that answers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Malformed {
+    pub code: u64,
+    pub why: String,
+}
+
+fn malformed(code: u64, why: impl Into<String>) -> Malformed {
+    Malformed {
+        code,
+        why: why.into(),
+    }
+}
+
+/// Where the parser is inside the stream's frames and capsules.
+#[derive(Debug, Default)]
+pub(crate) struct ConnectStream {
+    /// Bytes not yet parsed as a frame header.
+    frame_head: Vec<u8>,
+    /// Payload bytes left in the current frame, and whether it is DATA (whose payload is
+    /// capsules) or a frame skipped whole.
+    frame_left: u64,
+    in_data: bool,
+    /// DATA payload bytes not yet parsed as a capsule.
+    capsule: Vec<u8>,
+    /// Bytes left to skip of a capsule of a type with no meaning here (RFC 9297 §3.2: unknown
+    /// capsule types are ignored).
+    skip_capsule: u64,
+}
+
+impl ConnectStream {
+    /// Parses `bytes`, the stream's next bytes; returns the capsules they complete.
+    pub(crate) fn feed(&mut self, mut bytes: &[u8]) -> Result<Vec<Capsule>, Malformed> {
+        let mut out = Vec::new();
+        while !bytes.is_empty() {
+            if self.frame_left == 0 {
+                self.frame_head.push(bytes[0]);
+                bytes = &bytes[1..];
+                self.parse_frame_head()?;
+                continue;
+            }
+            let n = usize::try_from(self.frame_left)
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
+            let (payload, rest) = bytes.split_at(n);
+            bytes = rest;
+            self.frame_left -= n as u64;
+            if self.in_data {
+                self.capsules(payload, &mut out)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Parses the frame header once `frame_head` holds all of it.
+    fn parse_frame_head(&mut self) -> Result<(), Malformed> {
+        let mut r = Reader::new(&self.frame_head);
+        let (Ok(kind), Ok(len)) = (r.varint("frame type"), r.varint("frame length")) else {
+            return Ok(());
+        };
+        self.frame_head.clear();
+        if UNEXPECTED.contains(&kind) {
+            return Err(malformed(
+                H3_FRAME_UNEXPECTED,
+                format!("frame type {kind:#x} on the CONNECT stream (RFC 9114 §7.2)"),
+            ));
+        }
+        // HEADERS here would be trailers; they and unknown types carry nothing for the
+        // session and are skipped (RFC 9114 §9).
+        self.in_data = kind == DATA;
+        self.frame_left = len;
+        Ok(())
+    }
+
+    fn capsules(&mut self, mut payload: &[u8], out: &mut Vec<Capsule>) -> Result<(), Malformed> {
+        while !payload.is_empty() {
+            if self.skip_capsule > 0 {
+                let n = usize::try_from(self.skip_capsule)
+                    .unwrap_or(usize::MAX)
+                    .min(payload.len());
+                self.skip_capsule -= n as u64;
+                payload = &payload[n..];
+                continue;
+            }
+            self.capsule.push(payload[0]);
+            payload = &payload[1..];
+            let mut r = Reader::new(&self.capsule);
+            let (Ok(kind), Ok(len)) = (r.varint("capsule type"), r.varint("capsule length")) else {
+                continue;
+            };
+            let known = matches!(
+                kind,
+                CLOSE_WEBTRANSPORT_SESSION | DRAIN_WEBTRANSPORT_SESSION
+            );
+            if !known {
+                self.capsule.clear();
+                self.skip_capsule = len;
+                continue;
+            }
+            if len > MAX_BUFFERED {
+                return Err(malformed(
+                    H3_MESSAGE_ERROR,
+                    format!(
+                        "capsule {kind:#x} of {len} bytes (a CLOSE_WEBTRANSPORT_SESSION \
+                         holds at most {MAX_BUFFERED}, draft-ietf-webtrans-http3 §6)"
+                    ),
+                ));
+            }
+            let head = r.position();
+            let want = head + usize::try_from(len).unwrap_or(usize::MAX);
+            // The value: as much as this payload has, up to the capsule's end.
+            let n = (want - self.capsule.len()).min(payload.len());
+            self.capsule.extend_from_slice(&payload[..n]);
+            payload = &payload[n..];
+            if self.capsule.len() < want {
+                continue;
+            }
+            let value = self.capsule.split_off(head);
+            self.capsule.clear();
+            out.push(decode(kind, &value)?);
+        }
+        Ok(())
+    }
+
+    /// The stream ended (FIN): an unfinished frame or capsule is malformed (RFC 9297 §3.3).
+    pub(crate) fn finish(&self) -> Result<(), Malformed> {
+        if !self.frame_head.is_empty() || self.frame_left > 0 {
+            return Err(malformed(
+                H3_FRAME_UNEXPECTED,
+                "the CONNECT stream ended inside a frame (RFC 9114 §7.1)",
+            ));
+        }
+        if !self.capsule.is_empty() || self.skip_capsule > 0 {
+            return Err(malformed(
+                H3_MESSAGE_ERROR,
+                "the CONNECT stream ended inside a capsule (RFC 9297 §3.3)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn decode(kind: u64, value: &[u8]) -> Result<Capsule, Malformed> {
+    if kind == DRAIN_WEBTRANSPORT_SESSION {
+        // draft-ietf-webtrans-http3 §6: it has no value.
+        if !value.is_empty() {
+            return Err(malformed(
+                H3_MESSAGE_ERROR,
+                "DRAIN_WEBTRANSPORT_SESSION with a value (draft-ietf-webtrans-http3 §6)",
+            ));
+        }
+        return Ok(Capsule::Drain);
+    }
+    let mut r = Reader::new(value);
+    let code = r.u32("error code").map_err(|_| {
+        malformed(
+            H3_MESSAGE_ERROR,
+            format!(
+                "CLOSE_WEBTRANSPORT_SESSION of {} bytes has no 32-bit error code \
+                 (draft-ietf-webtrans-http3 §6)",
+                value.len()
+            ),
+        )
+    })?;
+    let reason = std::str::from_utf8(r.rest()).map_err(|_| {
+        malformed(
+            H3_MESSAGE_ERROR,
+            "CLOSE_WEBTRANSPORT_SESSION reason is not UTF-8 (draft-ietf-webtrans-http3 §6)",
+        )
+    })?;
+    Ok(Capsule::Close {
+        code,
+        reason: reason.to_owned(),
+    })
+}

@@ -34,8 +34,8 @@ from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.buffer import encode_uint_var
 from aioquic.h3.connection import FrameType, H3Connection
 from aioquic.h3.events import (
-    DataReceived,
     DatagramReceived,
+    DataReceived,
     HeadersReceived,
     WebTransportStreamDataReceived,
 )
@@ -212,7 +212,9 @@ async def run(args):
             problems.append(f"{len(wrong)} echoed datagrams differ or name another session")
 
         # Close: CLOSE_WEBTRANSPORT_SESSION, then FIN (draft §6); the server answers with FIN.
-        c.http.send_data(sid, capsule(CLOSE_WEBTRANSPORT_SESSION, struct.pack(">I", 7) + b"bye"), True)
+        c.http.send_data(
+            sid, capsule(CLOSE_WEBTRANSPORT_SESSION, struct.pack(">I", 7) + b"bye"), True
+        )
         c.transmit()
         await c.until(lambda: c.connect_data.get(sid, [b"", False])[1] or c.closed, 10)
         report["server_fin"] = bool(c.connect_data.get(sid, [b"", False])[1])

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Plays a recoup page in headless Chromium over HTTP/3: the live player (web/player.html) or the
-DASH player (web/dash/index.html, dash.js).
+"""Plays a recoup page in headless Chromium over HTTP/3: the live player (web/player.html), the
+DASH player (web/dash/index.html, dash.js) or the WebTransport echo (web/webtransport.html).
 
 Starts Debian's `chromium` headless with QUIC forced to the page's origin and the server's
 certificate pinned by its SPKI hash, drives it through the DevTools protocol over a pipe
 (`--remote-debugging-pipe`: no port, no websocket library), waits until the page publishes its
-summary (`window.recoupResult`: `ok`, `failure`, `page_protocol`, `stream_protocol` and the
-page's own metrics), saves a screenshot and prints one JSON line: the page's summary plus
+summary (`window.recoupResult`: `ok`, `failure`, `page_protocol`, `stream_protocol` (not on the
+WebTransport page, which sets `webtransport`) and the page's own metrics), saves a screenshot
+and prints one JSON line: the page's summary plus
 `netlog`, what Chromium's own net log says about the QUIC session (the ALPN it negotiated and the
 packets it exchanged), and for the live player `model_check`, the page's freezes recomputed from
 its arrival times by live_player.py's model (the Python port of recoup's player). Exits
@@ -46,6 +47,7 @@ from live_player import NS, Player  # noqa: E402
 # Resource Timing's nextHopProtocol for HTTP/3 (the ALPN token, RFC 9114 §3.1): the page
 # and the stream must both have come over it.
 HTTP3 = "h3"
+PROTOCOLS = ("page_protocol", "stream_protocol")
 
 
 def spki_hash(cert_pem):
@@ -371,7 +373,10 @@ def main():
     problems = []
     if result:
         problems += [] if result["ok"] else [result.get("failure") or "stream not intact"]
-        for what in ("page_protocol", "stream_protocol"):
+        # The WebTransport page has no stream fetched over HTTP: its session's protocol is
+        # WebTransport over HTTP/3 by construction, and the net log shows the session.
+        fetched = ("page_protocol",) if result.get("webtransport") else PROTOCOLS
+        for what in fetched:
             if result.get(what) != HTTP3:
                 problems.append(f"{what} is {result.get(what)!r}, not {HTTP3!r}")
         check = summary["model_check"]

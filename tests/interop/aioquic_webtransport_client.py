@@ -15,7 +15,8 @@ for --case:
 - `malformed-capsule`: a CLOSE_WEBTRANSPORT_SESSION too short for its error code, which the
   server must answer by resetting the CONNECT stream with H3_MESSAGE_ERROR (RFC 9297 §3.3);
 - `no-settings`: the client does not offer WebTransport in its SETTINGS, yet sends the CONNECT:
-  the session must be refused with H3_SETTINGS_ERROR (draft §3.1) and not accepted.
+  the session must not be accepted (h3-webtransport closes the connection with
+  H3_SETTINGS_ERROR).
 
 Prints one JSON line of what happened; exits non-zero, with the reason on stderr, when the
 server did not behave as described. Certificates are not checked (test servers are
@@ -42,7 +43,7 @@ from aioquic.h3.events import (
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ConnectionTerminated, StreamReset
 
-# draft-ietf-webtrans-http3 §9.6 and RFC 9114 §8.1.
+# draft-ietf-webtrans-http3, IANA Considerations and RFC 9114 §8.1.
 CLOSE_WEBTRANSPORT_SESSION = 0x2843
 H3_MESSAGE_ERROR = 0x10E
 H3_SETTINGS_ERROR = 0x109
@@ -211,7 +212,8 @@ async def run(args):
         if wrong:
             problems.append(f"{len(wrong)} echoed datagrams differ or name another session")
 
-        # Close: CLOSE_WEBTRANSPORT_SESSION, then FIN (draft §6); the server answers with FIN.
+        # Close: CLOSE_WEBTRANSPORT_SESSION, then FIN (draft-ietf-webtrans-http3, Session
+        # Termination); the server answers with FIN.
         c.http.send_data(
             sid, capsule(CLOSE_WEBTRANSPORT_SESSION, struct.pack(">I", 7) + b"bye"), True
         )

@@ -66,7 +66,8 @@ pub struct TransportArgs {
     pub pmtud_max: u16,
     /// Accept DATAGRAM frames (RFC 9221) of up to this many bytes (frame type, length and
     /// data; RFC 9221 §3 recommends 65535), announced as max_datagram_frame_size. 0, the
-    /// default, announces nothing. `recoup serve` echoes datagrams on hq-interop connections.
+    /// default, announces nothing. `recoup serve` echoes datagrams on hq-interop connections,
+    /// and above 0 offers WebTransport on HTTP/3 (an echo session at /webtransport/echo).
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub datagram_frame_size: u64,
 }

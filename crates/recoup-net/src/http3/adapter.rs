@@ -497,6 +497,10 @@ pub(crate) struct StreamTap {
 }
 
 impl StreamTap {
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     pub(crate) fn poll_data(
         &self,
         cx: &mut Context<'_>,

@@ -1,6 +1,6 @@
 //! The CONNECT stream of a WebTransport session once it is accepted: HTTP/3 frames (RFC 9114
 //! §7.1) whose DATA payloads carry capsules (RFC 9297 §3.2), read for the session's end
-//! (draft-ietf-webtrans-http3 §6: CLOSE_WEBTRANSPORT_SESSION, DRAIN_WEBTRANSPORT_SESSION).
+//! (draft-ietf-webtrans-http3, Session Termination: CLOSE_WEBTRANSPORT_SESSION, DRAIN_WEBTRANSPORT_SESSION).
 //!
 //! h3-webtransport keeps the CONNECT stream to itself and never reads it, so the session reads
 //! it from the mailbox ([`super::adapter::StreamTap`]) and parses it here.
@@ -13,10 +13,10 @@ const DATA: u64 = 0x0;
 /// client), GOAWAY, MAX_PUSH_ID (RFC 9114 §7.2.3-7.2.7), and HTTP/2's reserved types (§7.2.8).
 const UNEXPECTED: [u64; 9] = [0x2, 0x3, 0x4, 0x5, 0x6, 0x7, 0x8, 0x9, 0xd];
 
-/// Capsule types (draft-ietf-webtrans-http3 §9.6).
+/// Capsule types (draft-ietf-webtrans-http3, IANA Considerations).
 pub(crate) const CLOSE_WEBTRANSPORT_SESSION: u64 = 0x2843;
 pub(crate) const DRAIN_WEBTRANSPORT_SESSION: u64 = 0x78ae;
-/// The longest reason a CLOSE_WEBTRANSPORT_SESSION may carry (draft-ietf-webtrans-http3 §6).
+/// The longest reason a CLOSE_WEBTRANSPORT_SESSION may carry (draft-ietf-webtrans-http3, Session Termination).
 const MAX_REASON: usize = 1024;
 /// The longest capsule buffered whole: a CLOSE is at most 4 + 1024 bytes; other capsules are
 /// skipped as they arrive, whatever their length.
@@ -141,7 +141,7 @@ impl ConnectStream {
                     H3_MESSAGE_ERROR,
                     format!(
                         "capsule {kind:#x} of {len} bytes (a CLOSE_WEBTRANSPORT_SESSION \
-                         holds at most {MAX_BUFFERED}, draft-ietf-webtrans-http3 §6)"
+                         holds at most {MAX_BUFFERED}, draft-ietf-webtrans-http3, Session Termination)"
                     ),
                 ));
             }
@@ -181,11 +181,11 @@ impl ConnectStream {
 
 fn decode(kind: u64, value: &[u8]) -> Result<Capsule, Malformed> {
     if kind == DRAIN_WEBTRANSPORT_SESSION {
-        // draft-ietf-webtrans-http3 §6: it has no value.
+        // draft-ietf-webtrans-http3, Session Termination: it has no value.
         if !value.is_empty() {
             return Err(malformed(
                 H3_MESSAGE_ERROR,
-                "DRAIN_WEBTRANSPORT_SESSION with a value (draft-ietf-webtrans-http3 §6)",
+                "DRAIN_WEBTRANSPORT_SESSION with a value (draft-ietf-webtrans-http3, Session Termination)",
             ));
         }
         return Ok(Capsule::Drain);
@@ -196,7 +196,7 @@ fn decode(kind: u64, value: &[u8]) -> Result<Capsule, Malformed> {
             H3_MESSAGE_ERROR,
             format!(
                 "CLOSE_WEBTRANSPORT_SESSION of {} bytes has no 32-bit error code \
-                 (draft-ietf-webtrans-http3 §6)",
+                 (draft-ietf-webtrans-http3, Session Termination)",
                 value.len()
             ),
         )
@@ -204,11 +204,121 @@ fn decode(kind: u64, value: &[u8]) -> Result<Capsule, Malformed> {
     let reason = std::str::from_utf8(r.rest()).map_err(|_| {
         malformed(
             H3_MESSAGE_ERROR,
-            "CLOSE_WEBTRANSPORT_SESSION reason is not UTF-8 (draft-ietf-webtrans-http3 §6)",
+            "CLOSE_WEBTRANSPORT_SESSION reason is not UTF-8 (draft-ietf-webtrans-http3, Session Termination)",
         )
     })?;
     Ok(Capsule::Close {
         code,
         reason: reason.to_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recoup_transport::coding::BufMutExt;
+
+    fn frame(kind: u64, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.put_varint(kind);
+        out.put_varint(payload.len() as u64);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn capsule(kind: u64, value: &[u8]) -> Vec<u8> {
+        frame(kind, value)
+    }
+
+    fn close(code: u32, reason: &str) -> Vec<u8> {
+        let mut value = code.to_be_bytes().to_vec();
+        value.extend_from_slice(reason.as_bytes());
+        capsule(CLOSE_WEBTRANSPORT_SESSION, &value)
+    }
+
+    #[test]
+    fn a_close_split_across_data_frames_and_fed_byte_by_byte_is_read_whole() {
+        let mut payload = capsule(0x29, b"an unknown capsule, skipped");
+        payload.extend(close(7, "done"));
+        let (a, b) = payload.split_at(payload.len() - 3);
+        // A reserved frame type between the two DATA frames is skipped (RFC 9114 §7.2.8).
+        let mut stream = frame(DATA, a);
+        stream.extend(frame(0x21, b"grease"));
+        stream.extend(frame(DATA, b));
+        let mut parser = ConnectStream::default();
+        let mut got = Vec::new();
+        for byte in &stream {
+            got.extend(
+                parser
+                    .feed(std::slice::from_ref(byte))
+                    .expect("well formed"),
+            );
+        }
+        assert_eq!(
+            got,
+            [Capsule::Close {
+                code: 7,
+                reason: "done".into()
+            }]
+        );
+        assert_eq!(parser.finish(), Ok(()));
+        let mut whole = ConnectStream::default();
+        assert_eq!(whole.feed(&stream).expect("well formed"), got);
+    }
+
+    #[test]
+    fn a_drain_is_read() {
+        let stream = frame(DATA, &capsule(DRAIN_WEBTRANSPORT_SESSION, b""));
+        let got = ConnectStream::default().feed(&stream);
+        assert_eq!(got, Ok(vec![Capsule::Drain]));
+    }
+
+    #[test]
+    fn malformed_capsules_and_frames_are_refused_with_their_http3_error() {
+        let cases: [(Vec<u8>, u64); 5] = [
+            // A CLOSE too short for its 32-bit error code.
+            (
+                frame(DATA, &capsule(CLOSE_WEBTRANSPORT_SESSION, &[0, 1])),
+                H3_MESSAGE_ERROR,
+            ),
+            // A reason longer than 1024 bytes.
+            (frame(DATA, &close(1, &"x".repeat(1025))), H3_MESSAGE_ERROR),
+            // A reason that is not UTF-8.
+            (
+                frame(
+                    DATA,
+                    &capsule(CLOSE_WEBTRANSPORT_SESSION, &[0, 0, 0, 1, 0xff]),
+                ),
+                H3_MESSAGE_ERROR,
+            ),
+            // A DRAIN with a value.
+            (
+                frame(DATA, &capsule(DRAIN_WEBTRANSPORT_SESSION, b"x")),
+                H3_MESSAGE_ERROR,
+            ),
+            // SETTINGS on a request stream (RFC 9114 §7.2.4).
+            (frame(0x4, b""), H3_FRAME_UNEXPECTED),
+        ];
+        for (stream, code) in cases {
+            let got = ConnectStream::default().feed(&stream);
+            assert_eq!(got.map_err(|e| e.code), Err(code), "{stream:02x?}");
+        }
+    }
+
+    #[test]
+    fn a_stream_ending_inside_a_frame_or_a_capsule_is_malformed() {
+        let whole = frame(DATA, &close(7, "done"));
+        // Inside the DATA frame.
+        let mut parser = ConnectStream::default();
+        assert_eq!(parser.feed(&whole[..whole.len() - 1]), Ok(vec![]));
+        assert_eq!(
+            parser.finish().map_err(|e| e.code),
+            Err(H3_FRAME_UNEXPECTED)
+        );
+        // A DATA frame that ends inside a capsule, then FIN.
+        let cut = close(7, "done");
+        let mut parser = ConnectStream::default();
+        assert_eq!(parser.feed(&frame(DATA, &cut[..4])), Ok(vec![]));
+        assert_eq!(parser.finish().map_err(|e| e.code), Err(H3_MESSAGE_ERROR));
+    }
 }

@@ -153,7 +153,7 @@ impl Server {
 }
 
 /// The settings of a connection that offers WebTransport: extended CONNECT (RFC 9220 §3),
-/// SETTINGS_H3_DATAGRAM (RFC 9297 §2.1.1), and WebTransport's (draft-ietf-webtrans-http3 §3.1),
+/// SETTINGS_H3_DATAGRAM (RFC 9297 §2.1.1), and WebTransport's (draft-ietf-webtrans-http3, Establishing a WebTransport-Capable HTTP/3 Connection),
 /// one session per connection, as browsers open them.
 async fn webtransport_connection(
     quic: QuicConn,
@@ -254,8 +254,7 @@ async fn serve_webtransport(
     conn: H3Connection<QuicConn, Bytes>,
 ) {
     let remote = server.remote;
-    let connect_id = stream.id().into_inner();
-    let connect = server.quic.tap(connect_id);
+    let connect = server.quic.tap(stream.id().into_inner());
     let path = request.uri().path().to_owned();
     // The session counts as a request in flight: a drain waits for it to close.
     let in_flight = InFlight::new(&server.state);
@@ -265,7 +264,6 @@ async fn serve_webtransport(
             let requests = server.clone();
             webtransport::echo(
                 session,
-                connect_id,
                 connect,
                 server.quic.datagrams(),
                 remote,
@@ -277,7 +275,7 @@ async fn serve_webtransport(
         }
         // Without the client's SETTINGS_ENABLE_WEBTRANSPORT and SETTINGS_H3_DATAGRAM,
         // h3-webtransport closes the connection with H3_SETTINGS_ERROR
-        // (draft-ietf-webtrans-http3 §3.1).
+        // (draft-ietf-webtrans-http3, Establishing a WebTransport-Capable HTTP/3 Connection).
         Err(e) => tracing::warn!(%remote, %path, "WebTransport session refused: {e}"),
     }
     drop(in_flight);

@@ -4,12 +4,12 @@
 //! and each datagram as a datagram, until the client closes the session.
 //!
 //! The session ends when the client sends CLOSE_WEBTRANSPORT_SESSION or DRAIN_WEBTRANSPORT_SESSION
-//! or ends the CONNECT stream (draft §6), when the server drains, or when the connection ends.
-//! Then, as draft §6 requires, the session's streams are reset and stopped with WT_SESSION_GONE,
+//! or ends the CONNECT stream (draft-ietf-webtrans-http3, Session Termination), when the server drains, or when the connection ends.
+//! Then, as the draft's Session Termination requires, the session's streams are reset and stopped with WT_SESSION_GONE,
 //! no datagram or stream is sent for it any more, and the server ends its side of the CONNECT
 //! stream with FIN (or resets it, with the HTTP/3 error, when the client's side was malformed).
 //! The connection stays for HTTP requests; streams and datagrams for other sessions are refused
-//! (streams reset with WT_BUFFERED_STREAM_REJECTED, draft §4.6; datagrams dropped, RFC 9297
+//! (streams reset with WT_BUFFERED_STREAM_REJECTED, draft-ietf-webtrans-http3, Buffering Incoming Streams and Datagrams; datagrams dropped, RFC 9297
 //! §2.1), each logged.
 //!
 //! Streams of a session are QUIC streams, so the connection's loss-recovery policy applies to
@@ -40,9 +40,9 @@ use super::tasks::Spawner;
 /// The path of the echo sessions.
 pub(crate) const ECHO_PATH: &str = "/webtransport/echo";
 
-/// WT_SESSION_GONE (draft-ietf-webtrans-http3 §9.5): the stream's session ended.
+/// WT_SESSION_GONE (draft-ietf-webtrans-http3, IANA Considerations): the stream's session ended.
 const WT_SESSION_GONE: u64 = 0x170d_7b68;
-/// WT_BUFFERED_STREAM_REJECTED (draft-ietf-webtrans-http3 §9.5): a stream for a session that
+/// WT_BUFFERED_STREAM_REJECTED (draft-ietf-webtrans-http3, IANA Considerations): a stream for a session that
 /// does not exist here.
 const WT_BUFFERED_STREAM_REJECTED: u64 = 0x3994_bd84;
 
@@ -51,7 +51,7 @@ type Stream = RequestStream<BidiStream, Bytes>;
 type Boxed<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// Whether `request` is an extended CONNECT for WebTransport (RFC 9220 §3,
-/// draft-ietf-webtrans-http3 §3.2).
+/// draft-ietf-webtrans-http3, Creating a New Session).
 pub(crate) fn is_webtransport(request: &Request<()>) -> bool {
     request.method() == Method::CONNECT
         && request.extensions().get::<Protocol>() == Some(&Protocol::WEB_TRANSPORT)
@@ -86,7 +86,7 @@ impl End {
 
 /// What the session loop waits for.
 enum Event {
-    Bidi(Result<Option<AcceptedBi<QuicConn, Bytes>>, StreamError>),
+    Bidi(Box<Result<Option<AcceptedBi<QuicConn, Bytes>>, StreamError>>),
     Uni(Result<Option<(SessionId, UniStream)>, h3::error::ConnectionError>),
     Datagram(Result<Datagram<Bytes>, StreamError>),
     Connect(Result<Option<Bytes>, StreamErrorIncoming>),
@@ -100,7 +100,6 @@ type Reader = DatagramReader<Datagrams>;
 /// and `request` answers the HTTP requests that arrive meanwhile.
 pub(crate) async fn echo(
     session: Session,
-    connect_id: u64,
     connect: StreamTap,
     datagrams: Datagrams,
     remote: SocketAddr,
@@ -109,7 +108,8 @@ pub(crate) async fn echo(
     request: impl Fn(Request<()>, Stream) + Send,
 ) {
     let session = Arc::new(session);
-    // The session ID is the CONNECT stream's ID (draft-ietf-webtrans-http3 §4.2), which the
+    let connect_id = connect.id();
+    // The session ID is the CONNECT stream's ID (draft-ietf-webtrans-http3, Session ID), which the
     // session's streams carry. Not `session.session_id()`: h3 0.0.8 converts a stream ID to a
     // session ID by its index (the ID divided by four), right only for stream 0.
     let Ok(id) = SessionId::try_from(connect_id) else {
@@ -132,7 +132,7 @@ pub(crate) async fn echo(
             let f = bidi.get_or_insert_with(|| Box::pin(async move { s.accept_bi().await }));
             if let Poll::Ready(r) = f.as_mut().poll(cx) {
                 bidi = None;
-                return Poll::Ready(Event::Bidi(r));
+                return Poll::Ready(Event::Bidi(Box::new(r)));
             }
             let s = Arc::clone(&session);
             let f = uni.get_or_insert_with(|| Box::pin(async move { s.accept_uni().await }));
@@ -156,16 +156,23 @@ pub(crate) async fn echo(
         .await;
         let live = !end.ended.load(Ordering::SeqCst);
         match event {
-            Event::Bidi(Ok(Some(AcceptedBi::BidiStream(sid, stream)))) => {
-                let (send, recv) = hq::BidiStream::<Bytes>::split(stream);
-                if sid == id && live {
-                    streams += 1;
-                    spawner.spawn(copy(recv, Output::Ready(send), Arc::clone(&end)));
-                } else {
-                    refuse(remote, sid, id, recv, send);
+            Event::Bidi(accepted) => match *accepted {
+                Ok(Some(AcceptedBi::BidiStream(sid, stream))) => {
+                    let (send, recv) = hq::BidiStream::<Bytes>::split(stream);
+                    if sid == id && live {
+                        streams += 1;
+                        spawner.spawn(copy(recv, Output::Ready(send), Arc::clone(&end)));
+                    } else {
+                        refuse(remote, sid, id, recv, send);
+                    }
                 }
-            }
-            Event::Bidi(Ok(Some(AcceptedBi::Request(req, stream)))) => request(req, stream),
+                Ok(Some(AcceptedBi::Request(req, stream))) => request(req, stream),
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::debug!(%remote, "HTTP/3 connection ended: {e}");
+                    break;
+                }
+            },
             Event::Uni(Ok(Some((sid, recv)))) => {
                 if sid == id && live {
                     streams += 1;
@@ -227,11 +234,7 @@ pub(crate) async fn echo(
                 tracing::info!(%remote, streams, datagrams = echoed, "WebTransport session closed: the server drains");
                 close(&end, &connect, &mut connect_open);
             }
-            Event::Bidi(Ok(None)) | Event::Uni(Ok(None)) => break,
-            Event::Bidi(Err(e)) => {
-                tracing::debug!(%remote, "HTTP/3 connection ended: {e}");
-                break;
-            }
+            Event::Uni(Ok(None)) => break,
             Event::Uni(Err(e)) => {
                 tracing::debug!(%remote, "HTTP/3 connection ended: {e}");
                 break;
@@ -255,14 +258,14 @@ fn read_datagram(mut reader: Reader) -> Boxed<(Reader, Result<Datagram<Bytes>, S
 }
 
 /// Ends the session from the server's side: its streams go (WT_SESSION_GONE) and the CONNECT
-/// stream ends with FIN (draft-ietf-webtrans-http3 §6).
+/// stream ends with FIN (draft-ietf-webtrans-http3, Session Termination).
 fn close(end: &End, connect: &StreamTap, open: &mut bool) {
     end.end();
     connect.finish();
     *open = false;
 }
 
-/// A bidirectional stream of an unknown session: both halves refused (draft §4.6).
+/// A bidirectional stream of an unknown session: both halves refused (draft-ietf-webtrans-http3, Buffering Incoming Streams and Datagrams).
 fn refuse(
     remote: SocketAddr,
     sid: SessionId,

@@ -14,6 +14,8 @@ for --case:
   FIN;
 - `malformed-capsule`: a CLOSE_WEBTRANSPORT_SESSION too short for its error code, which the
   server must answer by resetting the CONNECT stream with H3_MESSAGE_ERROR (RFC 9297 §3.3);
+- `drain`: waits (at most 30 s) for the server to end the session, as `recoup serve` does on
+  SIGTERM: it must end the CONNECT stream with FIN (the capsules before it are reported);
 - `no-settings`: the client does not offer WebTransport in its SETTINGS, yet sends the CONNECT:
   the session must not be accepted (h3-webtransport closes the connection with
   H3_SETTINGS_ERROR).
@@ -157,6 +159,18 @@ async def run(args):
             problems.append(f"session answered {report['status']!r}: {c.closed}")
             return report, problems
 
+        if args.case == "drain":
+            print("session open", file=sys.stderr, flush=True)
+            await c.until(lambda: c.connect_data.get(sid, [b"", False])[1] or c.closed, 30)
+            report["server_fin"] = bool(c.connect_data.get(sid, [b"", False])[1])
+            # The capsules the server sent before its FIN (aioquic strips the DATA frames).
+            report["server_capsules"] = c.connect_data.get(sid, [b""])[0].hex()
+            if not report["server_fin"]:
+                problems.append(f"the server did not end the session: {c.resets} {c.closed}")
+            await c.until(lambda: c.closed, 10)
+            report["closed"] = c.closed
+            return report, problems
+
         if args.case == "malformed-capsule":
             # A CLOSE_WEBTRANSPORT_SESSION whose value cannot hold its 32-bit error code.
             c.http.send_data(sid, capsule(CLOSE_WEBTRANSPORT_SESSION, b"\x00\x01"), False)
@@ -231,7 +245,7 @@ def main():
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--path", default="/webtransport/echo")
     parser.add_argument(
-        "--case", choices=["echo", "malformed-capsule", "no-settings"], default="echo"
+        "--case", choices=["echo", "malformed-capsule", "drain", "no-settings"], default="echo"
     )
     parser.add_argument("--stream-bytes", type=int, default=100_000)
     parser.add_argument("--datagrams", type=int, default=100)

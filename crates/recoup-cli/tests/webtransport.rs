@@ -261,3 +261,67 @@ fn through_a_lossy_link_streams_arrive_whole_and_datagrams_are_never_resent() {
         count.retransmissions
     );
 }
+
+/// SIGTERM drains: the open session is ended from the server's side (CLOSE_WEBTRANSPORT_SESSION
+/// and FIN on its CONNECT stream), then the connection closes and the server exits 0.
+#[test]
+fn a_drain_ends_the_session_with_fin_and_the_server_exits() {
+    let (mut server, addr) = serve_webtransport(None, None);
+    let log = tempfile::tempdir().expect("tempdir");
+    let (out, err) = (log.path().join("out"), log.path().join("err"));
+    let mut client = aioquic_client(addr.port(), &["--case", "drain"])
+        .stdout(std::fs::File::create(&out).expect("log"))
+        .stderr(std::fs::File::create(&err).expect("log"))
+        .spawn()
+        .expect("start the aioquic client");
+    assert!(
+        server.wait_for_log("WebTransport session accepted", Duration::from_secs(20)),
+        "{}",
+        server.output()
+    );
+    let status = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let deadline = common::now() + Duration::from_secs(40);
+    let (client_status, server_status) = loop {
+        let c = client.try_wait().expect("client");
+        let s = server.child.try_wait().expect("server");
+        if let (Some(c), Some(s)) = (c, s) {
+            break (c, s);
+        }
+        assert!(
+            common::now() < deadline,
+            "no end within 40 s\n{}",
+            server.output()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let report = format!(
+        "--- client stdout:\n{}\n--- client stderr:\n{}\n{}",
+        common::read_log(&out),
+        common::read_log(&err),
+        server.output()
+    );
+    assert!(client_status.success(), "{report}");
+    assert!(server_status.success(), "{report}");
+    let s: serde_json::Value =
+        serde_json::from_str(common::read_log(&out).trim()).expect("client summary");
+    assert_eq!(s["server_fin"], true, "{report}");
+    // CLOSE_WEBTRANSPORT_SESSION (0x2843, a two-byte varint), 12 bytes: error code 0, then the
+    // reason "draining".
+    let draining: String = b"draining".iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(
+        s["server_capsules"],
+        format!("68430c00000000{draining}"),
+        "{report}"
+    );
+    assert_eq!(
+        server
+            .stderr_lines("WebTransport session closed: the server drains")
+            .len(),
+        1,
+        "{report}"
+    );
+}

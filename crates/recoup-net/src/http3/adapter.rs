@@ -508,9 +508,14 @@ impl StreamTap {
         poll_recv(&self.shared, self.id, cx)
     }
 
-    /// Sends FIN after what was queued (a no-op once the stream's sending side ended).
-    pub(crate) fn finish(&self) {
+    /// Sends `bytes` and FIN after what was queued (a no-op once the stream's sending side
+    /// ended).
+    pub(crate) fn finish_with(&self, bytes: Vec<u8>) {
         if let Some(s) = lock(&self.shared).streams.get_mut(&self.id) {
+            if !s.send_done && !s.finish && s.reset.is_none() && !bytes.is_empty() {
+                s.queued_len += bytes.len();
+                s.queued.push_back(Bytes::from(bytes));
+            }
             s.finish = true;
         }
     }

@@ -5,7 +5,7 @@
 //! h3-webtransport keeps the CONNECT stream to itself and never reads it, so the session reads
 //! it from the mailbox ([`super::adapter::StreamTap`]) and parses it here.
 
-use recoup_transport::coding::Reader;
+use recoup_transport::coding::{BufMutExt, Reader};
 
 /// HTTP/3 frame types (RFC 9114 §7.2).
 const DATA: u64 = 0x0;
@@ -179,6 +179,27 @@ impl ConnectStream {
     }
 }
 
+/// A DATA frame holding a CLOSE_WEBTRANSPORT_SESSION capsule: what the server sends on the
+/// CONNECT stream, before FIN, to end a session itself (draft-ietf-webtrans-http3, Session
+/// Termination). The reason is cut to 1024 bytes, at a character boundary.
+pub(crate) fn close_frame(code: u32, reason: &str) -> Vec<u8> {
+    let mut end = reason.len().min(MAX_REASON);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    let reason = &reason.as_bytes()[..end];
+    let mut capsule = Vec::with_capacity(16 + reason.len());
+    capsule.put_varint(CLOSE_WEBTRANSPORT_SESSION);
+    capsule.put_varint(4 + reason.len() as u64);
+    capsule.put_u32(code);
+    capsule.extend_from_slice(reason);
+    let mut frame = Vec::with_capacity(16 + capsule.len());
+    frame.put_varint(DATA);
+    frame.put_varint(capsule.len() as u64);
+    frame.extend_from_slice(&capsule);
+    frame
+}
+
 fn decode(kind: u64, value: &[u8]) -> Result<Capsule, Malformed> {
     if kind == DRAIN_WEBTRANSPORT_SESSION {
         // draft-ietf-webtrans-http3, Session Termination: it has no value.
@@ -216,7 +237,6 @@ fn decode(kind: u64, value: &[u8]) -> Result<Capsule, Malformed> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use recoup_transport::coding::BufMutExt;
 
     fn frame(kind: u64, payload: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
@@ -264,6 +284,21 @@ mod tests {
         assert_eq!(parser.finish(), Ok(()));
         let mut whole = ConnectStream::default();
         assert_eq!(whole.feed(&stream).expect("well formed"), got);
+    }
+
+    #[test]
+    fn the_servers_close_is_read_back() {
+        let got = ConnectStream::default().feed(&close_frame(0, "draining"));
+        let close = Capsule::Close {
+            code: 0,
+            reason: "draining".into(),
+        };
+        assert_eq!(got, Ok(vec![close]));
+        // A reason over 1024 bytes is cut, not sent malformed.
+        let long = "é".repeat(600);
+        let got = ConnectStream::default().feed(&close_frame(1, &long));
+        let Ok(got) = got else { panic!("{got:?}") };
+        assert!(matches!(&got[..], [Capsule::Close { reason, .. }] if reason.len() == 1024));
     }
 
     #[test]

@@ -257,19 +257,19 @@ async fn serve_webtransport(
     let connect = server.quic.tap(stream.id().into_inner());
     let path = request.uri().path().to_owned();
     // The session counts as a request in flight: a drain waits for it to close.
-    let in_flight = InFlight::new(&server.state);
+    let host = WebTransportHost {
+        server: server.clone(),
+        in_flight: Some(InFlight::new(&server.state)),
+    };
     match webtransport::Session::accept(request, stream, conn).await {
         Ok(session) => {
-            let state = Arc::clone(&server.state);
-            let requests = server.clone();
             webtransport::echo(
                 session,
                 connect,
                 server.quic.datagrams(),
                 remote,
                 server.spawner.clone(),
-                move || state.draining(),
-                move |request, stream| requests.answer(request, stream),
+                host,
             )
             .await;
         }
@@ -278,7 +278,32 @@ async fn serve_webtransport(
         // (draft-ietf-webtrans-http3, Establishing a WebTransport-Capable HTTP/3 Connection).
         Err(e) => tracing::warn!(%remote, %path, "WebTransport session refused: {e}"),
     }
-    drop(in_flight);
+}
+
+/// The server as a WebTransport session sees it.
+struct WebTransportHost {
+    server: Server,
+    /// The session, while it lasts.
+    in_flight: Option<InFlight>,
+}
+
+impl webtransport::Host for WebTransportHost {
+    fn draining(&self) -> bool {
+        self.server.state.draining()
+    }
+
+    fn request(&self, request: Request<()>, stream: Stream) {
+        self.server.answer(request, stream);
+    }
+
+    fn session_ended(&mut self) {
+        self.in_flight = None;
+        // The session was the connection's reason to stay; a drain may now close it once the
+        // requests in flight are answered.
+        if self.server.state.draining() {
+            self.server.state.goaway_sent.store(true, Ordering::SeqCst);
+        }
+    }
 }
 
 /// A WebTransport CONNECT to a path with no session behind it: 404, logged (RFC 9110 §15.5.5).

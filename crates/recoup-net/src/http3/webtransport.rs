@@ -34,7 +34,7 @@ use h3_webtransport::SessionId;
 use http::{Method, Request};
 
 use super::adapter::{BidiStream, Datagrams, QuicConn, RecvHalf, StreamTap};
-use super::capsule::{Capsule, ConnectStream};
+use super::capsule::{self, Capsule, ConnectStream};
 use super::tasks::Spawner;
 
 /// The path of the echo sessions.
@@ -96,16 +96,24 @@ enum Event {
 type UniStream = h3_webtransport::stream::RecvStream<RecvHalf, Bytes>;
 type Reader = DatagramReader<Datagrams>;
 
-/// Runs an accepted echo session until the connection ends; `connect` taps its CONNECT stream
-/// and `request` answers the HTTP requests that arrive meanwhile.
+/// What a session asks of the server that accepted it.
+pub(crate) trait Host: Send {
+    /// The server drains: the session is to end.
+    fn draining(&self) -> bool;
+    /// Answers an HTTP request that arrived on the session's connection.
+    fn request(&self, request: Request<()>, stream: Stream);
+    /// The session ended (called once); the connection stays for HTTP requests.
+    fn session_ended(&mut self);
+}
+
+/// Runs an accepted echo session until the connection ends; `connect` taps its CONNECT stream.
 pub(crate) async fn echo(
     session: Session,
     connect: StreamTap,
     datagrams: Datagrams,
     remote: SocketAddr,
     spawner: Spawner,
-    draining: impl Fn() -> bool + Send,
-    request: impl Fn(Request<()>, Stream) + Send,
+    mut host: impl Host,
 ) {
     let session = Arc::new(session);
     let connect_id = connect.id();
@@ -121,11 +129,13 @@ pub(crate) async fn echo(
     let mut uni: Option<Boxed<_>> = None;
     let mut reader: Option<Boxed<(Reader, _)>> = Some(read_datagram(session.datagram_reader()));
     let mut connect_open = true;
+    // Whether the host was told that the session ended.
+    let mut live_reported = false;
     let (mut streams, mut echoed) = (0u64, 0u64);
     tracing::info!(%remote, session = ?id, "WebTransport session accepted");
     loop {
         let event = std::future::poll_fn(|cx| {
-            if !end.ended.load(Ordering::SeqCst) && draining() {
+            if !end.ended.load(Ordering::SeqCst) && host.draining() {
                 return Poll::Ready(Event::Drain);
             }
             let s = Arc::clone(&session);
@@ -166,7 +176,7 @@ pub(crate) async fn echo(
                         refuse(remote, sid, id, recv, send);
                     }
                 }
-                Ok(Some(AcceptedBi::Request(req, stream))) => request(req, stream),
+                Ok(Some(AcceptedBi::Request(req, stream))) => host.request(req, stream),
                 Ok(None) => break,
                 Err(e) => {
                     tracing::debug!(%remote, "HTTP/3 connection ended: {e}");
@@ -181,8 +191,9 @@ pub(crate) async fn echo(
                     spawner.spawn(copy(recv, Output::Opening(open), Arc::clone(&end)));
                 } else {
                     let mut recv = recv;
-                    tracing::info!(%remote, session = ?sid, "unidirectional stream refused: no such session");
-                    hq::RecvStream::stop_sending(&mut recv, WT_BUFFERED_STREAM_REJECTED);
+                    let code = refusal(sid, id);
+                    tracing::info!(%remote, session = ?sid, code, "unidirectional stream refused: no such session (or it ended)");
+                    hq::RecvStream::stop_sending(&mut recv, code);
                 }
             }
             Event::Datagram(Ok(d)) => {
@@ -206,7 +217,7 @@ pub(crate) async fn echo(
                                 tracing::info!(%remote, streams, datagrams = echoed, "WebTransport session drained by the client");
                             }
                         }
-                        close(&end, &connect, &mut connect_open);
+                        close(&end, &connect, &mut connect_open, None);
                     }
                 }
                 Err(bad) => {
@@ -223,7 +234,7 @@ pub(crate) async fn echo(
                 if live {
                     tracing::info!(%remote, streams, datagrams = echoed, "WebTransport session ended: the client closed its CONNECT stream");
                 }
-                close(&end, &connect, &mut connect_open);
+                close(&end, &connect, &mut connect_open, None);
             }
             Event::Connect(Err(e)) => {
                 tracing::info!(%remote, "WebTransport CONNECT stream ended: {e}");
@@ -232,7 +243,7 @@ pub(crate) async fn echo(
             }
             Event::Drain => {
                 tracing::info!(%remote, streams, datagrams = echoed, "WebTransport session closed: the server drains");
-                close(&end, &connect, &mut connect_open);
+                close(&end, &connect, &mut connect_open, Some("draining"));
             }
             Event::Uni(Ok(None)) => break,
             Event::Uni(Err(e)) => {
@@ -246,8 +257,15 @@ pub(crate) async fn echo(
                 reader = None;
             }
         }
+        if !live_reported && end.ended.load(Ordering::SeqCst) {
+            live_reported = true;
+            host.session_ended();
+        }
     }
     end.end();
+    if !live_reported {
+        host.session_ended();
+    }
 }
 
 fn read_datagram(mut reader: Reader) -> Boxed<(Reader, Result<Datagram<Bytes>, StreamError>)> {
@@ -257,15 +275,27 @@ fn read_datagram(mut reader: Reader) -> Boxed<(Reader, Result<Datagram<Bytes>, S
     })
 }
 
-/// Ends the session from the server's side: its streams go (WT_SESSION_GONE) and the CONNECT
-/// stream ends with FIN (draft-ietf-webtrans-http3, Session Termination).
-fn close(end: &End, connect: &StreamTap, open: &mut bool) {
+/// Ends the session: its streams go (WT_SESSION_GONE) and the server's side of the CONNECT
+/// stream ends with FIN, after a CLOSE_WEBTRANSPORT_SESSION (code 0) with `reason` when the
+/// server is the one ending it (draft-ietf-webtrans-http3, Session Termination).
+fn close(end: &End, connect: &StreamTap, open: &mut bool, reason: Option<&str>) {
     end.end();
-    connect.finish();
+    connect.finish_with(reason.map_or_else(Vec::new, |r| capsule::close_frame(0, r)));
     *open = false;
 }
 
-/// A bidirectional stream of an unknown session: both halves refused (draft-ietf-webtrans-http3, Buffering Incoming Streams and Datagrams).
+/// Why a stream for session `sid` is refused on a connection whose session is `id`: that
+/// session ended (WT_SESSION_GONE, draft-ietf-webtrans-http3, Session Termination), or there is
+/// no such session (WT_BUFFERED_STREAM_REJECTED, Buffering Incoming Streams and Datagrams).
+fn refusal(sid: SessionId, id: SessionId) -> u64 {
+    if sid == id {
+        WT_SESSION_GONE
+    } else {
+        WT_BUFFERED_STREAM_REJECTED
+    }
+}
+
+/// A bidirectional stream of an unknown or ended session: both halves refused.
 fn refuse(
     remote: SocketAddr,
     sid: SessionId,
@@ -273,9 +303,10 @@ fn refuse(
     mut recv: impl hq::RecvStream,
     mut send: impl hq::SendStream<Bytes>,
 ) {
-    tracing::info!(%remote, session = ?sid, ours = ?id, "bidirectional stream refused: no such session");
-    recv.stop_sending(WT_BUFFERED_STREAM_REJECTED);
-    send.reset(WT_BUFFERED_STREAM_REJECTED);
+    let code = refusal(sid, id);
+    tracing::info!(%remote, session = ?sid, ours = ?id, code, "bidirectional stream refused: no such session (or it ended)");
+    recv.stop_sending(code);
+    send.reset(code);
 }
 
 /// Where a copy writes: a stream, or one being opened.

@@ -1,7 +1,8 @@
 //! HTTP/3 between `recoup get` and `recoup serve` (the library behind them) on 127.0.0.1:
 //! files byte-exact, byte ranges (206 / 416), 404, 403 for a path leaving the root, a live
-//! stream frame-exact, hq-interop still served beside HTTP/3, and a peer breaking HTTP/3's
-//! framing rules closed with the RFC 9114 error code.
+//! stream frame-exact, hq-interop still served beside HTTP/3, a peer breaking HTTP/3's
+//! framing rules closed with the RFC 9114 error code, and WebTransport (extended CONNECT, HTTP
+//! Datagrams) spoken byte by byte by a client written here.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -16,6 +17,7 @@ use recoup_net::{
     Server, Stopper,
 };
 use recoup_time::Instant;
+use recoup_transport::streams::{StreamEvent, StreamId};
 use recoup_transport::{
     ClientConfig, CloseReason, Connection, ConnectionHandle, Endpoint, Event, TransportConfig,
 };
@@ -36,13 +38,17 @@ struct Running {
 
 impl Running {
     fn serve(root: &Path) -> Self {
+        Self::serve_with(root, transport())
+    }
+
+    fn serve_with(root: &Path, transport: TransportConfig) -> Self {
         let server = Server::bind(ServeOptions {
             listen: "127.0.0.1:0".parse().expect("addr"),
             root: Some(root.to_owned()),
             origin: None,
             live: LiveParams::default(),
             identity: Identity::self_signed(&["localhost"]).expect("certificate"),
-            transport: transport(),
+            transport,
             qlog: None,
             gso: true,
             retry: recoup_net::server::RetryMode::Off,
@@ -307,4 +313,248 @@ fn qpack_garbage_closes_with_rfc_9204_code() {
     // QPACK_DECOMPRESSION_FAILED.
     let headers = [0x01, 0x03, 0x02, 0x00, 0x80];
     assert_eq!(close_code_for(&control, Some(&headers)), 0x200);
+}
+
+/// A WebTransport client written byte by byte: SETTINGS on its control stream, requests on
+/// bidirectional streams (QPACK with the static table only, RFC 9204 §4.5), then, once the
+/// last request's response begins, `then` on that stream and `datagrams` as QUIC DATAGRAMs.
+struct WtPeer {
+    settings: Vec<u8>,
+    requests: Vec<Vec<u8>>,
+    then: Vec<u8>,
+    datagrams: Vec<Vec<u8>>,
+    last: Option<StreamId>,
+    received: std::collections::HashMap<u64, (Vec<u8>, bool)>,
+    resets: Vec<(u64, u64)>,
+    echoed: Vec<Vec<u8>>,
+    closed: Option<CloseReason>,
+    done: fn(&WtPeer) -> bool,
+}
+
+impl WtPeer {
+    fn new(settings: Vec<u8>, requests: Vec<Vec<u8>>, done: fn(&WtPeer) -> bool) -> Self {
+        Self {
+            settings,
+            requests,
+            then: Vec::new(),
+            datagrams: Vec::new(),
+            last: None,
+            received: std::collections::HashMap::new(),
+            resets: Vec::new(),
+            echoed: Vec::new(),
+            closed: None,
+            done,
+        }
+    }
+
+    /// The first field line of the response on stream `id`, which names its status (RFC 9204
+    /// Appendix A: index 25 is `:status 200`, 27 `:status 404`).
+    fn status_line(&self, id: u64) -> Option<u8> {
+        let (bytes, _) = self.received.get(&id)?;
+        // HEADERS (type 1), a one-byte length, the prefix (2 bytes), the first field line.
+        (bytes.first() == Some(&0x01)).then(|| bytes.get(4).copied())?
+    }
+
+    fn run(mut self, server: SocketAddr, datagram_frame_size: u64) -> Self {
+        let mut transport = transport();
+        transport.datagrams.max_frame_size = datagram_frame_size;
+        let config = ClientConfig {
+            transport,
+            tls: client_tls(None, true, &[b"h3"]).expect("tls"),
+            server_name: "localhost".into(),
+        };
+        let endpoint = Endpoint::new(None, config.transport.local_cid_len);
+        let mut driver =
+            Driver::bind("127.0.0.1:0".parse().expect("addr"), endpoint, true).expect("bind");
+        let now = driver.clock().now();
+        driver
+            .endpoint_mut()
+            .connect(now, &config, server)
+            .expect("connect");
+        driver.run(&mut self, 0).expect("run");
+        self
+    }
+}
+
+impl ConnectionHandler for WtPeer {
+    fn accepted(&mut self, _: Instant, _: ConnectionHandle, _: &mut Connection) {}
+
+    fn drive(&mut self, now: Instant, _: ConnectionHandle, conn: &mut Connection) {
+        while let Some(event) = conn.poll_event() {
+            match event {
+                Event::Connected => {
+                    let control = conn.open_stream(false).expect("control stream");
+                    conn.stream_write(control, &self.settings).expect("write");
+                    for request in std::mem::take(&mut self.requests) {
+                        let id = conn.open_stream(true).expect("request stream");
+                        conn.stream_write(id, &request).expect("write");
+                        self.last = Some(id);
+                    }
+                }
+                Event::Closed(reason) => self.closed = Some(reason),
+                Event::Stream(StreamEvent::Reset { id, code }) => self.resets.push((id.0, code)),
+                Event::Stream(_) => {}
+                Event::DatagramReceived => {
+                    while let Some(d) = conn.datagram_recv() {
+                        self.echoed.push(d.to_vec());
+                    }
+                }
+            }
+        }
+        let mut buf = vec![0; 65536];
+        for id in conn.readable_streams() {
+            while let Ok((n, fin)) = conn.stream_read(id, &mut buf) {
+                let entry = self.received.entry(id.0).or_default();
+                entry.0.extend_from_slice(&buf[..n]);
+                entry.1 |= fin;
+                if n == 0 || fin {
+                    break;
+                }
+            }
+        }
+        if let Some(id) = self.last {
+            if self.received.contains_key(&id.0) {
+                if !self.then.is_empty() {
+                    let then = std::mem::take(&mut self.then);
+                    conn.stream_write(id, &then).expect("write");
+                }
+                for d in self.datagrams.drain(..) {
+                    conn.datagram_send(now, d.into()).expect("datagram");
+                }
+            }
+        }
+    }
+
+    fn removed(&mut self, _: ConnectionHandle) {}
+
+    fn finished(&self) -> bool {
+        self.closed.is_some() || (self.done)(self)
+    }
+}
+
+fn varint(v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    recoup_transport::coding::BufMutExt::put_varint(&mut out, v);
+    out
+}
+
+fn h3_frame(kind: u64, payload: &[u8]) -> Vec<u8> {
+    let mut out = varint(kind);
+    out.extend(varint(payload.len() as u64));
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A control stream: its type, then SETTINGS with `settings` (identifier, value).
+fn control_stream(settings: &[(u64, u64)]) -> Vec<u8> {
+    let payload: Vec<u8> = settings
+        .iter()
+        .flat_map(|&(id, v)| [varint(id), varint(v)].concat())
+        .collect();
+    [vec![CONTROL], h3_frame(0x04, &payload)].concat()
+}
+
+/// SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 9220 §3), SETTINGS_H3_DATAGRAM (RFC 9297 §2.1.1) and
+/// SETTINGS_ENABLE_WEBTRANSPORT (draft-ietf-webtrans-http3-02).
+const WEBTRANSPORT_SETTINGS: [(u64, u64); 3] = [(0x08, 1), (0x33, 1), (0x2b60_3742, 1)];
+
+/// A string literal of QPACK with a `prefix`-bit length (RFC 9204 §4.1.2), no Huffman coding.
+fn qpack_literal(first: u8, prefix: u32, text: &str) -> Vec<u8> {
+    let max = (1u8 << prefix) - 1;
+    let len = text.len();
+    let mut out = if len < usize::from(max) {
+        vec![first | len as u8]
+    } else {
+        vec![first | max, (len - usize::from(max)) as u8]
+    };
+    out.extend_from_slice(text.as_bytes());
+    out
+}
+
+/// HEADERS of a request: `method` (a static table index), `path`, and for CONNECT `:protocol`.
+fn request(method_index: u8, path: &str, protocol: Option<&str>) -> Vec<u8> {
+    // Required Insert Count 0, Delta Base 0; indexed static lines (§4.5.2): the method and
+    // :scheme https (23); literals with a static name reference (§4.5.4): :authority (0) and
+    // :path (1); a literal with a literal name (§4.5.6): :protocol.
+    let mut fields = vec![0x00, 0x00, 0xc0 | method_index, 0xc0 | 23];
+    fields.push(0x50);
+    fields.extend(qpack_literal(0, 7, "localhost"));
+    fields.push(0x51);
+    fields.extend(qpack_literal(0, 7, path));
+    if let Some(p) = protocol {
+        fields.extend(qpack_literal(0x20, 3, ":protocol"));
+        fields.extend(qpack_literal(0, 7, p));
+    }
+    h3_frame(0x01, &fields)
+}
+
+/// QPACK static table (RFC 9204 Appendix A): `:method CONNECT`, `:method GET`, `:status 200`,
+/// `:status 404` as indexed field lines.
+const CONNECT: u8 = 15;
+const GET: u8 = 17;
+const STATUS_200: u8 = 0xc0 | 25;
+const STATUS_404: u8 = 0xc0 | 27;
+
+fn webtransport_transport() -> TransportConfig {
+    let mut t = transport();
+    t.datagrams.max_frame_size = 65535;
+    t
+}
+
+#[test]
+fn webtransport_sessions_over_extended_connect_with_http_datagrams() {
+    let dir = root_with(&[]);
+    let server = Running::serve_with(dir.path(), webtransport_transport());
+    // A GET on stream 0 (404: no such file), then a session at an unknown path on stream 4
+    // (404), then the echo session on stream 8, with a datagram for it (Quarter Stream ID 2)
+    // and one for stream 4, which has no session (dropped, RFC 9297 §2.1).
+    let mut peer = WtPeer::new(
+        control_stream(&WEBTRANSPORT_SETTINGS),
+        vec![
+            request(GET, "/missing", None),
+            request(CONNECT, "/elsewhere", Some("webtransport")),
+            request(CONNECT, "/webtransport/echo", Some("webtransport")),
+        ],
+        |p| !p.echoed.is_empty() && p.received.len() >= 3,
+    );
+    peer.datagrams = vec![
+        [&[1][..], b"no session"].concat(),
+        [&[2][..], b"echo me"].concat(),
+    ];
+    let peer = peer.run(server.addr, 65535);
+    assert!(peer.closed.is_none(), "{:?}", peer.closed);
+    assert_eq!(peer.status_line(0), Some(STATUS_404));
+    assert_eq!(peer.status_line(4), Some(STATUS_404));
+    assert_eq!(peer.status_line(8), Some(STATUS_200));
+    assert_eq!(peer.echoed, [[&[2][..], b"echo me"].concat()]);
+}
+
+#[test]
+fn webtransport_bad_input_is_answered_with_its_error_code() {
+    let dir = root_with(&[]);
+    let server = Running::serve_with(dir.path(), webtransport_transport());
+    // A client whose SETTINGS offer no WebTransport: the session is refused, the connection
+    // closed with H3_SETTINGS_ERROR (h3-webtransport's answer).
+    let peer = WtPeer::new(
+        control_stream(&[(0x08, 1)]),
+        vec![request(CONNECT, "/webtransport/echo", Some("webtransport"))],
+        |_| false,
+    )
+    .run(server.addr, 65535);
+    match peer.closed {
+        Some(CloseReason::Remote(e)) if e.application => assert_eq!(e.code, 0x109),
+        other => panic!("expected H3_SETTINGS_ERROR, got {other:?}"),
+    }
+    // A CLOSE_WEBTRANSPORT_SESSION too short for its error code: the CONNECT stream is reset
+    // with H3_MESSAGE_ERROR (RFC 9297 §3.3); the connection stays.
+    let mut peer = WtPeer::new(
+        control_stream(&WEBTRANSPORT_SETTINGS),
+        vec![request(CONNECT, "/webtransport/echo", Some("webtransport"))],
+        |p| !p.resets.is_empty(),
+    );
+    peer.then = h3_frame(0x00, &[0x68, 0x43, 0x02, 0x00, 0x01]);
+    let peer = peer.run(server.addr, 65535);
+    assert!(peer.closed.is_none(), "{:?}", peer.closed);
+    assert_eq!(peer.status_line(0), Some(STATUS_200));
+    assert_eq!(peer.resets, [(0, 0x10e)]);
 }

@@ -14,11 +14,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    certificate, count_qlog, encode, interop_dir, link_command, python, run_peer_within, serve_tls,
+    certificate, chromium_player, count_qlog, encode, link_command, run_peer_within, serve_tls,
     Proc, CLOSE_OVER_LOSS_TIMEOUT,
 };
 
@@ -68,15 +67,7 @@ fn chromium_plays_a_live_stream_over_http3_through_a_lossy_link() {
     );
     let screenshot = std::env::var_os("RECOUP_SCREENSHOT")
         .map_or_else(|| work.path().join("chromium-player.png"), PathBuf::from);
-    let mut player = Command::new(python());
-    player
-        .arg(interop_dir().join("chromium_player.py"))
-        .args(["--url", &url])
-        .arg("--cert")
-        .arg(&cert)
-        .arg("--screenshot")
-        .arg(&screenshot)
-        .args(["--timeout", &PAGE_TIMEOUT_S.to_string()]);
+    let player = chromium_player(&url, &cert, &screenshot, PAGE_TIMEOUT_S);
     let report = run_peer_within("chromium player", player, &mut server, BROWSER_TIMEOUT);
     let line = report.lines().nth(1).unwrap_or_default();
     let summary: serde_json::Value = serde_json::from_str(line)

@@ -20,8 +20,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    certificate, count_qlog, encode, interop_dir, link_command, now, python,
-    run_peer_status_within, serve_tls, Proc,
+    certificate, chromium_player, count_qlog, encode, link_command, now, run_peer_status_within,
+    serve_tls, Proc,
 };
 
 const SECONDS: u64 = 40;
@@ -71,15 +71,7 @@ fn play(
     timeout: Duration,
 ) -> (bool, serde_json::Value, String) {
     let url = format!("https://{origin}/index.html?{page}");
-    let mut player = Command::new(python());
-    player
-        .arg(interop_dir().join("chromium_player.py"))
-        .args(["--url", &url])
-        .arg("--cert")
-        .arg(cert)
-        .arg("--screenshot")
-        .arg(screenshot)
-        .args(["--timeout", &PAGE_TIMEOUT_S.to_string()]);
+    let player = chromium_player(&url, cert, screenshot, PAGE_TIMEOUT_S);
     let (status, report) = run_peer_status_within("chromium player", player, server, timeout);
     let status =
         status.unwrap_or_else(|| panic!("the player did not finish within {timeout:?}:\n{report}"));

@@ -14,7 +14,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    certificate, interop_dir, link_command, python, recoup, run_peer, run_peer_status_within, Proc,
+    certificate, chromium_player, interop_dir, link_command, python, recoup, run_peer,
+    run_peer_status_within, Proc,
 };
 
 /// The largest DATAGRAM frame the server accepts (RFC 9221 §3 recommends 65535).
@@ -74,15 +75,8 @@ fn chromium_webtransport_exchanges_streams_and_datagrams_with_recoup_serve() {
     let datagrams = 200;
     let bytes = 200_000;
     let url = format!("https://{addr}/webtransport.html?datagrams={datagrams}&bytes={bytes}");
-    let mut player = Command::new(python());
-    player
-        .arg(interop_dir().join("chromium_player.py"))
-        .args(["--url", &url])
-        .arg("--cert")
-        .arg(&cert)
-        .arg("--screenshot")
-        .arg(work.path().join("webtransport.png"))
-        .args(["--timeout", &PAGE_TIMEOUT_S.to_string()]);
+    let shot = work.path().join("webtransport.png");
+    let player = chromium_player(&url, &cert, &shot, PAGE_TIMEOUT_S);
     let (status, report) = run_peer_status_within(
         "chromium webtransport",
         player,

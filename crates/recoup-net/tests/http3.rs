@@ -258,11 +258,14 @@ impl ConnectionHandler for BadPeer {
     }
 }
 
-fn close_code_for(control: &[u8], request: Option<&[u8]>) -> u64 {
-    let dir = root_with(&[]);
-    let server = Running::serve(dir.path());
+/// Runs `peer` as an HTTP/3 client of `server` until it is finished.
+fn run_h3_client(
+    peer: &mut impl ConnectionHandler,
+    server: SocketAddr,
+    transport: TransportConfig,
+) {
     let config = ClientConfig {
-        transport: transport(),
+        transport,
         tls: client_tls(None, true, &[b"h3"]).expect("tls"),
         server_name: "localhost".into(),
     };
@@ -272,14 +275,20 @@ fn close_code_for(control: &[u8], request: Option<&[u8]>) -> u64 {
     let now = driver.clock().now();
     driver
         .endpoint_mut()
-        .connect(now, &config, server.addr)
+        .connect(now, &config, server)
         .expect("connect");
+    driver.run(peer, 0).expect("run");
+}
+
+fn close_code_for(control: &[u8], request: Option<&[u8]>) -> u64 {
+    let dir = root_with(&[]);
+    let server = Running::serve(dir.path());
     let mut peer = BadPeer {
         control: control.to_vec(),
         request: request.map(<[u8]>::to_vec),
         closed: None,
     };
-    driver.run(&mut peer, 0).expect("run");
+    run_h3_client(&mut peer, server.addr, transport());
     match peer.closed {
         Some(CloseReason::Remote(e)) if e.application => e.code,
         other => panic!("expected the server to close with an HTTP/3 code, got {other:?}"),
@@ -355,23 +364,9 @@ impl WtPeer {
         (bytes.first() == Some(&0x01)).then(|| bytes.get(4).copied())?
     }
 
-    fn run(mut self, server: SocketAddr, datagram_frame_size: u64) -> Self {
-        let mut transport = transport();
-        transport.datagrams.max_frame_size = datagram_frame_size;
-        let config = ClientConfig {
-            transport,
-            tls: client_tls(None, true, &[b"h3"]).expect("tls"),
-            server_name: "localhost".into(),
-        };
-        let endpoint = Endpoint::new(None, config.transport.local_cid_len);
-        let mut driver =
-            Driver::bind("127.0.0.1:0".parse().expect("addr"), endpoint, true).expect("bind");
-        let now = driver.clock().now();
-        driver
-            .endpoint_mut()
-            .connect(now, &config, server)
-            .expect("connect");
-        driver.run(&mut self, 0).expect("run");
+    /// Runs the peer against `server`, announcing DATAGRAM support (RFC 9221 §3).
+    fn run(mut self, server: SocketAddr) -> Self {
+        run_h3_client(&mut self, server, webtransport_transport());
         self
     }
 }
@@ -521,7 +516,7 @@ fn webtransport_sessions_over_extended_connect_with_http_datagrams() {
         [&[1][..], b"no session"].concat(),
         [&[2][..], b"echo me"].concat(),
     ];
-    let peer = peer.run(server.addr, 65535);
+    let peer = peer.run(server.addr);
     assert!(peer.closed.is_none(), "{:?}", peer.closed);
     assert_eq!(peer.status_line(0), Some(STATUS_404));
     assert_eq!(peer.status_line(4), Some(STATUS_404));
@@ -540,7 +535,7 @@ fn webtransport_bad_input_is_answered_with_its_error_code() {
         vec![request(CONNECT, "/webtransport/echo", Some("webtransport"))],
         |_| false,
     )
-    .run(server.addr, 65535);
+    .run(server.addr);
     match peer.closed {
         Some(CloseReason::Remote(e)) if e.application => assert_eq!(e.code, 0x109),
         other => panic!("expected H3_SETTINGS_ERROR, got {other:?}"),
@@ -553,7 +548,7 @@ fn webtransport_bad_input_is_answered_with_its_error_code() {
         |p| !p.resets.is_empty(),
     );
     peer.then = h3_frame(0x00, &[0x68, 0x43, 0x02, 0x00, 0x01]);
-    let peer = peer.run(server.addr, 65535);
+    let peer = peer.run(server.addr);
     assert!(peer.closed.is_none(), "{:?}", peer.closed);
     assert_eq!(peer.status_line(0), Some(STATUS_200));
     assert_eq!(peer.resets, [(0, 0x10e)]);

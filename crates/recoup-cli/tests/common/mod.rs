@@ -108,6 +108,20 @@ pub fn link_command(upstream: SocketAddr, flags: &[&str]) -> Command {
     cmd
 }
 
+/// `tests/interop/chromium_player.py` on the page at `url`, pinning `cert`, saving a
+/// screenshot, waiting at most `timeout_s` for the page's summary.
+pub fn chromium_player(url: &str, cert: &Path, screenshot: &Path, timeout_s: u64) -> Command {
+    let mut cmd = Command::new(python());
+    cmd.arg(interop_dir().join("chromium_player.py"))
+        .args(["--url", url])
+        .arg("--cert")
+        .arg(cert)
+        .arg("--screenshot")
+        .arg(screenshot)
+        .args(["--timeout", &timeout_s.to_string()]);
+    cmd
+}
+
 /// The unmodified aioquic live player (`tests/interop/live_player.py`) fetching `url`.
 pub fn live_player(url: &str) -> Command {
     let mut cmd = Command::new(python());

@@ -131,7 +131,7 @@ pub(crate) async fn echo(
     let mut connect_open = true;
     // Whether the host was told that the session ended.
     let mut live_reported = false;
-    let (mut streams, mut echoed) = (0u64, 0u64);
+    let (mut streams, mut echoed, mut stray) = (0u64, 0u64, 0u64);
     tracing::info!(%remote, session = ?id, "WebTransport session accepted");
     loop {
         let event = std::future::poll_fn(|cx| {
@@ -203,7 +203,14 @@ pub(crate) async fn echo(
                         tracing::debug!(%remote, "datagram not echoed: {e:?}");
                     }
                 } else {
-                    tracing::info!(%remote, stream = d.stream_id().into_inner(), "datagram dropped: no such session (RFC 9297 §2.1)");
+                    // The first is logged; a flood of them is counted, not logged one by one.
+                    stray += 1;
+                    let stream = d.stream_id().into_inner();
+                    if stray == 1 {
+                        tracing::info!(%remote, stream, "datagram dropped: no such session (RFC 9297 §2.1)");
+                    } else {
+                        tracing::debug!(%remote, stream, stray, "datagram dropped: no such session");
+                    }
                 }
             }
             Event::Connect(Ok(Some(bytes))) => match parser.feed(&bytes) {
@@ -263,6 +270,9 @@ pub(crate) async fn echo(
         }
     }
     end.end();
+    if stray > 0 {
+        tracing::info!(%remote, stray, "datagrams dropped on this connection: no such session");
+    }
     if !live_reported {
         host.session_ended();
     }

@@ -559,13 +559,12 @@ def report(records, skipped, args, vers):
     lines = [
         "# Recovery benchmark: recoup's policies against the QUIC servers people run",
         "",
-        "The runs below were made by (BIN: the recoup binary named under Peers)",
-        "",
         "```sh",
         *dict.fromkeys(r.get("command", "(command not recorded)") for r in records),
         "```",
         "",
-        f"and this report by `{args.command}`.",
+        "These commands made the runs below (BIN: the recoup binary named under Peers); "
+        f"this report was written by `{args.command}`.",
         "",
         "One client, quic-go's HTTP/3 client (tests/peers/quicgo/cmd/client, "
         f"{vers['client']}), for every server, through `recoup link` on loopback "

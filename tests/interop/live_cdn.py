@@ -53,6 +53,7 @@ from bench_harness import (  # noqa: E402
     recoup_version,
     tool_version,
 )
+from common import markdown_table  # noqa: E402
 from matrix import parse_link_report  # noqa: E402
 
 # The two rungs: (bit rate, size). Low enough that 5 % loss at the default rate leaves room to
@@ -235,9 +236,7 @@ def table(records, policies):
                 mean_ci(p95, ".0f") if p95 else "–",
             ]
         )
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
+    return markdown_table(header, rows)
 
 
 def main():

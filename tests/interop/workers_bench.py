@@ -30,6 +30,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_harness import parse_size  # noqa: E402
+
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -43,13 +46,6 @@ def cpu_seconds(pid):
 def children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
-
-
-def parse_size(s):
-    for unit, mult in (("KB", 1024), ("MB", 1024 * 1024)):
-        if s.upper().endswith(unit):
-            return int(float(s[: -len(unit)]) * mult)
-    return int(s)
 
 
 class Server:

@@ -11,6 +11,9 @@ would set it up, to serve a directory of static files or to relay a live origin.
     quiche                  quiche-h3-server (tests/peers/quiche): quiche's h3 module and
                             transport, crates.io's quiche; files only
     recoup-POLICY-CC        recoup serve --policy POLICY --cc CC (--origin for the live push)
+    recoup-POLICY-CC-adjusted
+                            the same with --threshold-rtt adjusted: the time threshold reads the
+                            latest RTT less its ACK delay, as quic-go's does
 
 Every server keeps its own defaults (congestion control, pacing, loss detection); only recoup's
 policy and controller are named. Each one is started by `start(...)`, which returns the process
@@ -27,6 +30,8 @@ from bench_harness import HERE, ServerFailed
 
 RECOUP_POLICIES = ("arq", "too", "art", "autorec", "crest")
 RECOUP_CCS = ("bbr", "cubic", "newreno", "copa", "bbr3")
+# Name suffixes of recoup variants and the serve flags they add.
+RECOUP_VARIANTS = {"adjusted": ["--threshold-rtt", "adjusted"]}
 PEERS = ("quicgo", "caddy", "quinn", "aioquic", "quiche")
 FILES_ONLY = "cannot relay a streamed response (files only)"
 # The peers whose server writes qlog when QLOGDIR is set. quiche-h3-server writes one too, but
@@ -39,12 +44,17 @@ def parse_server(name):
     """(kind, policy, cc) of a server name; ServerFailed for one we do not know."""
     if name in PEERS:
         return name, None, None
-    m = re.fullmatch(r"recoup-([a-z]+)-([a-z0-9]+)", name)
-    if m and m.group(1) in RECOUP_POLICIES and m.group(2) in RECOUP_CCS:
+    m = re.fullmatch(r"recoup-([a-z]+)-([a-z0-9]+)(?:-([a-z]+))?", name)
+    if (
+        m
+        and m.group(1) in RECOUP_POLICIES
+        and m.group(2) in RECOUP_CCS
+        and (m.group(3) is None or m.group(3) in RECOUP_VARIANTS)
+    ):
         return "recoup", m.group(1), m.group(2)
     raise ServerFailed(
-        f"{name}: unknown server ({', '.join(PEERS)} or recoup-POLICY-CC with POLICY in "
-        f"{RECOUP_POLICIES} and CC in {RECOUP_CCS})"
+        f"{name}: unknown server ({', '.join(PEERS)} or recoup-POLICY-CC[-VARIANT] with POLICY "
+        f"in {RECOUP_POLICIES}, CC in {RECOUP_CCS} and VARIANT in {tuple(RECOUP_VARIANTS)})"
     )
 
 
@@ -104,6 +114,8 @@ def start(procs, name, tools, root, origin, run_dir, qlog_dir, cert=None):
         raise ServerFailed(f"{name}: {FILES_ONLY}")
     if kind == "recoup":
         cmd = [tools.recoup, "serve", "--listen", "127.0.0.1:0", "--policy", policy, "--cc", cc]
+        variant = name.removeprefix(f"recoup-{policy}-{cc}").removeprefix("-")
+        cmd += RECOUP_VARIANTS.get(variant, [])
         cmd += ["--origin", f"http://{origin}"] if origin else ["--root", root]
         cmd += ["--cert", cert[0], "--key", cert[1]] if cert else []
         return procs.start_listening(name, cmd, log, env)

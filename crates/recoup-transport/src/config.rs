@@ -9,7 +9,7 @@ use recoup_recovery::{FecSpec, Policy, PolicySpec, RecoveryPolicy};
 
 use crate::cc::CcAlgorithm;
 use crate::error::Error;
-use crate::loss::LossDetectionMode;
+use crate::loss::{LossDetectionMode, ThresholdRtt};
 
 /// The smallest datagram QUIC allows on a path (RFC 9000 §14): Initial packets are padded to it.
 pub const MIN_INITIAL_SIZE: usize = 1200;
@@ -108,6 +108,8 @@ pub struct TransportConfig {
     pub packet_threshold: u64,
     /// RFC 9002 §6.1.2 kTimeThreshold as a fraction (numerator, denominator): 9/8.
     pub time_threshold: (u32, u32),
+    /// The RTT sample the time threshold multiplies with smoothed_rtt ([`ThresholdRtt`]).
+    pub threshold_rtt: ThresholdRtt,
     /// Loss detection algorithm: RFC 9002's or RACK-TLP (RFC 8985).
     pub loss_detection: LossDetectionMode,
     /// An upper bound on the backed-off probe timeout ([`MaxPto`]).
@@ -164,6 +166,7 @@ impl Default for TransportConfig {
             datagrams: DatagramConfig::default(),
             packet_threshold: 3,
             time_threshold: (9, 8),
+            threshold_rtt: ThresholdRtt::Latest,
             loss_detection: LossDetectionMode::Rfc9002,
             max_pto: MaxPto::default(),
             key_update_interval: None,

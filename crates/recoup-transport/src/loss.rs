@@ -246,6 +246,57 @@ impl FromStr for LossDetectionMode {
     }
 }
 
+/// Which RTT sample, besides smoothed_rtt, sets the time threshold (RFC 9002 §6.1.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ThresholdRtt {
+    /// The latest RTT sample as measured, ACK delay included: RFC 9002 §6.1.2 and Appendix A.7.
+    #[default]
+    Latest,
+    /// The latest sample less the peer's reported ACK delay, adjusted as RFC 9002 §5.3 adjusts
+    /// it for smoothed_rtt. quic-go's time threshold reads this sample
+    /// (`RTTStats.UpdateRTT` stores the adjusted sample as its latest RTT). On application
+    /// limited traffic the last packet of a burst is acknowledged only after the peer's
+    /// max_ack_delay, so the measured sample carries that delay into the loss delay.
+    Adjusted,
+}
+
+impl ThresholdRtt {
+    /// Accepted names, in the order of the error message.
+    pub const NAMES: [&'static str; 2] = ["latest", "adjusted"];
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            ThresholdRtt::Latest => "latest",
+            ThresholdRtt::Adjusted => "adjusted",
+        }
+    }
+}
+
+impl fmt::Display for ThresholdRtt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ThresholdRtt {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "latest" => Ok(ThresholdRtt::Latest),
+            "adjusted" => Ok(ThresholdRtt::Adjusted),
+            _ => Err(Error::invalid(
+                "time threshold RTT",
+                format!(
+                    "unknown name {s:?}; accepted: {}",
+                    ThresholdRtt::NAMES.join(", ")
+                ),
+            )),
+        }
+    }
+}
+
 /// Loss detection settings. Defaults are RFC 9002's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LossConfig {
@@ -256,6 +307,8 @@ pub struct LossConfig {
     pub packet_threshold: u64,
     /// RFC 9002 §6.1.2 kTimeThreshold as `(numerator, denominator)`; 9/8.
     pub time_threshold: (u32, u32),
+    /// The RTT sample the time threshold multiplies, with smoothed_rtt.
+    pub threshold_rtt: ThresholdRtt,
     /// RFC 9002 §6.2.2 kInitialRtt.
     pub initial_rtt: Duration,
     /// The peer's max_ack_delay (RFC 9000 §18.2); replace with
@@ -272,6 +325,7 @@ impl Default for LossConfig {
             server: false,
             packet_threshold: 3,
             time_threshold: (9, 8),
+            threshold_rtt: ThresholdRtt::Latest,
             initial_rtt: DEFAULT_INITIAL_RTT,
             max_ack_delay: Duration::from_millis(25),
             detection: LossDetectionMode::Rfc9002,
@@ -626,8 +680,12 @@ impl<T> LossDetection<T> {
             let (num, den) = self.config.time_threshold;
             // RFC 9002 §6.1.2: kTimeThreshold · max(smoothed_rtt, latest_rtt), at least
             // kGranularity.
+            let latest = match self.config.threshold_rtt {
+                ThresholdRtt::Latest => self.rtt.latest(),
+                ThresholdRtt::Adjusted => self.rtt.latest_adjusted(),
+            };
             mul_ratio(
-                self.rtt.latest().max(self.rtt.smoothed()),
+                latest.max(self.rtt.smoothed()),
                 u64::from(num),
                 u64::from(den),
             )
@@ -1165,6 +1223,48 @@ mod tests {
             .expect("valid");
         assert_eq!(pns(&ok.acked), [0, 1]);
         assert_eq!(ld.bytes_in_flight(), 0);
+    }
+
+    /// A first sample of 100 ms, then packets 1 and 2 sent together and 2 acknowledged 125 ms
+    /// later after 25 ms of ACK delay. Packet 1 is only one behind, so the time threshold alone
+    /// decides it: 9/8 of the sample as measured (RFC 9002 §6.1.2) or less its ACK delay
+    /// (quic-go). Returns what was declared lost at the ACK and the loss timer left.
+    fn after_delayed_ack(threshold_rtt: ThresholdRtt) -> (Vec<u64>, Option<Instant>) {
+        let mut ld = LossDetection::new(LossConfig {
+            server: true,
+            threshold_rtt,
+            ..LossConfig::default()
+        });
+        ld.set_handshake_confirmed(Instant::ZERO);
+        send(&mut ld, SpaceId::Data, 0, at(0));
+        ld.on_ack_received(SpaceId::Data, &[0..=0], ms(0), at(100))
+            .expect("valid");
+        send(&mut ld, SpaceId::Data, 1, at(200));
+        send(&mut ld, SpaceId::Data, 2, at(200));
+        let out = ld
+            .on_ack_received(SpaceId::Data, &[2..=2], ms(25), at(325))
+            .expect("valid");
+        assert_eq!(ld.rtt().latest(), ms(125));
+        assert_eq!(ld.rtt().latest_adjusted(), ms(100));
+        let lost = out.losses.lost.iter().map(|l| l.packet.pn).collect();
+        (lost, ld.loss_time(SpaceId::Data))
+    }
+
+    #[test]
+    fn time_threshold_reads_the_measured_or_the_adjusted_sample() {
+        // 9/8 of max(smoothed 100 ms, latest 125 ms): 1 is lost 140.625 ms after its send.
+        assert_eq!(
+            after_delayed_ack(ThresholdRtt::Latest),
+            (vec![], Some(at(200) + Duration::from_micros(140_625)))
+        );
+        // 9/8 of max(smoothed 100 ms, adjusted 100 ms) = 112.5 ms < 125 ms: lost at the ACK.
+        assert_eq!(after_delayed_ack(ThresholdRtt::Adjusted), (vec![1], None));
+        assert_eq!(
+            "adjusted".parse::<ThresholdRtt>().ok(),
+            Some(ThresholdRtt::Adjusted)
+        );
+        let err = "raw".parse::<ThresholdRtt>().expect_err("unknown name");
+        assert!(err.to_string().contains("latest, adjusted"), "{err}");
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub(crate) fn duration_from_nanos_saturating(nanos: u128) -> Duration {
 pub struct RttEstimator {
     initial: Duration,
     latest: Duration,
+    /// `latest` less the ACK delay, as RFC 9002 §5.3 adjusts it.
+    latest_adjusted: Duration,
     smoothed: Duration,
     var: Duration,
     min: Duration,
@@ -50,6 +52,7 @@ impl RttEstimator {
         Self {
             initial: initial_rtt,
             latest: initial_rtt,
+            latest_adjusted: initial_rtt,
             smoothed: initial_rtt,
             var: initial_rtt / 2,
             min: initial_rtt,
@@ -68,6 +71,7 @@ impl RttEstimator {
         handshake_confirmed: bool,
     ) {
         self.latest = latest_rtt;
+        self.latest_adjusted = latest_rtt;
         if self.first_sample.is_none() {
             // RFC 9002 §5.3: the first sample initialises everything; ack delay is not used.
             self.first_sample = Some(now);
@@ -90,6 +94,7 @@ impl RttEstimator {
         } else {
             latest_rtt
         };
+        self.latest_adjusted = adjusted;
         let deviation = self.smoothed.abs_diff(adjusted);
         self.var = mul_ratio(self.var, 3, 4).saturating_add(deviation / 4);
         self.smoothed = mul_ratio(self.smoothed, 7, 8).saturating_add(adjusted / 8);
@@ -113,6 +118,13 @@ impl RttEstimator {
     #[must_use]
     pub fn latest(&self) -> Duration {
         self.latest
+    }
+
+    /// The most recent sample less the ACK delay the peer reported, never below min_rtt: the
+    /// `adjusted_rtt` of RFC 9002 §5.3 (the initial RTT before any sample).
+    #[must_use]
+    pub fn latest_adjusted(&self) -> Duration {
+        self.latest_adjusted
     }
 
     /// The smoothed RTT (RFC 9002 §5.3).

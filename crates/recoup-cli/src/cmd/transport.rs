@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use recoup_recovery::{FecSpec, PolicySpec};
 use recoup_transport::cc::CcAlgorithm;
-use recoup_transport::loss::LossDetectionMode;
+use recoup_transport::loss::{LossDetectionMode, ThresholdRtt};
 use recoup_transport::{DatagramConfig, MaxPto, TransportConfig};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -25,6 +25,11 @@ pub struct TransportArgs {
     /// Loss detection: rfc9002 (RFC 9002 §6 thresholds) or rack-tlp (RFC 8985).
     #[arg(long, default_value = "rfc9002", value_parser = parse_loss_detection)]
     pub loss_detection: LossDetectionMode,
+    /// The RTT sample RFC 9002's time threshold multiplies with smoothed_rtt: `latest` as
+    /// measured (RFC 9002 §6.1.2) or `adjusted`, less the peer's ACK delay (quic-go's reading;
+    /// docs/RECOVERY-BENCH.md measures both).
+    #[arg(long, value_name = "latest|adjusted", default_value = "latest", value_parser = parse_threshold_rtt)]
+    pub threshold_rtt: ThresholdRtt,
     /// Dual-side FEC for the data this endpoint sends, e.g. `block:k=9,m=1` (docs/FEC.md):
     /// repair symbols go only to a recoup peer that negotiated FEC; toward any other peer a
     /// warning is logged and recovery is plain ARQ. recoup endpoints always offer to decode.
@@ -88,6 +93,7 @@ impl TransportArgs {
         Ok(TransportConfig {
             cc: self.cc,
             loss_detection: self.loss_detection,
+            threshold_rtt: self.threshold_rtt,
             policy: self.policy.clone().unwrap_or_default(),
             key_update_interval: self.key_update_interval,
             max_idle_timeout: self.idle_timeout,
@@ -128,6 +134,10 @@ fn parse_max_pto(s: &str) -> Result<MaxPto, String> {
             Err(e) => Err(format!("{e}; or auto, or off")),
         },
     }
+}
+
+fn parse_threshold_rtt(s: &str) -> Result<ThresholdRtt, String> {
+    s.parse::<ThresholdRtt>().map_err(|e| e.to_string())
 }
 
 fn parse_fec(s: &str) -> Result<FecSpec, String> {

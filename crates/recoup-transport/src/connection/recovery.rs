@@ -123,6 +123,7 @@ impl RecoveryHost {
             server: side == Side::Server,
             packet_threshold: config.packet_threshold,
             time_threshold: config.time_threshold,
+            threshold_rtt: config.threshold_rtt,
             initial_rtt: config.initial_rtt,
             max_ack_delay: Duration::from_millis(25),
             detection: config.loss_detection,

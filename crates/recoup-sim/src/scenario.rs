@@ -38,7 +38,7 @@ use recoup_elements::{
 };
 use recoup_recovery::{FecSpec, PolicySpec};
 use recoup_transport::cc::CcAlgorithm;
-use recoup_transport::loss::LossDetectionMode;
+use recoup_transport::loss::{LossDetectionMode, ThresholdRtt};
 use recoup_transport::{CopiesBeyondCwnd, Protection};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
@@ -751,6 +751,10 @@ pub struct TransportSpec {
     /// Loss detection: `rfc9002` (RFC 9002 §6) or `rack-tlp` (RFC 8985).
     #[serde(deserialize_with = "from_str")]
     pub loss_detection: LossDetectionMode,
+    /// The RTT sample RFC 9002's time threshold multiplies with smoothed_rtt: `latest` as
+    /// measured (RFC 9002 §6.1.2) or `adjusted`, less the peer's ACK delay (quic-go's reading).
+    #[serde(deserialize_with = "from_str")]
+    pub threshold_rtt: ThresholdRtt,
     /// The receiver's buffer: the flow-control window it keeps ahead of what its application
     /// has read, for the connection and for each stream (ART §4.4, Fig. 24); `None` keeps the
     /// transport's defaults.
@@ -1906,6 +1910,12 @@ mod tests {
         assert_eq!(s.transport.initial_window, Some(20));
         assert_eq!(s.transport.hystart, Some(false));
         assert_eq!(one(MINIMAL).expect("valid").transport.hystart, None);
+        assert_eq!(s.transport.threshold_rtt, ThresholdRtt::Latest);
+        let s = one(&format!(
+            "{MINIMAL}[transport]\nthreshold_rtt = \"adjusted\"\n"
+        ))
+        .expect("valid");
+        assert_eq!(s.transport.threshold_rtt, ThresholdRtt::Adjusted);
         let e = err(&format!("{MINIMAL}[transport]\nloss_detection = \"bbr\"\n"));
         assert!(
             e.starts_with("t.toml:4:18: ")
@@ -1966,6 +1976,7 @@ mod tests {
                 "initial_window",
                 "hystart",
                 "loss_detection",
+                "threshold_rtt",
                 "receive_window",
                 "send_buffer",
                 "copies_beyond_cwnd",

@@ -931,8 +931,10 @@ def main():
     if args.doc:
         with open(args.doc, "w") as f:
             f.write(text.replace(os.path.basename(png), "recovery-bench.png") + "\n")
-        if has_plot:
-            shutil.copy(png, os.path.join(os.path.dirname(args.doc), "recovery-bench.png"))
+        doc_png = os.path.join(os.path.dirname(os.path.abspath(args.doc)), "recovery-bench.png")
+        # A report written into OUT itself already has its plot there.
+        if has_plot and os.path.abspath(png) != doc_png:
+            shutil.copy(png, doc_png)
     print(text)
     print(f"\nreport: {md}; runs: {records_file}")
     missing = [r for r in records if run_stats(r)["missing"]]

@@ -468,7 +468,13 @@ impl CongestionController for Bbr {
             self.in_recovery = true;
             self.packet_conservation = true;
             self.conservation_round = self.round_count;
-            self.cwnd = self.in_flight.max(self.min_pipe_cwnd);
+            // cwnd = packets_in_flight + max(packets_delivered, 1): room for the fast
+            // retransmit. The packets this ACK delivered are added by `set_cwnd`'s
+            // conservation step; a loss found by the timer delivered none.
+            self.cwnd = self
+                .in_flight
+                .saturating_add(self.mds)
+                .max(self.min_pipe_cwnd);
         } else {
             self.cwnd = self.cwnd.saturating_sub(lost_bytes).max(self.min_pipe_cwnd);
         }
@@ -702,7 +708,9 @@ mod tests {
             &rtt,
         );
         assert!(cc.packet_conservation);
-        assert_eq!(cc.window(), 9600);
+        // What is still in flight, plus one datagram for the fast retransmit (draft §4.2.3.4:
+        // packets_in_flight + max(packets_delivered, 1); the timer delivered none).
+        assert_eq!(cc.window(), 9600 + MDS);
         assert_eq!(cc.prior_cwnd, 12_000);
         cc.on_congestion_event(
             Instant::from_nanos(11),

@@ -4,6 +4,7 @@ percentiles and their mean over runs with a 95 % interval, and the summary of a 
 """
 
 import argparse
+import bisect
 import hashlib
 import json
 import math
@@ -149,15 +150,28 @@ def mean_ci(values, spec=".0f"):
     return f"{mean:{spec}} ± {half:{spec}}"
 
 
+# A gap after a packet longer than this ends a burst (a live frame is sent as one burst).
+BURST_GAP_MS = 5.0
+
+
 def summarise_qlog(path):
     """Congestion window and bytes in flight over time (from recovery:metrics_updated, as
     (ms, bytes) lists), packets lost per trigger, and PTO expiries of one qlog trace (JSON-SEQ
     .sqlog or JSON lines). PTO expiries are recovery:loss_timer_updated `expired` events of the
     `pto` timer, else increments of metrics_updated's pto_count; None when the trace has
-    neither (recoup's qlog logs no PTO)."""
+    neither (recoup's qlog logs no PTO).
+
+    Also, per 1-RTT packet declared lost, how long its loss took to find (declaration minus
+    send), split by whether it ended a burst (the sender's next packet left more than
+    BURST_GAP_MS later, so only a later burst's ACK can reveal the loss), and how long after
+    the declaration the sender next sent stream data (a window or pacer holding the
+    retransmission shows here)."""
     cwnd, inflight, lost = [], [], {}
     pto_timer = pto_count = None
     last_count = 0
+    sent = {}  # 1-RTT packet number -> send time
+    declared = []  # (time, packet number) of packet_lost events
+    data_sends = []  # times of packets carrying STREAM frames
     with open(path, errors="replace") as f:
         for line in f:
             line = line.strip().lstrip("\x1e")
@@ -183,11 +197,32 @@ def summarise_qlog(path):
             elif name.endswith("packet_lost"):
                 trigger = data.get("trigger", "unknown")
                 lost[trigger] = lost.get(trigger, 0) + 1
+                declared.append((t, (data.get("header") or {}).get("packet_number")))
+            elif name.endswith("packet_sent"):
+                header = data.get("header") or {}
+                if str(header.get("packet_type", "")).lower() == "1rtt":
+                    sent[header.get("packet_number")] = t
+                if any(f.get("frame_type") == "stream" for f in data.get("frames") or []):
+                    data_sends.append(t)
+    detect_tail, detect_other, declared_to_send = [], [], []
+    data_sends.sort()
+    for t, pn in declared:
+        if pn not in sent or t is None:
+            continue
+        following = sent.get(pn + 1)
+        tail = following is None or following - sent[pn] > BURST_GAP_MS
+        (detect_tail if tail else detect_other).append(t - sent[pn])
+        i = bisect.bisect_left(data_sends, t)
+        if i < len(data_sends):
+            declared_to_send.append(data_sends[i] - t)
     return {
         "cwnd": cwnd,
         "bytes_in_flight": inflight,
         "lost": lost,
         "ptos": pto_timer if pto_timer is not None else pto_count,
+        "detect_tail_ms": detect_tail,
+        "detect_other_ms": detect_other,
+        "declared_to_send_ms": declared_to_send,
     }
 
 

@@ -43,6 +43,7 @@ import re
 import shlex
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,7 @@ sys.path.insert(0, HERE)
 import recovery_peers as peers  # noqa: E402
 from aioquic_server import self_signed  # noqa: E402
 from bench_harness import (  # noqa: E402
+    BURST_GAP_MS,
     REPO,
     Processes,
     ServerFailed,
@@ -504,10 +506,24 @@ def analyze_rows(records, recoup):
                 cw_mean,
                 ", ".join(f"{t} {n}" for t, n in sorted(q["lost"].items())),
                 "not logged" if q["ptos"] is None else q["ptos"],
+                burst_end_cell(q),
+                mean_or_dash(q["detect_other_ms"]),
+                mean_or_dash(q["declared_to_send_ms"]),
                 a.get("error", ""),
             ]
         )
     return rows
+
+
+def mean_or_dash(xs):
+    return f"{statistics.mean(xs):.1f}" if xs else "–"
+
+
+def burst_end_cell(q):
+    tails, others = q["detect_tail_ms"], q["detect_other_ms"]
+    if not tails:
+        return "–"
+    return f"{statistics.mean(tails):.1f} ({len(tails) / (len(tails) + len(others)):.0%})"
 
 
 def run_analyze(recoup, trace):
@@ -645,12 +661,26 @@ def report(records, skipped, args, vers):
             "packet's send to its retransmission, the loss detection time; recovery latency from "
             "the first loss detection to the send of the copy that arrived, 0 when the first "
             "retransmission arrives), and from the trace itself the time-weighted mean "
-            "congestion window, the packets declared lost by trigger and the PTO expiries.",
+            "congestion window, the packets declared lost by trigger and the PTO expiries. "
+            "Also from the trace: the mean time to find a lost packet (declaration minus send) "
+            "for packets that ended a burst (no packet followed within "
+            f"{BURST_GAP_MS:g} ms: only a later burst's ACK reveals them) and for the others, "
+            "with the share of burst ends among the lost; and the mean time from a declaration "
+            "to the sender's next packet with stream data (a window or pacer holding the "
+            "retransmission shows here).",
             "",
             markdown_table(
                 ["path", "workload", "server"]
                 + [h for _, h in ANALYZE_COLUMNS]
-                + ["cwnd mean B", "lost by trigger", "PTOs", "analyze error"],
+                + [
+                    "cwnd mean B",
+                    "lost by trigger",
+                    "PTOs",
+                    "found ms: burst end (share)",
+                    "found ms: other",
+                    "declared to next data ms",
+                    "analyze error",
+                ],
                 rows,
                 spec=".3g",
             ),

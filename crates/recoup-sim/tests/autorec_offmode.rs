@@ -35,11 +35,15 @@ fn the_old_controller_switches_reproduce_it_packet_for_packet() {
     // 0x7740_e512_2cc4_8af9, 0x4b5b_e614_a580_398e), so only the handshake's bytes differ. The
     // two 12 Mbit/s digests were re-recorded again when BBR's pacing rate came to be set from the
     // first RTT sample (the off-mode runs' sends move with the pacer; the on-mode 3 Mbit/s run's
-    // did not); they were 13282 / 0x6196_c40f_a0af_f8f8 and 14828 / 0xeead_877b_1b56_1fe6.
+    // did not); they were 13282 / 0x6196_c40f_a0af_f8f8 and 14828 / 0xeead_877b_1b56_1fe6. All
+    // three were re-recorded when BBR's recovery window came to leave room for the fast
+    // retransmit (draft-cardwell-iccrg-bbr §4.2.3.4), which moves every send after a loss; they
+    // were 13292 / 0xa495_e70f_97ce_89ad, 14862 / 0x27cc_ec6d_5b0a_2e3c and
+    // 11884 / 0x5cf0_f3b7_da81_0951.
     const OLD: [(&str, &str, u64, usize, u64); 3] = [
-        ("12Mbps", "30ms", 1, 13292, 0xa495_e70f_97ce_89ad),
-        ("12Mbps", "75ms", 2, 14862, 0x27cc_ec6d_5b0a_2e3c),
-        ("3Mbps", "30ms", 3, 11884, 0x5cf0_f3b7_da81_0951),
+        ("12Mbps", "30ms", 1, 13328, 0x9ea8_f581_fa24_0ba3),
+        ("12Mbps", "75ms", 2, 14664, 0x2059_4fe8_0374_6536),
+        ("3Mbps", "30ms", 3, 11910, 0x1900_16d5_cc90_bd76),
     ];
     // The testbed (off-mode between frames), a long RTT (larger K), and a 3 Mbit/s path that the
     // 4 Mbit/s stream fills (on-mode: opportunistic reinjection only).

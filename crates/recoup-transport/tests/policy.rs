@@ -341,7 +341,7 @@ fn every_policy_completes_a_lossy_transfer() {
     let s = seed(46);
     let _g = SeedGuard(s);
     for policy in [
-        "arq", "fixed:1", "or3", "art", "art-mab", "autorec", "too", "ladr-rrl",
+        "arq", "fixed:1", "or3", "art", "art-mab", "autorec", "too", "draft-wu", "ladr-rrl",
     ] {
         let r = run(s, policy, 0.05, 300 * 1024);
         assert!(r.stats.packets_lost > 0, "{policy}");

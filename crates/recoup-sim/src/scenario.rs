@@ -1771,6 +1771,7 @@ mod tests {
         assert_eq!(app("rtc", ""), AppSpec::Rtc(RtcConfig::default()));
         assert_eq!(app("gaming", ""), AppSpec::Gaming(GamingConfig::default()));
         assert_eq!(app("vod", ""), AppSpec::Vod(VodConfig::default()));
+        assert_eq!(app("moq", ""), AppSpec::Moq(MoqConfig::default()));
         assert_eq!(
             app("file", "size = 1000\n"),
             AppSpec::File(FileConfig {
@@ -1795,6 +1796,20 @@ mod tests {
         for (kind, keys, key, why) in [
             ("live", "fps = 0\n", "app.fps", "between 1 and 1000"),
             ("rtc", "fps = 1001\n", "app.fps", "between 1 and 1000"),
+            (
+                "moq",
+                "deadline = \"0ms\"\n",
+                "app.deadline",
+                "between 1ms and 60s",
+            ),
+            (
+                "moq",
+                "deadline = \"61s\"\n",
+                "app.deadline",
+                "between 1ms and 60s",
+            ),
+            ("moq", "gop = 0\n", "app.gop", "at least 1"),
+            ("moq", "tracks = 17\n", "app.tracks", "between 1 and 16"),
             ("live", "key_ratio = 0.0\n", "app.key_ratio", "> 0"),
             ("gaming", "size_noise = 1.0\n", "app.size_noise", "[0, 1)"),
             (

@@ -293,7 +293,7 @@ impl StreamApp for MoqPublisher {
 }
 
 /// What a subscriber measured, over the objects whose deadline passed before the end.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct MoqOutcome {
     pub objects_due: u64,
     pub objects_on_time: u64,
@@ -340,13 +340,9 @@ impl MoqSubscriber {
     /// Complete after [`StreamApp::finish`].
     #[must_use]
     pub fn outcome(&self) -> MoqOutcome {
-        self.outcome.clone().unwrap_or(MoqOutcome {
-            objects_due: 0,
-            objects_on_time: 0,
-            objects_late: 0,
-            objects_dropped: 0,
-            delays_ms: Vec::new(),
+        self.outcome.clone().unwrap_or_else(|| MoqOutcome {
             error: self.error.clone(),
+            ..MoqOutcome::default()
         })
     }
 

@@ -139,6 +139,21 @@ mod tests {
     }
 
     #[test]
+    fn a_range_whose_retransmission_was_lost_too_is_resent_when_application_limited() {
+        let mut p = DraftWu::new(DraftWuConfig::default());
+        retransmit(&mut p, 3, ms(10));
+        // The retransmission is lost: round 2 opens and its ARQ retransmission leaves.
+        p.on_data_lost(ms(40), &lost_round(3, 2));
+        let r = ranges(Some(3));
+        p.on_packet_sent(ms(40), &packet(200, ms(40), SendKind::Retransmission, &r));
+        assert_eq!(
+            drain(&mut p, ms(41), SendState::CwndLimited),
+            Vec::<LossId>::new()
+        );
+        assert_eq!(drain(&mut p, ms(42), SendState::OffMode), vec![3]);
+    }
+
+    #[test]
     fn nothing_while_cwnd_limited_or_sending_new_data() {
         let mut p = DraftWu::new(DraftWuConfig::default());
         retransmit(&mut p, 1, ms(10));

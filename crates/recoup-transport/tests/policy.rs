@@ -263,15 +263,14 @@ fn fixed_zero_is_arq_packet_for_packet() {
     assert_eq!(arq.stats, fixed0.stats);
 }
 
-#[test]
-fn qlog_of_a_lossy_run_with_copies() {
-    let s = seed(44);
-    let _g = SeedGuard(s);
+/// A pair under `policy` and random `loss`, handshake done, with the client's qlog written to
+/// the returned sink.
+fn traced_pair(s: u64, loss: f64, policy: &str) -> (Pair, Sink) {
     let net = NetConfig {
-        loss: 0.05,
+        loss,
         ..NetConfig::default()
     };
-    let mut p = Pair::new(s, net, config("fixed:1"));
+    let mut p = Pair::new(s, net, config(policy));
     let sink = Sink::default();
     let now = p.now;
     p.client_conn().set_qlog(QlogWriter::new(
@@ -281,6 +280,14 @@ fn qlog_of_a_lossy_run_with_copies() {
         0.0,
     ));
     p.handshake();
+    (p, sink)
+}
+
+#[test]
+fn qlog_of_a_lossy_run_with_copies() {
+    let s = seed(44);
+    let _g = SeedGuard(s);
+    let (mut p, sink) = traced_pair(s, 0.05, "fixed:1");
     let payload = data(300_000, s);
     let id = p.client_conn().open_stream(false).expect("open");
     let written = p.client_conn().stream_write(id, &payload).expect("write");
@@ -459,20 +466,7 @@ fn a_policy_set_mid_transfer_takes_over_only_between_recoveries() {
 fn a_reset_stream_gets_no_retransmission_or_copy() {
     let s = seed(45);
     let _g = SeedGuard(s);
-    let net = NetConfig {
-        loss: 0.1,
-        ..NetConfig::default()
-    };
-    let mut p = Pair::new(s, net, config("fixed:2"));
-    let sink = Sink::default();
-    let now = p.now;
-    p.client_conn().set_qlog(QlogWriter::new(
-        Box::new(sink.clone()),
-        VantagePoint::Client,
-        now,
-        0.0,
-    ));
-    p.handshake();
+    let (mut p, sink) = traced_pair(s, 0.1, "fixed:2");
     let payload = data(400_000, s);
     let c = p.client_conn();
     let (a, b) = (

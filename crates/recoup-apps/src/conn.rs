@@ -123,6 +123,54 @@ impl AppConn {
         (read.map_or(0, |(n, _)| n as u64), error)
     }
 
+    /// Resets every stream the application gives up on now ([`StreamApp::poll_reset`]), with
+    /// `code` as the application error code. A stream not opened yet is opened first, so that
+    /// `Local(i)` stays the i-th stream and the peer learns of the abandoned stream. A write
+    /// held for a reset stream is dropped.
+    pub fn resets(
+        &mut self,
+        conn: &mut Connection,
+        now: Instant,
+        app: &mut dyn StreamApp,
+        code: u64,
+    ) -> Result<(), String> {
+        loop {
+            let acked = |key: StreamKey| match key {
+                StreamKey::Local(i) => self
+                    .local
+                    .get(&i)
+                    .map_or(0, |&id| conn.stream_acked_prefix(id).unwrap_or(u64::MAX)),
+                StreamKey::Peer(_) => 0,
+            };
+            let Some(key) = app.poll_reset(now, &acked) else {
+                return Ok(());
+            };
+            if self.pending.as_ref().is_some_and(|(k, _, _)| *k == key) {
+                self.pending = None;
+            }
+            let StreamKey::Local(i) = key else {
+                return Err(format!("reset of the peer's stream {key:?}"));
+            };
+            let id = match self.local.get(&i) {
+                Some(&id) => id,
+                None => match conn.open_stream(self.bidi) {
+                    Ok(id) => {
+                        self.local.insert(i, id);
+                        id
+                    }
+                    // The peer's MAX_STREAMS: nothing of it was sent, nothing to reset.
+                    Err(TransportError::Blocked) => continue,
+                    Err(e) => return Err(e.to_string()),
+                },
+            };
+            match conn.stream_reset(now, id, code) {
+                // A stream whose every byte was acknowledged is gone: nothing left to reset.
+                Ok(()) | Err(TransportError::UnknownStream(_)) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+
     /// Finishes a partial write, then takes new ones while the transport accepts them. An
     /// error is the transport's refusal, other than being blocked.
     pub fn write(

@@ -9,6 +9,8 @@
 //! - [`rtc`]: frames with a playback deadline, one stream per frame.
 //! - [`vod`]: video on demand with adaptive bitrate: segments of a bitrate ladder, the basic
 //!   rate-based ABR, a playback buffer with rebuffering.
+//! - [`moq`]: Media over QUIC: tracks of groups of objects, each group on its own stream,
+//!   reset when an object of it misses its delivery deadline.
 //! - [`gaming`]: cloud gaming, frames at a bitrate that follows a bitrate controller ([`lbbc`]),
 //!   with LADR's frame metrics from per-packet feedback ([`StreamApp::on_feedback`]).
 //!
@@ -42,6 +44,7 @@ pub mod frame;
 pub mod gaming;
 pub mod lbbc;
 pub mod live;
+pub mod moq;
 pub mod rtc;
 pub mod source;
 pub mod stats;
@@ -195,6 +198,20 @@ pub trait StreamApp {
         _fin: bool,
     ) -> Result<(), FrameError> {
         Err(unexpected(stream))
+    }
+
+    /// A stream this side gives up on now: the driver resets it (RESET_STREAM, RFC 9000 §3.1),
+    /// after which the transport sends none of its data again, and the application writes no
+    /// more to it. `acked(stream)` is how many of the stream's first bytes the peer has
+    /// acknowledged in order (`u64::MAX` once all of them and the end are, 0 before the stream
+    /// exists). Asked before every write, until `None`. By default none: a MoQ publisher
+    /// ([`moq`]) resets a group whose delivery deadline passed.
+    fn poll_reset(
+        &mut self,
+        _now: Instant,
+        _acked: &dyn Fn(StreamKey) -> u64,
+    ) -> Option<StreamKey> {
+        None
     }
 
     /// When the data of a stream this side writes is due at the peer (a video frame's playout

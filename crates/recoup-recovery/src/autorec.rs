@@ -49,7 +49,7 @@ use crate::autorec_modes::{OffMode, ReinjectionCount, TUnitSample};
 use crate::config::AutoRecConfig;
 use crate::interval::IntervalStats;
 use crate::redundancy::{self, Tolerances};
-use crate::reinjection::ReinjectionQueue;
+use crate::reinjection::{OffModePeriod, ReinjectionQueue};
 
 /// AutoRec's sender.
 #[derive(Debug, Clone)]
@@ -72,9 +72,7 @@ pub struct AutoRec {
     /// transport asks for the deadline and for a copy several times per packet, the queue
     /// changes only around a loss.
     opportunistic_at: Option<Instant>,
-    state: SendState,
-    /// While in off-mode: entries last sent before the period began have `seq` below this.
-    off_mode_before: Option<u64>,
+    period: OffModePeriod,
     /// First send of each lost range whose first retransmission has not left yet (T_unit).
     awaiting_retransmission: BTreeMap<LossId, Instant>,
 }
@@ -98,8 +96,7 @@ impl AutoRec {
             t_unit: None,
             t_thres: None,
             opportunistic_at: None,
-            state: SendState::OnMode,
-            off_mode_before: None,
+            period: OffModePeriod::default(),
             awaiting_retransmission: BTreeMap::new(),
         }
     }
@@ -193,15 +190,6 @@ impl AutoRec {
     fn refresh_opportunistic(&mut self) {
         self.opportunistic_at = self.opportunistic_deadline();
     }
-
-    fn enter_state(&mut self, state: SendState) {
-        if state == SendState::OffMode && self.state != SendState::OffMode {
-            self.off_mode_before = Some(self.queue.next_seq());
-        } else if state != SendState::OffMode {
-            self.off_mode_before = None;
-        }
-        self.state = state;
-    }
 }
 
 fn decision_interval(srtt: Duration, rtts: u32) -> Duration {
@@ -283,22 +271,19 @@ impl RecoveryPolicy for AutoRec {
     }
 
     fn on_send_state(&mut self, _: Instant, state: SendState) {
-        self.enter_state(state);
+        self.period.enter(state, &self.queue);
     }
 
     fn poll_copy(&mut self, now: Instant, ctx: &SendContext) -> Option<CopyRequest> {
         self.maybe_decide(now);
-        if ctx.state != self.state {
-            self.enter_state(ctx.state);
-        }
-        if self.k_theta == 0 {
+        self.period.enter(ctx.state, &self.queue);
+        if self.k_theta == 0 || self.queue.is_empty() {
             return None;
         }
-        let head = self.queue.head()?;
         let off_mode = ctx.state == SendState::OffMode
             && match self.cfg.offmode {
                 OffMode::Repeat => true,
-                OffMode::Once => self.off_mode_before.is_some_and(|before| head.seq < before),
+                OffMode::Once => self.period.head_due(&self.queue),
             };
         let silent_too_long = self.opportunistic_at.is_some_and(|due| now >= due);
         if !(off_mode || silent_too_long) {

@@ -23,7 +23,7 @@ use crate::qnet::QNet;
 
 /// The policy names the parser accepts.
 pub const POLICY_NAMES: &str =
-    "arq, fixed, or3, art, art-mab, art-dqn, autorec, too, ladr-rrl (alias ladr), crest";
+    "arq, fixed, or3, art, art-mab, art-dqn, autorec, too, draft-wu, ladr-rrl (alias ladr), crest";
 
 /// OR3's redundancy level per round (ART §7.1 baselines): R counts every send of the round,
 /// the ARQ retransmission included (ART Fig. 9: R_1 = 3 replicas k = 1, 2, 3).
@@ -496,6 +496,16 @@ impl Default for TooConfig {
     }
 }
 
+/// `draft-wu` (draft-wu-moq-recovery-for-video-streaming-00): see the `draft_wu` module.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DraftWuConfig {
+    /// Most extra sends of a lost range per retransmission round; 0 for no cap (the draft's
+    /// abstract and TOO §2.2 set none).
+    #[serde(deserialize_with = "zero_to_64")]
+    pub limit: u32,
+}
+
 /// `crest`: see the `crest` module for the rules.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -680,6 +690,7 @@ pub enum PolicySpec {
     ArtDqn(ArtDqnConfig),
     AutoRec(AutoRecConfig),
     Too(TooConfig),
+    DraftWu(DraftWuConfig),
     LadrRrl(LadrConfig),
     Crest(CrestConfig),
 }
@@ -697,6 +708,7 @@ impl PolicySpec {
             Self::ArtDqn(_) => "art-dqn",
             Self::AutoRec(_) => "autorec",
             Self::Too(_) => "too",
+            Self::DraftWu(_) => "draft-wu",
             Self::LadrRrl(_) => "ladr-rrl",
             Self::Crest(_) => "crest",
         }
@@ -714,6 +726,7 @@ impl PolicySpec {
             "art-dqn" => "art-dqn",
             "autorec" => "autorec",
             "too" => "too",
+            "draft-wu" => "draft-wu",
             "ladr-rrl" | "ladr" => "ladr-rrl",
             "crest" => "crest",
             // Built by the simulator, which alone has the loss draws (recoup-sim's oracle).
@@ -806,6 +819,7 @@ impl PolicySpec {
                 Self::AutoRec(p.take()?)
             }
             "too" => Self::Too(p.take()?),
+            "draft-wu" => Self::DraftWu(p.take()?),
             "crest" => Self::Crest(p.take()?),
             _ => {
                 let ladr: LadrConfig = p.take()?;
@@ -880,6 +894,7 @@ impl fmt::Display for PolicySpec {
             .concat(),
             Self::AutoRec(c) => changed(c, Some(&AutoRecConfig::testbed())),
             Self::Too(c) => changed(c, Some(&TooConfig::default())),
+            Self::DraftWu(c) => changed(c, Some(&DraftWuConfig::default())),
             Self::LadrRrl(c) => changed(c, Some(&LadrConfig::default())),
             Self::Crest(c) => changed(c, Some(&CrestConfig::default())),
         };
@@ -1093,6 +1108,8 @@ mod tests {
             ),
             ("too:theta=50ms,n=4", "too"),
             ("too:theta=1s,n=2,cycle=3", "too:theta=1s,n=2,cycle=3"),
+            ("draft-wu:limit=0", "draft-wu"),
+            ("draft-wu:limit=2", "draft-wu:limit=2"),
             ("ladr-rrl:n_high=4,n_low=2", "ladr-rrl"),
             ("ladr-rrl:n_high=8,n_low=3", "ladr-rrl:n_high=8,n_low=3"),
         ];

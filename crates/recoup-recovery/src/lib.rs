@@ -19,6 +19,7 @@ mod burst;
 mod config;
 mod crest;
 pub mod dqn;
+mod draft_wu;
 mod error;
 pub mod fec;
 pub mod fec_schemes;
@@ -47,10 +48,11 @@ pub use autorec::AutoRec;
 pub use autorec_modes::{OffMode, ReinjectionCount, TUnitSample};
 pub use config::{
     ArtConfig, ArtDqnConfig, ArtMabConfig, ArtReading, AutoRecConfig, BanditAlgo, CrestConfig,
-    LadrConfig, LevelCounts, Opportunism, Or3Variant, PolicySpec, SchedulerConfig, TooConfig,
-    POLICY_NAMES,
+    DraftWuConfig, LadrConfig, LevelCounts, Opportunism, Or3Variant, PolicySpec, SchedulerConfig,
+    TooConfig, POLICY_NAMES,
 };
 pub use crest::Crest;
+pub use draft_wu::DraftWu;
 pub use error::Error;
 pub use fec::{Fec, FecScheme, FecSpec};
 pub use fixed::Fixed;
@@ -59,5 +61,5 @@ pub use lineage::{Lineages, Recovered, SendLoss};
 pub use or3::Or3;
 pub use policy::Policy;
 pub use range_set::RangeSet;
-pub use reinjection::{QueueEntry, ReinjectionQueue};
+pub use reinjection::{OffModePeriod, QueueEntry, ReinjectionQueue};
 pub use too::{e_waiting, Too};

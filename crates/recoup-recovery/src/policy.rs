@@ -12,6 +12,7 @@ use crate::art::Art;
 use crate::autorec::AutoRec;
 use crate::config::PolicySpec;
 use crate::crest::Crest;
+use crate::draft_wu::DraftWu;
 use crate::fixed::Fixed;
 use crate::ladr::LadrRrl;
 use crate::or3::Or3;
@@ -31,6 +32,7 @@ pub enum Policy {
     Art(Art),
     AutoRec(AutoRec),
     Too(Too),
+    DraftWu(DraftWu),
     LadrRrl(LadrRrl),
     Crest(Crest),
     /// A policy written outside this crate.
@@ -51,6 +53,7 @@ impl PolicySpec {
             Self::ArtDqn(cfg) => Policy::Art(Art::new_dqn(cfg, seed)),
             Self::AutoRec(cfg) => Policy::AutoRec(AutoRec::new(*cfg)),
             Self::Too(cfg) => Policy::Too(Too::new(*cfg)),
+            Self::DraftWu(cfg) => Policy::DraftWu(DraftWu::new(*cfg)),
             Self::LadrRrl(cfg) => Policy::LadrRrl(LadrRrl::new(*cfg)),
             Self::Crest(cfg) => Policy::Crest(Crest::new(*cfg)),
         }
@@ -67,6 +70,7 @@ macro_rules! dispatch {
             Policy::Art($p) => $call,
             Policy::AutoRec($p) => $call,
             Policy::Too($p) => $call,
+            Policy::DraftWu($p) => $call,
             Policy::LadrRrl($p) => $call,
             Policy::Crest($p) => $call,
             Policy::User($p) => $call,
@@ -142,6 +146,8 @@ mod tests {
         "autorec:opportunistic=off",
         "too",
         "too:theta=1ms",
+        "draft-wu",
+        "draft-wu:limit=1",
         "ladr-rrl",
         "crest",
         "crest:deadline=100ms,target=0.001",
@@ -278,6 +284,7 @@ mod tests {
                     Policy::Art(a) => a.tracked(),
                     Policy::AutoRec(a) => a.tracked(),
                     Policy::Too(t) => t.queue_len(),
+                    Policy::DraftWu(d) => d.tracked(),
                     Policy::LadrRrl(l) => l.to_recover(),
                     Policy::Crest(c) => c.tracked(),
                     _ => 0,
@@ -310,6 +317,7 @@ mod tests {
             "art-mab:reading=text",
             "art-mab:reading=text,algo=ucb",
             "crest",
+            "draft-wu",
         ] {
             let a = drive(&mut build(spec, 42), 7);
             let b = drive(&mut build(spec, 42), 7);

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use recoup_time::Instant;
 
-use crate::api::LossId;
+use crate::api::{LossId, SendState};
 
 /// One row of AutoRec's status table (Fig. 10).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,6 +168,53 @@ impl ReinjectionQueue {
             }
             keep
         });
+    }
+}
+
+/// The sender's state toward application-limited (off-mode) periods, for the policies that
+/// reinject in them (AutoRec, TOO, draft-wu): the queue position at which the current period
+/// began. Entries with a smaller [`QueueEntry::seq`] were last sent before it, so reinjecting the
+/// head only while it is one of them visits each entry once per period (TOO §2.2), even when
+/// many sends share one `now`.
+#[derive(Clone, Copy, Debug)]
+pub struct OffModePeriod {
+    state: SendState,
+    before: Option<u64>,
+}
+
+impl Default for OffModePeriod {
+    fn default() -> Self {
+        Self {
+            state: SendState::OnMode,
+            before: None,
+        }
+    }
+}
+
+impl OffModePeriod {
+    /// The state last entered.
+    #[must_use]
+    pub fn state(&self) -> SendState {
+        self.state
+    }
+
+    /// The sender is now in `state`: a period begins on entering off-mode and ends on leaving
+    /// it. Entering the state it is already in changes nothing.
+    pub fn enter(&mut self, state: SendState, queue: &ReinjectionQueue) {
+        if state == SendState::OffMode && self.state != SendState::OffMode {
+            self.before = Some(queue.next_seq());
+        } else if state != SendState::OffMode {
+            self.before = None;
+        }
+        self.state = state;
+    }
+
+    /// Whether the queue's head is due for its once-per-period reinjection: the sender is in
+    /// off-mode and the head was last sent before the period began.
+    #[must_use]
+    pub fn head_due(&self, queue: &ReinjectionQueue) -> bool {
+        self.before
+            .is_some_and(|before| queue.head().is_some_and(|head| head.seq < before))
     }
 }
 

@@ -17,7 +17,7 @@ use crate::api::{
 };
 use crate::config::TooConfig;
 use crate::interval::IntervalStats;
-use crate::reinjection::ReinjectionQueue;
+use crate::reinjection::{OffModePeriod, ReinjectionQueue};
 
 /// E_waiting, TOO Eq. (1). `r` is clamped to [0, 1].
 #[must_use]
@@ -41,8 +41,7 @@ pub struct Too {
     srtt: Option<Duration>,
     next_cycle: Option<Instant>,
     e_waiting: Duration,
-    state: SendState,
-    off_mode_before: Option<u64>,
+    period: OffModePeriod,
 }
 
 impl Too {
@@ -55,8 +54,7 @@ impl Too {
             srtt: None,
             next_cycle: None,
             e_waiting: Duration::ZERO,
-            state: SendState::OnMode,
-            off_mode_before: None,
+            period: OffModePeriod::default(),
         }
     }
 
@@ -101,15 +99,6 @@ impl Too {
         self.stats.reset();
         self.next_cycle = Some(now + self.cycle_length(srtt));
     }
-
-    fn enter_state(&mut self, state: SendState) {
-        if state == SendState::OffMode && self.state != SendState::OffMode {
-            self.off_mode_before = Some(self.queue.next_seq());
-        } else if state != SendState::OffMode {
-            self.off_mode_before = None;
-        }
-        self.state = state;
-    }
 }
 
 impl RecoveryPolicy for Too {
@@ -153,19 +142,13 @@ impl RecoveryPolicy for Too {
     }
 
     fn on_send_state(&mut self, _: Instant, state: SendState) {
-        self.enter_state(state);
+        self.period.enter(state, &self.queue);
     }
 
     fn poll_copy(&mut self, now: Instant, ctx: &SendContext) -> Option<CopyRequest> {
         self.maybe_recompute(now);
-        if ctx.state != self.state {
-            self.enter_state(ctx.state);
-        }
-        if !self.active() || ctx.state != SendState::OffMode {
-            return None;
-        }
-        let before = self.off_mode_before?;
-        if self.queue.head()?.seq >= before {
+        self.period.enter(ctx.state, &self.queue);
+        if !self.active() || !self.period.head_due(&self.queue) {
             return None;
         }
         self.queue

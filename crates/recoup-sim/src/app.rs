@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use recoup_apps::{
-    gaming, live, rtc, transfer, vod, FrameError, PacketFeedback, PathFeedback, StreamApp,
+    gaming, live, moq, rtc, transfer, vod, FrameError, PacketFeedback, PathFeedback, StreamApp,
     StreamKey, Write,
 };
 use recoup_elements::element_rng;
@@ -19,6 +19,7 @@ pub enum AppSpec {
     Rtc(rtc::RtcConfig),
     Gaming(gaming::GamingConfig),
     Vod(vod::VodConfig),
+    Moq(moq::MoqConfig),
 }
 
 impl AppSpec {
@@ -32,6 +33,7 @@ impl AppSpec {
             Self::Rtc(_) => "rtc",
             Self::Gaming(_) => "gaming",
             Self::Vod(_) => "vod",
+            Self::Moq(_) => "moq",
         }
     }
 
@@ -67,6 +69,10 @@ impl AppSpec {
                 server: AppEndpoint::VodServer(vod::VodServer::new(c)),
                 client: AppEndpoint::VodClient(vod::VodClient::new(c, start)),
             },
+            Self::Moq(c) => AppPair {
+                server: AppEndpoint::MoqPublisher(moq::MoqPublisher::new(c, start, duration, rng)),
+                client: AppEndpoint::MoqSubscriber(moq::MoqSubscriber::new(c, start, duration)),
+            },
         }
     }
 }
@@ -94,6 +100,8 @@ pub enum AppEndpoint {
     GamingViewer(gaming::GamingViewer),
     VodServer(vod::VodServer),
     VodClient(vod::VodClient),
+    MoqPublisher(moq::MoqPublisher),
+    MoqSubscriber(moq::MoqSubscriber),
 }
 
 /// What the receiving side of a run measured.
@@ -107,6 +115,7 @@ pub enum AppOutcome {
     Gaming(gaming::GamingOutcome),
     GamingViewer(gaming::GamingViewerOutcome),
     Vod(vod::VodOutcome),
+    Moq(moq::MoqOutcome),
 }
 
 impl AppEndpoint {
@@ -123,6 +132,7 @@ impl AppEndpoint {
             Self::GamingSender(s) => s.outcome().map(AppOutcome::Gaming),
             Self::GamingViewer(v) => Some(AppOutcome::GamingViewer(v.outcome())),
             Self::VodClient(c) => Some(AppOutcome::Vod(c.outcome())),
+            Self::MoqSubscriber(s) => Some(AppOutcome::Moq(s.outcome())),
             _ => None,
         }
     }
@@ -141,6 +151,8 @@ impl AppEndpoint {
             Self::GamingViewer(a) => a,
             Self::VodServer(a) => a,
             Self::VodClient(a) => a,
+            Self::MoqPublisher(a) => a,
+            Self::MoqSubscriber(a) => a,
         }
     }
 
@@ -158,6 +170,8 @@ impl AppEndpoint {
             Self::GamingViewer(a) => a,
             Self::VodServer(a) => a,
             Self::VodClient(a) => a,
+            Self::MoqPublisher(a) => a,
+            Self::MoqSubscriber(a) => a,
         }
     }
 }
@@ -183,6 +197,10 @@ impl StreamApp for AppEndpoint {
 
     fn wants_feedback(&self) -> bool {
         self.app_ref().wants_feedback()
+    }
+
+    fn poll_reset(&mut self, now: Instant, acked: &dyn Fn(StreamKey) -> u64) -> Option<StreamKey> {
+        self.app().poll_reset(now, acked)
     }
 
     fn stream_deadline(&self, stream: StreamKey) -> Option<Instant> {

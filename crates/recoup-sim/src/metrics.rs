@@ -204,6 +204,14 @@ pub struct RunRow {
     /// Median flow completion time (file, rpc): with `fct_p95_ms`, the typical transfer next to
     /// its tail.
     pub fct_p50_ms: Option<f64>,
+    /// MoQ: each object's delay from capture to its last byte at the subscriber (mean, 95th
+    /// percentile, over the objects received whole), objects received whole after their
+    /// delivery deadline, and objects never received whole (their group was reset at the
+    /// deadline, or the run ended). `deadline_miss_rate` holds (late + dropped) / due.
+    pub object_delay_ms: Option<f64>,
+    pub object_delay_p95_ms: Option<f64>,
+    pub objects_late: Option<u64>,
+    pub objects_dropped: Option<u64>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -368,6 +376,10 @@ pub fn run_row(
         bitrate_switches: None,
         segments_incomplete: None,
         fct_p50_ms: None,
+        object_delay_ms: None,
+        object_delay_p95_ms: None,
+        objects_late: None,
+        objects_dropped: None,
     };
     match app {
         Some(AppOutcome::Live(o)) => {
@@ -397,6 +409,18 @@ pub fn run_row(
             row.frozen_fraction = (playback > 0.0).then(|| o.frozen.as_secs_f64() / playback);
             row.video_frozen_fraction =
                 (playback > 0.0).then(|| o.frozen_webrtc.as_secs_f64() / playback);
+            row.app_error = o.error.as_ref().map(ToString::to_string);
+        }
+        Some(AppOutcome::Moq(o)) => {
+            row.deadline_miss_rate = ratio(
+                o.objects_due - o.objects_on_time.min(o.objects_due),
+                o.objects_due,
+            );
+            let delays = sorted(o.delays_ms.clone());
+            row.object_delay_ms = mean(&delays);
+            row.object_delay_p95_ms = percentile(&delays, 0.95);
+            row.objects_late = Some(o.objects_late);
+            row.objects_dropped = Some(o.objects_dropped);
             row.app_error = o.error.as_ref().map(ToString::to_string);
         }
         Some(AppOutcome::Gaming(o)) => gaming_columns(&mut row, o, None),
@@ -569,6 +593,10 @@ impl RunRow {
                 self.segments_incomplete.map(|v| v as f64),
             ),
             ("fct_p50_ms", self.fct_p50_ms),
+            ("object_delay_ms", self.object_delay_ms),
+            ("object_delay_p95_ms", self.object_delay_p95_ms),
+            ("objects_late", self.objects_late.map(|v| v as f64)),
+            ("objects_dropped", self.objects_dropped.map(|v| v as f64)),
         ]
     }
 }

@@ -103,6 +103,14 @@ impl NodeApp for AppDriver {
                 self.error.get_or_insert_with(|| e.to_string());
             }
         }
+        // Streams the application gives up on go before anything more is written or sent, so
+        // that nothing of them leaves after the instant it decided (a MoQ group's deadline).
+        if let Err(e) = self
+            .io
+            .resets(conn, now, &mut self.app, recoup_apps::moq::DELIVERY_TIMEOUT)
+        {
+            self.error.get_or_insert(e);
+        }
         match self.io.write(conn, now, &mut self.app) {
             Ok(Written::Idle) => {}
             // Blocked: the application's clock cannot advance until the transport takes more,

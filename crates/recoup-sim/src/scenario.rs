@@ -29,6 +29,7 @@ use recoup_apps::frame::MAX_PAYLOAD;
 use recoup_apps::gaming::GamingConfig;
 use recoup_apps::lbbc::LbbcConfig;
 use recoup_apps::live::{LiveConfig, LiveStart};
+use recoup_apps::moq::MoqConfig;
 use recoup_apps::rtc::RtcConfig;
 use recoup_apps::source::EncoderConfig;
 use recoup_apps::transfer::{FileConfig, RpcConfig};
@@ -257,6 +258,7 @@ enum RawApp {
     Rtc(RawRtc),
     Gaming(RawGaming),
     Vod(RawVod),
+    Moq(RawMoq),
 }
 
 // ---- `[app]` keys: inside the `kind`-tagged table serde keeps no position, so each key's
@@ -492,6 +494,93 @@ impl Default for RawRtc {
 impl From<RawRtc> for RtcConfig {
     fn from(t: RawRtc) -> Self {
         Self {
+            encoder: EncoderConfig {
+                bitrate: t.bitrate,
+                fps: t.fps,
+                gop: t.gop,
+                key_ratio: t.key_ratio,
+                size_noise: t.size_noise,
+            },
+            deadline: t.deadline,
+        }
+    }
+}
+
+/// Most tracks of a MoQ broadcast.
+const MAX_TRACKS: u32 = 16;
+
+app_keys! {
+    tracks: u32 => u32 = |n| {
+        if (1..=MAX_TRACKS).contains(&n) {
+            Ok(n)
+        } else {
+            Err(format!("must be between 1 and {MAX_TRACKS}"))
+        }
+    };
+}
+
+/// `app.gop` of a MoQ broadcast: a group is a GOP, so at least one frame.
+fn group_frames<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    app_key(d, "gop", |n: u32| {
+        if n >= 1 {
+            Ok(n)
+        } else {
+            Err("must be at least 1 (a group is one GOP)".to_owned())
+        }
+    })
+}
+
+/// `app.deadline` of a MoQ broadcast: a delivery timeout between 1 ms and 60 s.
+fn delivery_deadline<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    app_key(d, "deadline", |v: String| {
+        let d = duration_of(v)?;
+        if (Duration::from_millis(1)..=Duration::from_secs(60)).contains(&d) {
+            Ok(d)
+        } else {
+            Err("must be between 1ms and 60s".to_owned())
+        }
+    })
+}
+
+/// `kind = "moq"`: [`MoqConfig`].
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct RawMoq {
+    #[serde(deserialize_with = "tracks")]
+    tracks: u32,
+    #[serde(deserialize_with = "bitrate")]
+    bitrate: u64,
+    #[serde(deserialize_with = "fps")]
+    fps: u32,
+    #[serde(deserialize_with = "group_frames")]
+    gop: u32,
+    #[serde(deserialize_with = "key_ratio")]
+    key_ratio: f64,
+    #[serde(deserialize_with = "size_noise")]
+    size_noise: f64,
+    #[serde(deserialize_with = "delivery_deadline")]
+    deadline: Duration,
+}
+
+impl Default for RawMoq {
+    fn default() -> Self {
+        let d = MoqConfig::default();
+        Self {
+            tracks: d.tracks,
+            bitrate: d.encoder.bitrate,
+            fps: d.encoder.fps,
+            gop: d.encoder.gop,
+            key_ratio: d.encoder.key_ratio,
+            size_noise: d.encoder.size_noise,
+            deadline: d.deadline,
+        }
+    }
+}
+
+impl From<RawMoq> for MoqConfig {
+    fn from(t: RawMoq) -> Self {
+        Self {
+            tracks: t.tracks,
             encoder: EncoderConfig {
                 bitrate: t.bitrate,
                 fps: t.fps,
@@ -1058,6 +1147,7 @@ fn check_axis(axis: &str, policy_labels: &[String], file: &str) -> Result<(), Er
             keys::<RawRtc>(),
             keys::<RawGaming>(),
             keys::<RawVod>(),
+            keys::<RawMoq>(),
         ]
         .iter()
         .any(|fields| fields.contains(k)),
@@ -1353,6 +1443,7 @@ fn app(raw: Option<RawApp>, file: &str, cc: CcAlgorithm) -> Result<AppSpec, Erro
             })?;
             AppSpec::Vod(config)
         }
+        Some(RawApp::Moq(t)) => AppSpec::Moq(t.into()),
     })
 }
 
@@ -1680,6 +1771,7 @@ mod tests {
         assert_eq!(app("rtc", ""), AppSpec::Rtc(RtcConfig::default()));
         assert_eq!(app("gaming", ""), AppSpec::Gaming(GamingConfig::default()));
         assert_eq!(app("vod", ""), AppSpec::Vod(VodConfig::default()));
+        assert_eq!(app("moq", ""), AppSpec::Moq(MoqConfig::default()));
         assert_eq!(
             app("file", "size = 1000\n"),
             AppSpec::File(FileConfig {
@@ -1704,6 +1796,20 @@ mod tests {
         for (kind, keys, key, why) in [
             ("live", "fps = 0\n", "app.fps", "between 1 and 1000"),
             ("rtc", "fps = 1001\n", "app.fps", "between 1 and 1000"),
+            (
+                "moq",
+                "deadline = \"0ms\"\n",
+                "app.deadline",
+                "between 1ms and 60s",
+            ),
+            (
+                "moq",
+                "deadline = \"61s\"\n",
+                "app.deadline",
+                "between 1ms and 60s",
+            ),
+            ("moq", "gop = 0\n", "app.gop", "at least 1"),
+            ("moq", "tracks = 17\n", "app.tracks", "between 1 and 16"),
             ("live", "key_ratio = 0.0\n", "app.key_ratio", "> 0"),
             ("gaming", "size_noise = 1.0\n", "app.size_noise", "[0, 1)"),
             (

@@ -184,7 +184,7 @@ fn a_two_second_outage_never_stalls_a_policy() {
     let seed = seeds(&[5])[0];
     let _g = SeedGuard(seed);
     for policy in [
-        "arq", "fixed:2", "or3", "art", "art-mab", "autorec", "too", "ladr-rrl",
+        "arq", "fixed:2", "or3", "art", "art-mab", "autorec", "too", "draft-wu", "ladr-rrl",
     ] {
         let mut r = Run::testbed(policy, seed, 10);
         r.blackout = Some((Duration::from_secs(4), Duration::from_secs(2)));

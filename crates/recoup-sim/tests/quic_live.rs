@@ -9,7 +9,7 @@ use common::{run, Run, SeedGuard};
 fn every_policy_delivers_every_byte_through_a_lossy_path() {
     let _g = SeedGuard(7);
     for policy in [
-        "arq", "fixed:1", "autorec", "too", "or3", "art", "art-mab", "ladr-rrl",
+        "arq", "fixed:1", "autorec", "too", "draft-wu", "or3", "art", "art-mab", "ladr-rrl",
     ] {
         let o = run(&Run::testbed(policy, 7, 10));
         assert!(

@@ -263,15 +263,14 @@ fn fixed_zero_is_arq_packet_for_packet() {
     assert_eq!(arq.stats, fixed0.stats);
 }
 
-#[test]
-fn qlog_of_a_lossy_run_with_copies() {
-    let s = seed(44);
-    let _g = SeedGuard(s);
+/// A pair under `policy` and random `loss`, handshake done, with the client's qlog written to
+/// the returned sink.
+fn traced_pair(s: u64, loss: f64, policy: &str) -> (Pair, Sink) {
     let net = NetConfig {
-        loss: 0.05,
+        loss,
         ..NetConfig::default()
     };
-    let mut p = Pair::new(s, net, config("fixed:1"));
+    let mut p = Pair::new(s, net, config(policy));
     let sink = Sink::default();
     let now = p.now;
     p.client_conn().set_qlog(QlogWriter::new(
@@ -281,6 +280,14 @@ fn qlog_of_a_lossy_run_with_copies() {
         0.0,
     ));
     p.handshake();
+    (p, sink)
+}
+
+#[test]
+fn qlog_of_a_lossy_run_with_copies() {
+    let s = seed(44);
+    let _g = SeedGuard(s);
+    let (mut p, sink) = traced_pair(s, 0.05, "fixed:1");
     let payload = data(300_000, s);
     let id = p.client_conn().open_stream(false).expect("open");
     let written = p.client_conn().stream_write(id, &payload).expect("write");
@@ -341,7 +348,7 @@ fn every_policy_completes_a_lossy_transfer() {
     let s = seed(46);
     let _g = SeedGuard(s);
     for policy in [
-        "arq", "fixed:1", "or3", "art", "art-mab", "autorec", "too", "ladr-rrl",
+        "arq", "fixed:1", "or3", "art", "art-mab", "autorec", "too", "draft-wu", "ladr-rrl",
     ] {
         let r = run(s, policy, 0.05, 300 * 1024);
         assert!(r.stats.packets_lost > 0, "{policy}");
@@ -449,4 +456,75 @@ fn a_policy_set_mid_transfer_takes_over_only_between_recoveries() {
     assert_eq!(recoup_recovery::RecoveryPolicy::name(c.policy()), "fixed");
     assert!(c.stats().copy_packets > 0, "{:?}", c.stats());
     assert!(refused > 0, "the test never met an open recovery");
+}
+
+/// A reset stream's lost data is neither retransmitted nor copied once the reset is made, even
+/// with a policy that copies every lost range (RFC 9000 §3.1: after RESET_STREAM the sender
+/// stops retransmitting the stream's data). The qlog written after the reset holds no STREAM
+/// frame of it, while the other stream keeps its copies.
+#[test]
+fn a_reset_stream_gets_no_retransmission_or_copy() {
+    let s = seed(45);
+    let _g = SeedGuard(s);
+    let (mut p, sink) = traced_pair(s, 0.1, "fixed:2");
+    let payload = data(400_000, s);
+    let c = p.client_conn();
+    let (a, b) = (
+        c.open_stream(false).expect("open"),
+        c.open_stream(false).expect("open"),
+    );
+    for id in [a, b] {
+        assert_eq!(c.stream_write(id, &payload).expect("write"), payload.len());
+        c.stream_finish(id).expect("fin");
+    }
+    assert_eq!(c.stream_acked_prefix(a), Some(0));
+    // Until stream a has lost data under recovery and some of it acknowledged.
+    let ok = p.run_until(Duration::from_secs(60), |p| {
+        let c = p.client_conn();
+        c.stats().copy_packets > 10 && c.open_lineages() > 0
+    });
+    assert!(ok, "no loss under recovery");
+    let c = p.client_conn();
+    let acked = c.stream_acked_prefix(a).expect("stream a still sending");
+    assert!(acked < payload.len() as u64, "{acked}");
+    let now = p.now;
+    let c = p.client_conn();
+    c.stream_reset(now, a, 7).expect("reset");
+    assert_eq!(c.stream_acked_prefix(a), None);
+    let copies_before = c.stats().copy_packets;
+    let split = sink.0.lock().expect("lock").len();
+    let ok = p.run_until(Duration::from_secs(60), |p| {
+        p.client_conn().stream_buffered(b).0 == 0
+    });
+    assert!(ok, "stream b acknowledged");
+    assert!(
+        p.client_conn().stats().copy_packets > copies_before,
+        "no copies after the reset: nothing was tested"
+    );
+    let bytes = sink.0.lock().expect("lock")[split..].to_vec();
+    let frames: Vec<serde_json::Value> = bytes
+        .split(|&b| b == 0x1e)
+        .filter(|r| !r.is_empty())
+        .map(|r| serde_json::from_slice::<serde_json::Value>(r).expect("JSON"))
+        .filter(|r| r["name"] == "transport:packet_sent")
+        .flat_map(|r| r["data"]["frames"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let of = |kind: &str, id: u64| {
+        frames
+            .iter()
+            .filter(|f| f["frame_type"] == kind && f["stream_id"] == id)
+            .count()
+    };
+    assert!(of("stream", b.0) > 0);
+    assert!(of("reset_stream", a.0) > 0);
+    assert_eq!(
+        of("stream", a.0),
+        0,
+        "stream data of the reset stream sent after the reset"
+    );
+    assert_eq!(
+        p.client_conn().open_lineages(),
+        0,
+        "the reset stream's lineages stay open"
+    );
 }

@@ -338,6 +338,7 @@ pub fn run(r: &Run) -> Outcome {
     let policy_state = match conn.policy() {
         Policy::AutoRec(p) => p.tracked(),
         Policy::Too(p) => p.queue_len(),
+        Policy::DraftWu(p) => p.tracked(),
         Policy::Art(p) => p.tracked(),
         _ => 0,
     };

@@ -744,6 +744,14 @@ impl Connection {
         self.streams.writable()
     }
 
+    /// How many of the first bytes we sent on `id` the peer has acknowledged in order, for an
+    /// application that gives up on data past a deadline (a MoQ group); `None` once the sending
+    /// part is gone (all acknowledged, or reset) or was never there.
+    #[must_use]
+    pub fn stream_acked_prefix(&self, id: StreamId) -> Option<u64> {
+        self.streams.acked_prefix(id)
+    }
+
     /// Bytes queued for sending but not yet acknowledged, and bytes received but not yet read.
     #[must_use]
     pub fn stream_buffered(&self, id: StreamId) -> (usize, usize) {

@@ -475,6 +475,15 @@ impl Streams {
         })
     }
 
+    /// How many of the first bytes we sent on `id` the peer has acknowledged in order; `None`
+    /// once the sending part is gone (every byte and the FIN acknowledged, or reset and done)
+    /// or for a stream we never sent on.
+    #[must_use]
+    pub fn acked_prefix(&self, id: StreamId) -> Option<u64> {
+        let send = self.streams.get(&id)?.send.as_ref()?;
+        send.reset.is_none().then(|| send.acked_prefix())
+    }
+
     /// Whether every byte written to any stream has been acknowledged (none queued or in
     /// flight).
     #[must_use]

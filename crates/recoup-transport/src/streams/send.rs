@@ -78,6 +78,13 @@ impl SendStream {
         self.buf.end()
     }
 
+    /// How many of the stream's first bytes the peer has acknowledged, all of them in order
+    /// (RFC 9000 §3.1: the bytes the sender may forget).
+    #[must_use]
+    pub(crate) fn acked_prefix(&self) -> u64 {
+        self.buf.base()
+    }
+
     /// Bytes held: written and not yet acknowledged. A kept chunk's allocation may be larger
     /// (its acknowledged front, a file read's spare capacity) until it is freed whole.
     #[must_use]

@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""A MoQ live path, end to end, with real software on every hop but one, recoup:
+
+    encoder    Debian's ffmpeg encodes a live test pattern in real time (H.264, no B-frames,
+               one keyframe per --gop, fragmented MP4 with a fragment per frame)
+    publisher  moq-cli (`moq ... import fmp4`, unmodified, crates.io) puts it on the relay as
+               broadcast `test`; its catalog's clock maps presentation times to the wall clock
+               at which the frames reached it
+    relay      moq-relay (unmodified, crates.io), anonymous access under /anon
+    edge       `recoup serve --moq https://RELAY/anon --policy P`: subscribes upstream, serves
+               viewers over WebTransport at /moq with policy P's loss recovery; it also serves
+               the page
+    link       `recoup link`: --rtt, --rate, Bernoulli --loss on the edge-to-viewer direction
+    player     @moq/watch (unmodified, npm) in headless Chromium (chromium_player.py), on
+               web/moq/index.html, for --seconds after the first frame
+
+With --direct, the edge and link are left out: the page (still served by `recoup serve`)
+plays straight from moq-relay, which shows the unmodified parts interoperate on their own.
+
+One encoder, publisher and relay serve every run, so every policy sees the same stream. Runs
+alternate between the policies (--runs rounds), each with a fresh edge, link (seeded by its
+round) and browser. Measured in the page from the player's own signals: latency (wall clock at
+presentation minus the frame's wall time at the publisher; mean and p95 over the frames), stalls and stalled
+time, frames dropped (presentation times skipped); at the link, the bytes the edge sent.
+
+    python3 tests/interop/moq_live.py --recoup target/release/recoup --relay moq-relay \\
+        --publisher moq --site web/moq/dist --policies arq,autorec,crest --runs 5 \\
+        --seconds 30 --out results/moq-live
+
+Writes OUT/runs.jsonl (one line per run, as it finishes), OUT/moq-live.md (the table) and the
+screenshot of the last run of each policy, OUT/player-POLICY.png. Exits non-zero, naming the
+run, if a run fails (no frame, the page reports a failure, HTTP/3 not used).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from urllib.parse import quote
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from aioquic_server import self_signed  # noqa: E402
+from bench_harness import (  # noqa: E402
+    Processes,
+    ServerFailed,
+    machine,
+    mean_ci,
+    parse_seconds,
+    recoup_version,
+    tool_version,
+)
+from common import markdown_table  # noqa: E402
+from live_cdn import analyze_edge  # noqa: E402
+from matrix import parse_link_report  # noqa: E402
+
+FPS = 30
+BROADCAST = "test"
+
+
+def free_udp_port():
+    """A UDP port free now on loopback (moq-relay prints no address of its own)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def encoder_command(args):
+    """ffmpeg: a live test pattern, H.264 without B-frames, fMP4 with one fragment per frame,
+    on stdout."""
+    return [
+        "ffmpeg", "-hide_banner", "-loglevel", "warning", "-re",
+        "-f", "lavfi", "-i", f"testsrc2=size={args.size}:rate={FPS}",
+        "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency",
+        "-profile:v", "baseline", "-pix_fmt", "yuv420p", "-bf", "0",
+        "-g", str(round(args.gop * FPS)), "-b:v", f"{args.bitrate}k",
+        "-f", "mp4", "-movflags", "cmaf+separate_moof+delay_moov+skip_trailer+frag_every_frame",
+        "-",
+    ]  # fmt: skip
+
+
+def start_source(procs, args, cert, work):
+    """moq-relay, and ffmpeg piped into moq-cli publishing to it; the relay's URL."""
+    port = free_udp_port()
+    relay_cmd = [args.relay, "--listen", f"127.0.0.1:{port}"]
+    relay_cmd += ["--listen-tls-cert", cert[0], "--listen-tls-key", cert[1]]
+    relay_cmd += ["--auth-public", "anon/**"]
+    procs.start("moq-relay", relay_cmd, f"{args.out}/relay.log")
+    url = f"https://127.0.0.1:{port}/anon"
+    time.sleep(1.0)
+    script = os.path.join(work, "publish.sh")
+    with open(script, "w") as f:
+        f.write(
+            "set -o pipefail\n"
+            + " ".join(map(quote_sh, encoder_command(args)))
+            + " | "
+            + " ".join(
+                map(
+                    quote_sh,
+                    [args.publisher, "--connect", url, "--connect-tls-root", cert[0]]
+                    + ["import", "--broadcast", BROADCAST, "fmp4"],
+                )
+            )
+            + "\n"
+        )
+    publisher = procs.start("publisher", ["bash", script], f"{args.out}/publisher.log")
+    return url, publisher
+
+
+def quote_sh(word):
+    return "'" + word.replace("'", "'\\''") + "'"
+
+
+def one_run(procs, args, ctx, policy, seed, run_dir):
+    """One viewer session (through a fresh edge and link unless --direct); the run's record."""
+    os.makedirs(run_dir, exist_ok=True)
+    cert, key = ctx["cert"]
+    edge_cmd = [args.recoup, "serve", "--listen", "127.0.0.1:0", "--cert", cert, "--key", key]
+    edge_cmd += ["--root", args.site]
+    if not args.direct:
+        edge_cmd += ["--moq", ctx["relay"], "--moq-root", cert]
+        edge_cmd += ["--moq-deadline", args.deadline, "--policy", policy]
+        edge_cmd += ["--qlog-dir", os.path.join(run_dir, "qlog")]
+    edge, edge_addr = procs.start_listening(
+        "edge", edge_cmd, f"{run_dir}/edge.log", env={**os.environ, "RUST_LOG": "info"}
+    )
+    link, link_addr = None, edge_addr
+    if not args.direct:
+        limit = args.seconds + args.timeout + 60
+        link_cmd = [args.recoup, "link", "--listen", "127.0.0.1:0", "--upstream", edge_addr]
+        link_cmd += ["--rtt", args.rtt, "--rate", args.rate, "--seed", str(seed)]
+        link_cmd += ["--duration", f"{int(limit)}s"]
+        if args.loss > 0:
+            link_cmd += ["--down-loss", f"bernoulli {args.loss:g}%"]
+        link, link_addr = procs.start_listening("link", link_cmd, f"{run_dir}/link.log")
+    if args.direct:
+        note = "ffmpeg -> moq-cli -> moq-relay -> @moq/watch (direct)"
+        relay = ctx["relay"]
+    else:
+        note = (
+            f"ffmpeg -> moq-cli -> moq-relay -> recoup serve --moq --policy {policy} -> "
+            f"recoup link ({args.rtt}, {args.rate}, {args.loss:g} % loss) -> @moq/watch"
+        )
+        relay = f"https://{link_addr}/moq"
+    page = f"url={quote(relay)}&name={BROADCAST}&seconds={args.seconds:g}&fps={FPS}"
+    page += f"&note={quote(note)}"
+    shot = os.path.join(run_dir, "player.png")
+    cmd = [sys.executable, os.path.join(HERE, "chromium_player.py"), "--cert", cert]
+    cmd += ["--url", f"https://{link_addr}/index.html?{page}", "--screenshot", shot]
+    cmd += ["--timeout", f"{args.seconds + args.timeout + 10:g}"]
+    player = procs.start("player", cmd, f"{run_dir}/player.log")
+    failure = None
+    try:
+        player.proc.wait(timeout=args.seconds + args.timeout + 60)
+    except subprocess.TimeoutExpired:
+        failure = "the player did not finish in time"
+    out = procs.stop(player, signal.SIGKILL)
+    procs.stop(edge, signal.SIGINT)
+    link_report = parse_link_report(procs.stop(link, signal.SIGINT)) if link else None
+    summary = None
+    for line in out.splitlines():
+        if line.startswith("{"):
+            summary = json.loads(line)
+    if summary is None:
+        failure = failure or f"no summary from the player:\n{out[-2000:]}"
+    elif not summary.get("ok"):
+        problems = [summary.get("failure")] + summary.get("problems", [])
+        failure = failure or "; ".join(str(p) for p in problems if p)
+    recovery = (
+        None if args.direct else analyze_edge(args.recoup, os.path.join(run_dir, "qlog"), run_dir)
+    )
+    watched = (summary or {}).get("seconds") or args.seconds
+    return {
+        "policy": policy,
+        "seed": seed,
+        "ok": failure is None,
+        "failure": failure,
+        "page": summary,
+        "link": link_report,
+        "down_kbps": link_report["down"]["bytes_in"] * 8 / 1000 / watched if link else None,
+        "edge": recovery,
+        "screenshot": shot,
+    }
+
+
+def table(records, policies):
+    """Per policy, each measure's mean over runs ± its 95 % half-width."""
+    header = [
+        "edge policy",
+        "runs ok",
+        "latency mean ms",
+        "latency p95 ms",
+        "stalls per run",
+        "stalled ms per run",
+        "frames dropped per run",
+        "frames presented per run",
+        "edge sent kbit/s",
+        "edge copies / lost ranges",
+    ]
+    rows = []
+    for policy in policies:
+        runs = [r for r in records if r["policy"] == policy]
+        ok = [r for r in runs if r["ok"]]
+
+        def col(key, spec, runs=ok):
+            vals = [r["page"][key] for r in runs if r["page"].get(key) is not None]
+            return mean_ci(vals, spec) if vals else "–"
+
+        kbps = [r["down_kbps"] for r in ok if r["down_kbps"]]
+        edge = [r["edge"] for r in ok if r.get("edge")]
+        rows.append(
+            [
+                f"`{policy}`",
+                f"{len(ok)}/{len(runs)}",
+                col("latency_mean_ms", ".0f"),
+                col("latency_p95_ms", ".0f"),
+                col("stalls", ".1f"),
+                col("stalled_ms", ".0f"),
+                col("frames_dropped", ".1f"),
+                col("frames_presented", ".0f"),
+                mean_ci(kbps, ".0f") if kbps else "–",
+                f"{sum(e['copies'] for e in edge)} / {sum(e['lost_ranges'] for e in edge)}"
+                if edge
+                else "–",
+            ]
+        )
+    return markdown_table(header, rows)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--recoup", required=True, help="the recoup binary")
+    parser.add_argument("--relay", required=True, help="the moq-relay binary")
+    parser.add_argument("--publisher", required=True, help="moq-cli's binary (`moq`)")
+    parser.add_argument("--site", required=True, help="the page and its bundle (web/moq/dist)")
+    parser.add_argument("--policies", default="arq,autorec,crest")
+    parser.add_argument("--runs", type=int, default=5, help="rounds over the policies")
+    parser.add_argument("--seconds", type=parse_seconds, default=30.0, help="watched per run")
+    parser.add_argument("--timeout", type=float, default=30.0, help="slack for start-up, s")
+    parser.add_argument("--rtt", default="60ms")
+    parser.add_argument("--rate", default="12Mbit")
+    parser.add_argument("--loss", type=float, default=5.0, help="%% of edge-to-viewer datagrams")
+    parser.add_argument("--deadline", default="500ms", help="the edge's --moq-deadline")
+    parser.add_argument("--gop", type=parse_seconds, default=1.0, help="keyframe interval")
+    parser.add_argument("--bitrate", type=int, default=1500, help="video kbit/s")
+    parser.add_argument("--size", default="640x360")
+    parser.add_argument("--direct", action="store_true", help="play from moq-relay itself")
+    parser.add_argument("--out", default="results/moq-live")
+    parser.add_argument("--pid-file", help="list started processes here (for the shell script)")
+    args = parser.parse_args()
+    policies = ["direct"] if args.direct else [p for p in args.policies.split(",") if p]
+    problems = []
+    for name in ("recoup", "relay", "publisher"):
+        if not os.access(getattr(args, name), os.X_OK):
+            problems.append(f"--{name} {getattr(args, name)}: not an executable")
+    if not os.path.isfile(os.path.join(args.site, "moq-player.js")):
+        problems.append(f"--site {args.site}: no moq-player.js (scripts/moq-live.sh makes it)")
+    for tool in ("ffmpeg", "chromium"):
+        if not shutil.which(tool):
+            problems.append(f"{tool} not found (Debian: apt-get install {tool}, as root)")
+    if args.runs < 1 or args.seconds <= 0:
+        problems.append("--runs and --seconds must be positive")
+    if not policies:
+        problems.append("--policies is empty")
+    if problems:
+        sys.exit("moq-live: " + "; ".join(problems))
+    os.makedirs(args.out, exist_ok=True)
+    procs = Processes(args.pid_file)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    records = []
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load_before = os.getloadavg()[0]
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            ctx = {"cert": self_signed(work)}
+            ctx["relay"], publisher = start_source(procs, args, ctx["cert"], work)
+            # The relay has the broadcast once the publisher's first group is in.
+            time.sleep(3.0)
+            if publisher.proc.poll() is not None:
+                raise RuntimeError(f"the publisher stopped:\n{publisher.output()[-2000:]}")
+            total = args.runs * len(policies)
+            with open(os.path.join(args.out, "runs.jsonl"), "w") as out:
+                for rnd in range(args.runs):
+                    for policy in policies:
+                        n = len(records) + 1
+                        print(f"moq-live: run {n}/{total}: {policy}, seed {rnd + 1}", flush=True)
+                        run_dir = os.path.join(args.out, f"{policy}-{rnd + 1}")
+                        rec = one_run(procs, args, ctx, policy, rnd + 1, run_dir)
+                        records.append(rec)
+                        out.write(json.dumps(rec) + "\n")
+                        out.flush()
+                        page = rec["page"] or {}
+                        print(
+                            f"moq-live:   {'ok' if rec['ok'] else 'FAILED'}: latency "
+                            f"{page.get('latency_mean_ms')} ms mean, {page.get('stalls')} "
+                            f"stalls, {page.get('frames_dropped')} frames dropped"
+                            + (f"; {rec['failure']}" if rec["failure"] else ""),
+                            flush=True,
+                        )
+                        if publisher.proc.poll() is not None:
+                            raise RuntimeError(f"the publisher stopped:\n{publisher.output()}")
+    except (ServerFailed, RuntimeError) as e:
+        procs.stop_all()
+        sys.exit(f"moq-live: {e}")
+    finally:
+        procs.stop_all()
+    for policy in policies:
+        last = [r for r in records if r["policy"] == policy and os.path.isfile(r["screenshot"])]
+        if last:
+            shutil.copy(last[-1]["screenshot"], os.path.join(args.out, f"player-{policy}.png"))
+    doc = os.path.join(args.out, "moq-live.md")
+    with open(doc, "w") as f:
+        f.write(
+            f"{started}, {machine()}, load average {load_before:.2f} before the runs; "
+            f"{recoup_version(args.recoup)}; {tool_version([args.relay, '--version'])}; "
+            f"{tool_version([args.publisher, '--version'])}; "
+            f"{tool_version(['ffmpeg', '-version'])}; {tool_version(['chromium', '--version'])}. "
+            + (
+                "Direct from moq-relay, no edge. "
+                if args.direct
+                else f"Path {args.rtt}, {args.rate}, {args.loss:g} % loss edge to viewer; "
+                f"edge deadline {args.deadline}; "
+            )
+            + f"{args.runs} runs of {args.seconds:g} s per policy; H.264 {args.size} "
+            f"{FPS} fps {args.bitrate} kbit/s, a group per {args.gop:g} s.\n\n"
+        )
+        f.write(table(records, policies))
+    print(open(doc).read(), end="")
+    failed = [r for r in records if not r["ok"]]
+    for r in failed:
+        print(f"moq-live: {r['policy']} run {r['seed']} failed: {r['failure']}", file=sys.stderr)
+    if failed or not records:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

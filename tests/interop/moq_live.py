@@ -19,9 +19,10 @@ plays straight from moq-relay, which shows the unmodified parts interoperate on 
 
 One encoder, publisher and relay serve every run, so every policy sees the same stream. Runs
 alternate between the policies (--runs rounds), each with a fresh edge, link (seeded by its
-round) and browser. Measured in the page from the player's own signals: latency (wall clock at
-presentation minus the frame's wall time at the publisher; mean and p95 over the frames), stalls and stalled
-time, frames dropped (presentation times skipped); at the link, the bytes the edge sent.
+round) and browser. Measured in the page from the player's own signals: latency (wall clock
+at presentation minus the frame's wall time at the publisher; mean and p95 over the frames),
+stalls and stalled time, frames dropped (presentation times skipped); at the link, the bytes
+the edge sent.
 
     python3 tests/interop/moq_live.py --recoup target/release/recoup --relay moq-relay \\
         --publisher moq --site web/moq/dist --policies arq,autorec,crest --runs 5 \\

@@ -33,6 +33,18 @@ impl Clock {
         Instant::from_duration_since_epoch(real_now().saturating_duration_since(self.epoch))
     }
 
+    /// `at` as a `std::time::Instant` (for libraries that take those: moq-net).
+    #[must_use]
+    pub fn std_instant(&self, at: Instant) -> std::time::Instant {
+        self.epoch + at.saturating_duration_since(Instant::ZERO)
+    }
+
+    /// A `std::time::Instant` as the transport counts time (the epoch if earlier).
+    #[must_use]
+    pub fn from_std(&self, at: std::time::Instant) -> Instant {
+        Instant::from_duration_since_epoch(at.saturating_duration_since(self.epoch))
+    }
+
     /// How long until `deadline` (zero if it has passed).
     #[must_use]
     pub fn until(&self, deadline: Instant) -> Duration {

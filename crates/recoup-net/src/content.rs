@@ -23,6 +23,9 @@ pub struct Sources {
     pub origin_kind: ContentKind,
     /// Where live streams are counted (`recoup serve --metrics`).
     pub metrics: Option<Metrics>,
+    /// A MoQ relay egress (`recoup serve --moq`): WebTransport sessions at
+    /// [`crate::moq::PATH`] subscribe to the upstream's broadcasts.
+    pub moq: Option<crate::moq::Egress>,
 }
 
 /// What a response carries, for the loss-recovery policy chosen per kind (`recoup serve
@@ -168,6 +171,7 @@ mod tests {
             origin: None,
             origin_kind: ContentKind::File,
             metrics: None,
+            moq: None,
         };
         assert!(matches!(
             sources.resolve("/a.txt"),
@@ -189,6 +193,7 @@ mod tests {
             origin: None,
             origin_kind: ContentKind::File,
             metrics: None,
+            moq: None,
         };
         assert!(matches!(
             live_only.resolve("/a.txt"),

@@ -20,6 +20,7 @@ pub mod link;
 pub mod link_log;
 pub mod live;
 pub mod metrics;
+pub mod moq;
 pub mod origin;
 pub mod qlog_dir;
 pub mod range;

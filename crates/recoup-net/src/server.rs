@@ -69,6 +69,8 @@ pub struct ServeOptions {
     pub metrics: Option<SocketAddr>,
     /// Workers, each a thread with its own socket on `listen` (SO_REUSEPORT) when more than one.
     pub workers: usize,
+    /// A MoQ relay egress: the upstream to subscribe to (`crate::moq`).
+    pub moq: Option<crate::moq::MoqOptions>,
 }
 
 /// A bound server: one worker, or several on one address; [`Server::run`] serves until
@@ -125,7 +127,17 @@ impl Server {
         let file_policy = options.transport.policy.clone();
         let metrics = options.metrics.map(|_| Metrics::default());
         let mut transport = options.transport;
+        // A MoQ egress serves WebTransport, which needs HTTP Datagrams (RFC 9297 §2.1.1) and so
+        // QUIC DATAGRAM frames (RFC 9221 §3 recommends 65535).
+        if options.moq.is_some() && transport.datagrams.max_frame_size == 0 {
+            transport.datagrams.max_frame_size = 65535;
+        }
         let transport_datagrams = transport.datagrams.max_frame_size > 0;
+        let upstream = options
+            .moq
+            .as_ref()
+            .map(crate::moq::Upstream::start)
+            .transpose()?;
         // The recovery latency histogram reads each lost range's record.
         transport.record_recovery |= metrics.is_some();
         let tls = tls::server_tls(options.identity)?;
@@ -184,6 +196,9 @@ impl Server {
                     origin,
                     origin_kind: options.origin_kind,
                     metrics: metrics.clone(),
+                    moq: upstream
+                        .as_ref()
+                        .map(|u| crate::moq::Egress::new(Arc::clone(u), driver.wakeup(), clock)),
                 }),
                 qlog: options.qlog.clone(),
                 clock,

@@ -55,6 +55,7 @@ impl Running {
             max_connections: None,
             metrics: None,
             workers: 1,
+            moq: None,
             live_policy: Default::default(),
             origin_kind: recoup_net::content::ContentKind::File,
         })

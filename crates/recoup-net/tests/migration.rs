@@ -45,6 +45,7 @@ fn start_server(workers: usize) -> RunningServer {
         max_connections: None,
         metrics: (workers > 1).then(|| "127.0.0.1:0".parse().expect("addr")),
         workers,
+        moq: None,
         live_policy: Default::default(),
         origin_kind: recoup_net::content::ContentKind::File,
     };

@@ -149,6 +149,7 @@ fn serve(origin: &str) -> Running {
         max_connections: None,
         metrics: None,
         workers: 1,
+        moq: None,
         live_policy: Default::default(),
         origin_kind: recoup_net::content::ContentKind::File,
     })
@@ -291,6 +292,7 @@ fn a_root_and_an_origin_exclude_each_other() {
         max_connections: None,
         metrics: None,
         workers: 1,
+        moq: None,
         live_policy: Default::default(),
         origin_kind: recoup_net::content::ContentKind::File,
     })

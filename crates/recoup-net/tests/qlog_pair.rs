@@ -81,6 +81,7 @@ fn client_and_server_traces_pair_by_odcid_and_pass_the_schema() {
         max_connections: None,
         metrics: None,
         workers: 1,
+        moq: None,
         live_policy: Default::default(),
         origin_kind: recoup_net::content::ContentKind::File,
     })

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use recoup_net::content::ContentKind;
+use recoup_net::moq::MoqOptions;
 use recoup_net::server::RetryMode;
 use recoup_net::tls::Identity;
 use recoup_net::{Error, LiveParams, ServeOptions, Server};
@@ -124,6 +125,21 @@ pub struct Args {
     /// `file` (stored files, under --file-policy).
     #[arg(long, value_name = "KIND", default_value = "file", value_parser = parse_kind)]
     pub origin_kind: ContentKind,
+    /// Be a MoQ relay egress (docs/moq.md): subscribe to the broadcasts of the MoQ relay or
+    /// publisher at URL (`https://HOST:PORT/PATH`, moq-lite over WebTransport) and serve them
+    /// to WebTransport sessions at /moq, under this server's loss-recovery policy. Redials
+    /// with backoff when the upstream goes.
+    #[arg(long, value_name = "URL")]
+    pub moq: Option<String>,
+    /// With --moq: a PEM certificate to trust for the upstream besides the system's roots
+    /// (repeatable).
+    #[arg(long, value_name = "FILE", requires = "moq")]
+    pub moq_root: Vec<PathBuf>,
+    /// With --moq: every byte of a group must be acknowledged within this time of its write,
+    /// or the group's stream is reset (not retransmitted or copied any more).
+    #[arg(long, value_name = "TIME", default_value = "500ms", requires = "moq",
+          value_parser = super::simulate::parse_duration)]
+    pub moq_deadline: Duration,
     #[command(flatten)]
     pub transport: TransportArgs,
     #[command(flatten)]
@@ -248,6 +264,11 @@ pub fn run(args: Args) -> Result<(), Error> {
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         metrics: args.metrics,
         workers: args.workers.unwrap_or_else(default_workers),
+        moq: args.moq.map(|upstream| MoqOptions {
+            upstream,
+            upstream_roots: args.moq_root,
+            deadline: args.moq_deadline,
+        }),
     })?;
     server.set_drain_timeout(args.drain_timeout);
     watch_signals(server.stopper())?;

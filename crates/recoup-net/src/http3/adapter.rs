@@ -10,6 +10,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use h3::quic::{self as hq, ConnectionErrorIncoming, StreamErrorIncoming, WriteBuf};
@@ -77,6 +78,43 @@ struct StreamBox {
     send_done: bool,
     send_ended: Option<Ended>,
     send_waker: Option<Waker>,
+    /// The stream's bytes must be acknowledged within a time (a MoQ group's deadline), or the
+    /// stream is reset.
+    deadline: Option<Deadline>,
+    /// The task waiting for the sending side to be closed (all acknowledged, reset or stopped).
+    closed_waker: Option<Waker>,
+}
+
+/// A stream whose bytes are worth sending only until `budget` after the application wrote
+/// them (a MoQ group whose objects expire): once a byte written at `t` is still unacknowledged
+/// at `t + budget`, the stream is reset with `code` (RFC 9000 §3.1: RESET_STREAM from "Send"
+/// or "Data Sent"), so none of it is retransmitted or copied any more. Offsets count the bytes
+/// the application wrote; bytes still queued here or in flight are unacknowledged.
+#[derive(Debug)]
+struct Deadline {
+    budget: Duration,
+    code: u64,
+    /// Bytes the application wrote to the stream so far.
+    written: u64,
+    /// The end offset and time of each write not yet known to be acknowledged, oldest first.
+    writes: VecDeque<(u64, Instant)>,
+    /// The stream was reset at this time because a write outlived its budget.
+    expired: Option<Instant>,
+}
+
+impl Deadline {
+    /// When the oldest unacknowledged write expires.
+    fn due(&self) -> Option<Instant> {
+        if self.expired.is_some() {
+            return None;
+        }
+        self.writes.front().map(|&(_, at)| at + self.budget)
+    }
+
+    /// Whether nothing written is still waiting to be acknowledged.
+    fn settled(&self) -> bool {
+        self.expired.is_some() || self.writes.is_empty()
+    }
 }
 
 impl StreamBox {
@@ -99,7 +137,19 @@ impl StreamBox {
 
     /// Whether the box can go: no handle left and nothing still to pass to the transport.
     fn is_spent(&self) -> bool {
-        !self.recv_handle && !self.send_handle && self.send_done && self.stop.is_none()
+        !self.recv_handle
+            && !self.send_handle
+            && self.send_done
+            && self.stop.is_none()
+            && self.deadline.as_ref().is_none_or(Deadline::settled)
+    }
+
+    /// Notes `n` bytes written by the application at `now`, for the stream's deadline.
+    fn wrote(&mut self, n: usize, now: Instant) {
+        if let Some(d) = &mut self.deadline {
+            d.written += n as u64;
+            d.writes.push_back((d.written, now));
+        }
     }
 }
 
@@ -127,6 +177,8 @@ pub(crate) struct Mailbox {
     datagrams_out: VecDeque<Bytes>,
     /// The largest datagram the transport takes now; `None` while the peer accepts none.
     datagram_max: Option<usize>,
+    /// The time of the last pull or push: when the tasks' writes in between happened.
+    now: Instant,
 }
 
 /// The mailbox as the handles share it (behind a mutex only so a server stays `Send`: one
@@ -174,7 +226,8 @@ fn incoming_error(reason: &CloseReason) -> ConnectionErrorIncoming {
 impl Mailbox {
     /// Moves the transport's news in: events, streams the peer opened, received bytes. Returns
     /// the close reason when the connection ended in this call.
-    pub(crate) fn pull(&mut self, conn: &mut Connection) -> Option<CloseReason> {
+    pub(crate) fn pull(&mut self, now: Instant, conn: &mut Connection) -> Option<CloseReason> {
+        self.now = now;
         let mut ended = None;
         while let Some(event) = conn.poll_event() {
             match event {
@@ -293,6 +346,7 @@ impl Mailbox {
     /// Moves the tasks' output to the transport: opened streams, queued bytes, FINs, resets,
     /// STOP_SENDINGs and a close. Wakes the handles that can go on.
     pub(crate) fn push(&mut self, now: Instant, conn: &mut Connection) {
+        self.now = now;
         for (slot, bidi) in [(0, true), (1, false)] {
             // A stream per waiting task, as many as the peer's stream limit allows (opened ones
             // not yet taken count: the first tasks to ask take them).
@@ -317,6 +371,7 @@ impl Mailbox {
             if let Some(code) = s.stop.take() {
                 conn.stream_stop(id, code).ok();
             }
+            expire(now, conn, id, s);
             if s.send_done {
                 continue;
             }
@@ -356,6 +411,28 @@ impl Mailbox {
         }
     }
 
+    /// When the next stream deadline falls due: the driver must push then.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.streams
+            .values()
+            .filter_map(|s| s.deadline.as_ref().and_then(Deadline::due))
+            .min()
+    }
+
+    /// Gives stream `id` a deadline: bytes written from now on must be acknowledged within
+    /// `budget`, or the stream is reset with `code`.
+    pub(crate) fn set_deadline(&mut self, id: u64, budget: Duration, code: u64) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            s.deadline = Some(Deadline {
+                budget,
+                code,
+                written: 0,
+                writes: VecDeque::new(),
+                expired: None,
+            });
+        }
+    }
+
     /// The connection ended: every waiting handle learns it.
     fn end(&mut self, error: ConnectionErrorIncoming) {
         self.closed.get_or_insert(error);
@@ -366,6 +443,7 @@ impl Mailbox {
         for s in self.streams.values_mut() {
             wake(&mut s.recv_waker);
             wake(&mut s.send_waker);
+            wake(&mut s.closed_waker);
         }
         wake(&mut self.datagram_waker);
     }
@@ -376,6 +454,44 @@ impl Mailbox {
             .map(|e| StreamErrorIncoming::ConnectionErrorIncoming {
                 connection_error: e,
             })
+    }
+}
+
+/// Drops the writes of stream `id` the peer acknowledged, and resets the stream when the oldest
+/// write left outlived its deadline ([`Deadline`]). Wakes a task waiting for the stream to close
+/// once nothing is left to acknowledge.
+fn expire(now: Instant, conn: &mut Connection, id: StreamId, s: &mut StreamBox) {
+    let Some(d) = &mut s.deadline else {
+        return;
+    };
+    if d.expired.is_some() {
+        return;
+    }
+    // Unacknowledged: queued here, or held by the transport (queued or in flight).
+    let unacked = (s.queued_len + conn.stream_buffered(id).0) as u64;
+    let floor = d.written.saturating_sub(unacked);
+    while d.writes.front().is_some_and(|&(end, _)| end <= floor) {
+        d.writes.pop_front();
+    }
+    match d.writes.front() {
+        Some(&(_, at)) if at + d.budget <= now => {
+            tracing::debug!(
+                stream = id.0,
+                written_ms_ago = now.saturating_duration_since(at).as_secs_f64() * 1e3,
+                unacked,
+                "stream reset: its data outlived the deadline"
+            );
+            conn.stream_reset(now, id, d.code).ok();
+            d.expired = Some(now);
+            s.send_done = true;
+            s.reset = None;
+            s.queued.clear();
+            s.queued_len = 0;
+            wake(&mut s.send_waker);
+            wake(&mut s.closed_waker);
+        }
+        None if s.send_done => wake(&mut s.closed_waker),
+        _ => {}
     }
 }
 
@@ -476,6 +592,38 @@ impl QuicConn {
         Datagrams {
             shared: Arc::clone(&self.shared),
         }
+    }
+
+    /// Ready once the sending side of stream `id` is closed: everything written was
+    /// acknowledged after the FIN (known only for a stream with a deadline), or the stream was
+    /// reset or stopped, or the connection ended.
+    pub(crate) fn poll_send_closed(
+        &self,
+        id: u64,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), StreamErrorIncoming>> {
+        let mut m = lock(&self.shared);
+        let closed = m.connection_error();
+        let Some(s) = m.streams.get_mut(&id) else {
+            return Poll::Ready(Ok(()));
+        };
+        if let Some(e) = &s.send_ended {
+            return Poll::Ready(Err(e.to_error()));
+        }
+        if let Some(e) = closed {
+            return Poll::Ready(Err(e));
+        }
+        if s.send_done && s.deadline.as_ref().is_none_or(Deadline::settled) {
+            return Poll::Ready(Ok(()));
+        }
+        s.closed_waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
+    /// Gives stream `id` a deadline ([`Deadline`]): bytes written from now on must be
+    /// acknowledged within `budget`, or the stream is reset with `code`.
+    pub(crate) fn set_deadline(&self, id: u64, budget: Duration, code: u64) {
+        lock(&self.shared).set_deadline(id, budget, code);
     }
 
     /// A second reader and finisher of stream `id` beside its h3 handles, for a stream h3's
@@ -679,12 +827,17 @@ impl SendHalf {
     /// Runs `f` on the stream's box with the connection's error, if it ended.
     fn with<R>(
         &self,
-        f: impl FnOnce(&mut StreamBox, Option<StreamErrorIncoming>) -> Result<R, StreamErrorIncoming>,
+        f: impl FnOnce(
+            &mut StreamBox,
+            Option<StreamErrorIncoming>,
+            Instant,
+        ) -> Result<R, StreamErrorIncoming>,
     ) -> Result<R, StreamErrorIncoming> {
         let mut m = lock(&self.shared);
         let closed = m.connection_error();
+        let now = m.now;
         match m.streams.get_mut(&self.id) {
-            Some(s) => f(s, closed),
+            Some(s) => f(s, closed, now),
             None => Err(closed.unwrap_or_else(gone)),
         }
     }
@@ -718,12 +871,13 @@ impl<B: Buf> hq::SendStreamUnframed<B> for SendHalf {
         if let Err(e) = std::task::ready!(hq::SendStream::<B>::poll_ready(self, cx)) {
             return Poll::Ready(Err(e));
         }
-        Poll::Ready(self.with(|s, closed| {
+        Poll::Ready(self.with(|s, closed, now| {
             Self::check(s, closed)?;
             let n = buf.remaining().min(SEND_QUEUE - s.queued_len);
             let bytes = buf.copy_to_bytes(n);
             s.queued_len += n;
             s.queued.push_back(bytes);
+            s.wrote(n, now);
             Ok(n)
         }))
     }
@@ -746,7 +900,7 @@ impl Drop for SendHalf {
 
 impl<B: Buf> hq::SendStream<B> for SendHalf {
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
-        self.with(|s, closed| {
+        self.with(|s, closed, _| {
             Self::check(s, closed)?;
             if s.queued_len < SEND_QUEUE {
                 return Ok(true);
@@ -769,8 +923,9 @@ impl<B: Buf> hq::SendStream<B> for SendHalf {
     fn send_data<T: Into<WriteBuf<B>>>(&mut self, data: T) -> Result<(), StreamErrorIncoming> {
         let mut data: WriteBuf<B> = data.into();
         let bytes = data.copy_to_bytes(data.remaining());
-        self.with(|s, closed| {
+        self.with(|s, closed, now| {
             Self::check(s, closed)?;
+            s.wrote(bytes.len(), now);
             s.queued_len += bytes.len();
             s.queued.push_back(bytes);
             Ok(())
@@ -779,7 +934,7 @@ impl<B: Buf> hq::SendStream<B> for SendHalf {
 
     fn poll_finish(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
         // The FIN follows the queued bytes when the mailbox is pushed; nothing to wait for.
-        Poll::Ready(self.with(|s, closed| {
+        Poll::Ready(self.with(|s, closed, _| {
             Self::check(s, closed)?;
             s.finish = true;
             Ok(())
@@ -787,7 +942,7 @@ impl<B: Buf> hq::SendStream<B> for SendHalf {
     }
 
     fn reset(&mut self, reset_code: u64) {
-        let _ = self.with(|s, _| {
+        let _ = self.with(|s, _, _| {
             if !s.send_done {
                 s.reset = Some(reset_code);
                 s.queued.clear();

@@ -71,7 +71,7 @@ impl ServeState {
     }
 }
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -229,6 +229,13 @@ async fn accept_requests(server: Server, webtransport: bool) {
                     serve_webtransport(&server, request, stream, conn).await;
                     state.goaway_sent.store(true, Ordering::SeqCst);
                     return;
+                } else if let (true, Some(egress)) = (
+                    request.uri().path() == crate::moq::PATH,
+                    server.sources.moq.clone(),
+                ) {
+                    serve_moq(&server, egress, request, stream, conn).await;
+                    state.goaway_sent.store(true, Ordering::SeqCst);
+                    return;
                 } else {
                     refuse_webtransport(remote, &request, stream).await;
                 }
@@ -277,6 +284,37 @@ async fn serve_webtransport(
         // h3-webtransport closes the connection with H3_SETTINGS_ERROR
         // (draft-ietf-webtrans-http3, Establishing a WebTransport-Capable HTTP/3 Connection).
         Err(e) => tracing::warn!(%remote, %path, "WebTransport session refused: {e}"),
+    }
+}
+
+/// Accepts a WebTransport session on `conn` for the MoQ egress and serves it until it ends
+/// (`crate::moq`), answering the HTTP requests that arrive meanwhile.
+async fn serve_moq(
+    server: &Server,
+    egress: crate::moq::Egress,
+    request: Request<()>,
+    stream: Stream,
+    conn: H3Connection<QuicConn, Bytes>,
+) {
+    let remote = server.remote;
+    let connect = server.quic.tap(stream.id().into_inner());
+    let host = WebTransportHost {
+        server: server.clone(),
+        in_flight: Some(InFlight::new(&server.state)),
+    };
+    match webtransport::Session::accept(request, stream, conn).await {
+        Ok(session) => {
+            let conn = crate::moq::Connection {
+                quic: server.quic.clone(),
+                connect,
+                datagrams: server.quic.datagrams(),
+                spawner: server.spawner.clone(),
+                timers: Arc::clone(&server.timers),
+                remote,
+            };
+            crate::moq::serve(egress, session, conn, host).await;
+        }
+        Err(e) => tracing::warn!(%remote, "MoQ WebTransport session refused: {e}"),
     }
 }
 

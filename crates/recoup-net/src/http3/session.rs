@@ -60,7 +60,7 @@ impl Session {
         for round in 0..ROUNDS {
             // Pulled again after every round: tasks that consumed received bytes make room for
             // more, and bytes left in the transport would hold back the peer's flow control.
-            if let Some(reason) = adapter::lock(&self.mailbox).pull(conn) {
+            if let Some(reason) = adapter::lock(&self.mailbox).pull(now, conn) {
                 ended = Some(reason);
             }
             if round > 0 && !self.tasks.any_woken() {
@@ -79,6 +79,9 @@ impl Session {
         if self.busy {
             return Some(self.timers.now());
         }
-        self.timers.next_wakeup()
+        recoup_time::earliest(
+            self.timers.next_wakeup(),
+            adapter::lock(&self.mailbox).next_deadline(),
+        )
     }
 }

@@ -44,7 +44,7 @@ pub(crate) const ECHO_PATH: &str = "/webtransport/echo";
 const WT_SESSION_GONE: u64 = 0x170d_7b68;
 /// WT_BUFFERED_STREAM_REJECTED (draft-ietf-webtrans-http3, IANA Considerations): a stream for a session that
 /// does not exist here.
-const WT_BUFFERED_STREAM_REJECTED: u64 = 0x3994_bd84;
+pub(crate) const WT_BUFFERED_STREAM_REJECTED: u64 = 0x3994_bd84;
 
 pub(crate) type Session = WebTransportSession<QuicConn, Bytes>;
 type Stream = RequestStream<BidiStream, Bytes>;

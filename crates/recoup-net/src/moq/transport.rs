@@ -1,0 +1,626 @@
+//! A WebTransport session of `recoup serve` as the MoQ session sees a transport: the poll traits
+//! of web-transport-trait (`web_transport_trait::poll`), which moq-net's sessions run over, on
+//! h3-webtransport's session and recoup's h3 adapter.
+//!
+//! Each clone of [`WtSession`] keeps its own operation in progress (an accept, an open), as the
+//! poll contract asks; the session itself (its streams, datagrams, end) is shared. Streams of
+//! another session, and HTTP requests, never reach the MoQ session: the former are refused as
+//! the echo session refuses them, the latter are answered by the server.
+//!
+//! Unidirectional streams the MoQ session opens carry its groups (moq-lite: one group per
+//! stream), so each gets the session's deadline ([`crate::http3::adapter`]'s `Deadline`): a
+//! group whose bytes are not acknowledged in time is reset rather than retransmitted.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use h3::quic::{self as hq, StreamErrorIncoming};
+use h3_datagram::quic_traits::RecvDatagram;
+use h3_webtransport::server::AcceptedBi;
+use h3_webtransport::SessionId;
+use web_transport_trait::poll;
+
+use crate::http3::adapter::{Datagrams, QuicConn, RecvHalf, SendHalf, StreamTap};
+use crate::http3::capsule;
+use crate::http3::webtransport::{Host, Session, WT_BUFFERED_STREAM_REJECTED};
+
+type Boxed<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+type WtSend = h3_webtransport::stream::SendStream<SendHalf, Bytes>;
+type WtRecv = h3_webtransport::stream::RecvStream<RecvHalf, Bytes>;
+
+/// The first HTTP/3 error code of the WebTransport application error range
+/// (draft-ietf-webtrans-http3, Resetting Data Streams: WEBTRANSPORT_APPLICATION_ERROR).
+const WT_APPLICATION_ERROR_FIRST: u64 = 0x52e4_a40f_a8db;
+
+/// The HTTP/3 error code that carries WebTransport application error `code` on a QUIC stream
+/// (draft-ietf-webtrans-http3, Resetting Data Streams): every 0x1f-th code is skipped, being
+/// reserved for GREASE (RFC 9114 §8.1).
+#[must_use]
+pub(crate) fn http3_code(code: u32) -> u64 {
+    let n = u64::from(code);
+    WT_APPLICATION_ERROR_FIRST + n + n / 0x1e
+}
+
+/// The WebTransport application error code an HTTP/3 stream error code carries, if any.
+#[must_use]
+pub(crate) fn application_code(h3: u64) -> Option<u32> {
+    let shifted = h3.checked_sub(WT_APPLICATION_ERROR_FIRST)?;
+    // Codes at 0x1e mod 0x1f after the first are GREASE, not application codes.
+    if shifted % 0x1f == 0x1e {
+        return None;
+    }
+    u32::try_from(shifted - shifted / 0x1f).ok()
+}
+
+/// What went wrong on the transport, as the MoQ session needs to tell it apart.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum WtError {
+    #[error("WebTransport session closed (code {code}): {reason}")]
+    SessionClosed { code: u32, reason: String },
+    #[error("stream reset or stopped by the peer (WebTransport code {0})")]
+    Stream(u32),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl web_transport_trait::Error for WtError {
+    fn session_error(&self) -> Option<(u32, String)> {
+        match self {
+            Self::SessionClosed { code, reason } => Some((*code, reason.clone())),
+            _ => None,
+        }
+    }
+
+    fn stream_error(&self) -> Option<u32> {
+        match self {
+            Self::Stream(code) => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+fn stream_error(e: &StreamErrorIncoming) -> WtError {
+    match e {
+        StreamErrorIncoming::StreamTerminated { error_code } => {
+            WtError::Stream(application_code(*error_code).unwrap_or(0))
+        }
+        other => WtError::Other(other.to_string()),
+    }
+}
+
+/// The session's end, seen by every clone and stream.
+#[derive(Debug, Default)]
+struct Ending {
+    error: Option<WtError>,
+    wakers: Vec<Waker>,
+}
+
+/// What every clone of a session shares.
+struct Shared {
+    session: Arc<Session>,
+    id: SessionId,
+    quic: QuicConn,
+    connect: StreamTap,
+    datagrams: Mutex<Datagrams>,
+    ending: Mutex<Ending>,
+    /// Each group (unidirectional) stream's deadline, and the reset code when it passes.
+    deadline: Duration,
+    expired_code: u64,
+    host: Mutex<Box<dyn Host>>,
+}
+
+impl Shared {
+    fn ended(&self) -> Option<WtError> {
+        crate::http3::serve::lock(&self.ending).error.clone()
+    }
+}
+
+/// A WebTransport session of `recoup serve` for moq-net.
+pub struct WtSession {
+    shared: Arc<Shared>,
+    accept_uni: Slot<Result<Option<(SessionId, WtRecv)>, WtError>>,
+    accept_bi: Slot<Result<Option<AcceptedBi<QuicConn, Bytes>>, WtError>>,
+    open_uni: Slot<Result<WtSend, WtError>>,
+    open_bi: Slot<Result<OpenedBi, WtError>>,
+}
+
+/// An operation in progress. Behind a mutex only so that the session is `Sync`, as moq-net
+/// asks of a transport; it is reached through `&mut self`, so the lock is never contended.
+struct Slot<T>(Mutex<Option<Boxed<T>>>);
+
+impl<T> Default for Slot<T> {
+    fn default() -> Self {
+        Self(Mutex::new(None))
+    }
+}
+
+impl<T> Slot<T> {
+    fn clear(&mut self) {
+        *self
+            .0
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    /// Polls the operation (made by `make` when none is in progress), forgetting it once done.
+    fn poll(&mut self, cx: &mut Context<'_>, make: impl FnOnce() -> Boxed<T>) -> Poll<T> {
+        let slot = self
+            .0
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let f = slot.get_or_insert_with(make);
+        let out = f.as_mut().poll(cx);
+        if out.is_ready() {
+            *slot = None;
+        }
+        out
+    }
+}
+
+type OpenedBi = h3_webtransport::stream::BidiStream<crate::http3::adapter::BidiStream, Bytes>;
+
+impl std::fmt::Debug for WtSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WtSession")
+            .field("session", &self.shared.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Clone for WtSession {
+    fn clone(&self) -> Self {
+        Self::from_shared(Arc::clone(&self.shared))
+    }
+}
+
+/// Where the session's end is announced: the CONNECT stream's watcher ends it.
+#[derive(Clone)]
+pub(crate) struct EndHandle(Arc<Shared>);
+
+impl std::fmt::Debug for EndHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EndHandle").finish_non_exhaustive()
+    }
+}
+
+impl EndHandle {
+    /// The session ended (the client closed it, or the connection went): every pending
+    /// operation fails with `error`.
+    pub(crate) fn end(&self, error: WtError) {
+        let mut e = crate::http3::serve::lock(&self.0.ending);
+        if e.error.is_none() {
+            e.error = Some(error);
+        }
+        for w in e.wakers.drain(..) {
+            w.wake();
+        }
+    }
+
+    pub(crate) fn is_ended(&self) -> bool {
+        self.0.ended().is_some()
+    }
+}
+
+/// How a MoQ session's transport is set up.
+pub(crate) struct WtParts {
+    pub session: Session,
+    pub id: SessionId,
+    pub quic: QuicConn,
+    pub connect: StreamTap,
+    pub datagrams: Datagrams,
+    pub deadline: Duration,
+    pub expired_code: u32,
+    pub host: Box<dyn Host>,
+}
+
+impl WtSession {
+    pub(crate) fn new(parts: WtParts) -> (Self, EndHandle) {
+        let shared = Arc::new(Shared {
+            session: Arc::new(parts.session),
+            id: parts.id,
+            quic: parts.quic,
+            connect: parts.connect,
+            datagrams: Mutex::new(parts.datagrams),
+            ending: Mutex::new(Ending::default()),
+            deadline: parts.deadline,
+            expired_code: http3_code(parts.expired_code),
+            host: Mutex::new(parts.host),
+        });
+        (Self::from_shared(Arc::clone(&shared)), EndHandle(shared))
+    }
+
+    fn from_shared(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            accept_uni: Slot::default(),
+            accept_bi: Slot::default(),
+            open_uni: Slot::default(),
+            open_bi: Slot::default(),
+        }
+    }
+
+    /// Ready with the session's end, if it ended; registers `cx` for it otherwise.
+    fn poll_ended(&self, cx: &mut Context<'_>) -> Poll<WtError> {
+        let mut e = crate::http3::serve::lock(&self.shared.ending);
+        if let Some(err) = &e.error {
+            return Poll::Ready(err.clone());
+        }
+        if !e.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+            e.wakers.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+
+    fn connection_gone(e: impl std::fmt::Display) -> WtError {
+        WtError::SessionClosed {
+            code: 0,
+            reason: format!("the connection ended: {e}"),
+        }
+    }
+
+    fn send_stream(&self, stream: WtSend) -> SendStream {
+        let id = hq::SendStream::<Bytes>::send_id(&stream).into_inner();
+        SendStream {
+            stream,
+            quic: self.shared.quic.clone(),
+            id,
+            ending: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl poll::Session for WtSession {
+    type SendStream = SendStream;
+    type RecvStream = RecvStream;
+    type Error = WtError;
+
+    fn poll_accept_uni(&mut self, cx: &mut Context<'_>) -> Poll<Result<RecvStream, WtError>> {
+        loop {
+            if let Poll::Ready(e) = self.poll_ended(cx) {
+                return Poll::Ready(Err(e));
+            }
+            let s = Arc::clone(&self.shared.session);
+            let accepted = std::task::ready!(self.accept_uni.poll(cx, || {
+                Box::pin(async move { s.accept_uni().await.map_err(Self::connection_gone) })
+            }));
+            match accepted {
+                Ok(Some((sid, stream))) if sid == self.shared.id => {
+                    return Poll::Ready(Ok(RecvStream::new(Recv::Uni(stream))));
+                }
+                Ok(Some((sid, mut stream))) => {
+                    tracing::info!(session = ?sid, "unidirectional stream refused: no such session");
+                    hq::RecvStream::stop_sending(&mut stream, WT_BUFFERED_STREAM_REJECTED);
+                }
+                Ok(None) => return Poll::Ready(Err(Self::connection_gone("no more streams"))),
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+
+    fn poll_accept_bi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(SendStream, RecvStream), WtError>> {
+        loop {
+            if let Poll::Ready(e) = self.poll_ended(cx) {
+                return Poll::Ready(Err(e));
+            }
+            let s = Arc::clone(&self.shared.session);
+            let accepted = std::task::ready!(self.accept_bi.poll(cx, || {
+                Box::pin(async move { s.accept_bi().await.map_err(Self::connection_gone) })
+            }));
+            match accepted {
+                Ok(Some(AcceptedBi::BidiStream(sid, stream))) if sid == self.shared.id => {
+                    let (send, recv) = hq::BidiStream::<Bytes>::split(stream);
+                    return Poll::Ready(Ok((
+                        self.send_stream(send),
+                        RecvStream::new(Recv::Bidi(recv)),
+                    )));
+                }
+                Ok(Some(AcceptedBi::BidiStream(sid, stream))) => {
+                    tracing::info!(session = ?sid, "bidirectional stream refused: no such session");
+                    let (mut send, mut recv) = hq::BidiStream::<Bytes>::split(stream);
+                    hq::RecvStream::stop_sending(&mut recv, WT_BUFFERED_STREAM_REJECTED);
+                    hq::SendStream::<Bytes>::reset(&mut send, WT_BUFFERED_STREAM_REJECTED);
+                }
+                Ok(Some(AcceptedBi::Request(request, stream))) => {
+                    crate::http3::serve::lock(&self.shared.host).request(request, stream);
+                }
+                Ok(None) => return Poll::Ready(Err(Self::connection_gone("no more streams"))),
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+
+    fn poll_open_uni(&mut self, cx: &mut Context<'_>) -> Poll<Result<SendStream, WtError>> {
+        if let Poll::Ready(e) = self.poll_ended(cx) {
+            self.open_uni.clear();
+            return Poll::Ready(Err(e));
+        }
+        let (s, id) = (Arc::clone(&self.shared.session), self.shared.id);
+        let opened = std::task::ready!(self.open_uni.poll(cx, || {
+            Box::pin(async move { s.open_uni(id).await.map_err(Self::connection_gone) })
+        }));
+        Poll::Ready(opened.map(|stream| {
+            let send = self.send_stream(stream);
+            // A group stream: its objects are worth sending only until the deadline.
+            self.shared
+                .quic
+                .set_deadline(send.id, self.shared.deadline, self.shared.expired_code);
+            send
+        }))
+    }
+
+    fn poll_open_bi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(SendStream, RecvStream), WtError>> {
+        if let Poll::Ready(e) = self.poll_ended(cx) {
+            self.open_bi.clear();
+            return Poll::Ready(Err(e));
+        }
+        let (s, id) = (Arc::clone(&self.shared.session), self.shared.id);
+        let opened = std::task::ready!(self.open_bi.poll(cx, || {
+            Box::pin(async move { s.open_bi(id).await.map_err(Self::connection_gone) })
+        }));
+        Poll::Ready(opened.map(|stream| {
+            let (send, recv) = hq::BidiStream::<Bytes>::split(stream);
+            (self.send_stream(send), RecvStream::new(Recv::Bidi(recv)))
+        }))
+    }
+
+    fn poll_send_datagram(
+        &mut self,
+        _cx: &mut Context<'_>,
+        payload: &[u8],
+    ) -> Poll<Result<(), WtError>> {
+        if let Some(e) = self.shared.ended() {
+            return Poll::Ready(Err(e));
+        }
+        let datagrams = crate::http3::serve::lock(&self.shared.datagrams);
+        // A datagram the path cannot take now is dropped, as the network may drop any
+        // (RFC 9221 §5): the caller is not held up.
+        if let Err(e) = datagrams.send(self.shared.connect.id(), payload) {
+            tracing::debug!("MoQ datagram not sent: {e:?}");
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_recv_datagram(&mut self, cx: &mut Context<'_>) -> Poll<Result<Bytes, WtError>> {
+        loop {
+            if let Poll::Ready(e) = self.poll_ended(cx) {
+                return Poll::Ready(Err(e));
+            }
+            let mut datagrams = crate::http3::serve::lock(&self.shared.datagrams);
+            let d = match std::task::ready!(datagrams.poll_incoming_datagram(cx)) {
+                Ok(d) => d,
+                Err(e) => return Poll::Ready(Err(Self::connection_gone(e))),
+            };
+            // The Quarter Stream ID names the session's CONNECT stream (RFC 9297 §2.1); a
+            // datagram for another is dropped.
+            let mut r = recoup_transport::coding::Reader::new(&d);
+            match r.varint_with_len("Quarter Stream ID") {
+                Ok((q, len)) if q == self.shared.connect.id() / 4 => {
+                    return Poll::Ready(Ok(d.slice(len..)));
+                }
+                _ => tracing::debug!("HTTP Datagram dropped: not for the MoQ session"),
+            }
+        }
+    }
+
+    fn max_datagram_size(&self) -> usize {
+        // The QUIC DATAGRAM limit less the Quarter Stream ID (at most 8 bytes, RFC 9297 §2.1).
+        1200 - 8
+    }
+
+    fn protocol(&self) -> Option<&str> {
+        // h3-webtransport answers the CONNECT without WT-Protocol: no subprotocol was chosen,
+        // and the MoQ version is negotiated by the SETUP messages.
+        None
+    }
+
+    fn close(&mut self, code: u32, reason: &str) {
+        let end = EndHandle(Arc::clone(&self.shared));
+        if end.is_ended() {
+            return;
+        }
+        tracing::info!(code, reason, "MoQ session closed by the server");
+        // CLOSE_WEBTRANSPORT_SESSION with the code, then FIN (draft-ietf-webtrans-http3,
+        // Session Termination).
+        self.shared
+            .connect
+            .finish_with(capsule::close_frame(code, reason));
+        end.end(WtError::SessionClosed {
+            code,
+            reason: reason.to_owned(),
+        });
+    }
+
+    fn poll_closed(&mut self, cx: &mut Context<'_>) -> Poll<WtError> {
+        self.poll_ended(cx)
+    }
+
+    fn stats(&self) -> impl web_transport_trait::Stats {
+        web_transport_trait::StatsUnavailable
+    }
+}
+
+/// The sending half of a stream of the session.
+pub struct SendStream {
+    stream: WtSend,
+    quic: QuicConn,
+    id: u64,
+    ending: Arc<Shared>,
+}
+
+impl std::fmt::Debug for SendStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendStream").field("id", &self.id).finish()
+    }
+}
+
+impl poll::SendStream for SendStream {
+    type Error = WtError;
+
+    fn poll_write(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<Result<usize, WtError>> {
+        if let Some(e) = self.ending.ended() {
+            return Poll::Ready(Err(e));
+        }
+        let mut b = buf;
+        hq::SendStreamUnframed::<Bytes>::poll_send(&mut self.stream, cx, &mut b)
+            .map_err(|e| stream_error(&e))
+    }
+
+    fn poll_write_buf<B: Buf>(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut B,
+    ) -> Poll<Result<usize, WtError>> {
+        if let Some(e) = self.ending.ended() {
+            return Poll::Ready(Err(e));
+        }
+        hq::SendStreamUnframed::<Bytes>::poll_send(&mut self.stream, cx, buf)
+            .map_err(|e| stream_error(&e))
+    }
+
+    fn set_priority(&mut self, _order: u8) {
+        // recoup's transport schedules streams in the order they have data; the MoQ
+        // priorities are not mapped (the newest group is the one being written anyway).
+    }
+
+    fn finish(&mut self) -> Result<(), WtError> {
+        let waker = Waker::noop();
+        match hq::SendStream::<Bytes>::poll_finish(
+            &mut self.stream,
+            &mut Context::from_waker(waker),
+        ) {
+            Poll::Ready(r) => r.map_err(|e| stream_error(&e)),
+            Poll::Pending => Ok(()),
+        }
+    }
+
+    fn reset(&mut self, code: u32) {
+        hq::SendStream::<Bytes>::reset(&mut self.stream, http3_code(code));
+    }
+
+    fn poll_closed(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), WtError>> {
+        self.quic
+            .poll_send_closed(self.id, cx)
+            .map_err(|e| stream_error(&e))
+    }
+}
+
+enum Recv {
+    Uni(WtRecv),
+    Bidi(h3_webtransport::stream::RecvStream<RecvHalf, Bytes>),
+}
+
+/// The receiving half of a stream of the session.
+pub struct RecvStream {
+    recv: Recv,
+    /// Bytes received and not yet read.
+    buffered: std::collections::VecDeque<Bytes>,
+    fin: bool,
+    error: Option<WtError>,
+}
+
+impl std::fmt::Debug for RecvStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvStream")
+            .field("fin", &self.fin)
+            .finish()
+    }
+}
+
+impl RecvStream {
+    fn new(recv: Recv) -> Self {
+        Self {
+            recv,
+            buffered: std::collections::VecDeque::new(),
+            fin: false,
+            error: None,
+        }
+    }
+
+    /// Moves what arrived into `buffered` until nothing more is there; ready at the end (FIN or
+    /// an error), pending (with `cx` registered) otherwise.
+    fn fill(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        while !self.fin && self.error.is_none() {
+            let polled = match &mut self.recv {
+                Recv::Uni(r) => hq::RecvStream::poll_data(r, cx),
+                Recv::Bidi(r) => hq::RecvStream::poll_data(r, cx),
+            };
+            match std::task::ready!(polled) {
+                Ok(Some(b)) => self.buffered.push_back(b),
+                Ok(None) => self.fin = true,
+                Err(e) => self.error = Some(stream_error(&e)),
+            }
+        }
+        Poll::Ready(())
+    }
+}
+
+impl poll::RecvStream for RecvStream {
+    type Error = WtError;
+
+    fn poll_read(
+        &mut self,
+        cx: &mut Context<'_>,
+        dst: &mut [u8],
+    ) -> Poll<Result<Option<usize>, WtError>> {
+        let ended = self.fill(cx).is_ready();
+        if let Some(front) = self.buffered.front_mut() {
+            let n = front.len().min(dst.len());
+            dst[..n].copy_from_slice(&front[..n]);
+            front.advance(n);
+            if front.is_empty() {
+                self.buffered.pop_front();
+            }
+            return Poll::Ready(Ok(Some(n)));
+        }
+        if !ended {
+            return Poll::Pending;
+        }
+        match &self.error {
+            Some(e) => Poll::Ready(Err(e.clone())),
+            None => Poll::Ready(Ok(None)),
+        }
+    }
+
+    fn stop(&mut self, code: u32) {
+        let code = http3_code(code);
+        match &mut self.recv {
+            Recv::Uni(r) => hq::RecvStream::stop_sending(r, code),
+            Recv::Bidi(r) => hq::RecvStream::stop_sending(r, code),
+        }
+        self.buffered.clear();
+    }
+
+    fn poll_closed(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), WtError>> {
+        std::task::ready!(self.fill(cx));
+        Poll::Ready(self.error.clone().map_or(Ok(()), Err))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn application_codes_map_to_http3_codes_and_back() {
+        // draft-ietf-webtrans-http3, Resetting Data Streams: 0 is the first code, and the
+        // 0x1f-th code after it is reserved, so 0x1e maps past it.
+        assert_eq!(http3_code(0), 0x52e4_a40f_a8db);
+        assert_eq!(http3_code(0x1d), 0x52e4_a40f_a8db + 0x1d);
+        assert_eq!(http3_code(0x1e), 0x52e4_a40f_a8db + 0x1f);
+        for code in [0, 1, 0x1d, 0x1e, 0x1f, 1000, u32::MAX] {
+            assert_eq!(application_code(http3_code(code)), Some(code), "{code}");
+        }
+        assert_eq!(application_code(0x52e4_a40f_a8db + 0x1e), None);
+        assert_eq!(application_code(0x100), None);
+    }
+}

@@ -177,6 +177,7 @@ def one_run(procs, args, ctx, policy, seed, run_dir):
         None if args.direct else analyze_edge(args.recoup, os.path.join(run_dir, "qlog"), run_dir)
     )
     watched = (summary or {}).get("seconds") or args.seconds
+    frames_sent, late = late_group_frames(os.path.join(run_dir, "qlog"), parse_ms(args.deadline))
     return {
         "policy": policy,
         "seed": seed,
@@ -186,8 +187,47 @@ def one_run(procs, args, ctx, policy, seed, run_dir):
         "link": link_report,
         "down_kbps": link_report["down"]["bytes_in"] * 8 / 1000 / watched if link else None,
         "edge": recovery,
+        "group_frames_sent": frames_sent,
+        "group_frames_late": late,
         "screenshot": shot,
     }
+
+
+def parse_ms(text):
+    """`500ms` or `1s` in milliseconds."""
+    return parse_seconds(text) * 1000
+
+
+def late_group_frames(qlog_dir, deadline_ms):
+    """From the edge's qlog: STREAM frames of the unidirectional streams the edge opened
+    (moq-lite's group streams: stream IDs 3 mod 4, RFC 9000 §2.1) that it sent, and of those the
+    ones sent more than `deadline_ms` after the first transmission of the bytes they carry
+    (a retransmission or copy of an object past its deadline; the edge resets a group stream
+    `deadline_ms` after each write at the latest, and a byte's first transmission is never
+    before its write). Returns (sent, late)."""
+    sent = late = 0
+    if not os.path.isdir(qlog_dir):
+        return sent, late
+    for name in sorted(os.listdir(qlog_dir)):
+        first = {}  # stream -> [(start, end, time of first transmission)]
+        with open(os.path.join(qlog_dir, name)) as f:
+            for line in f:
+                if '"transport:packet_sent"' not in line or '"stream"' not in line:
+                    continue
+                event = json.loads(line.lstrip("\x1e"))
+                t = event["time"]
+                for frame in event["data"].get("frames", []):
+                    if frame.get("frame_type") != "stream" or frame["stream_id"] % 4 != 3:
+                        continue
+                    sent += 1
+                    a, b = frame["offset"], frame["offset"] + frame["length"]
+                    ranges = first.setdefault(frame["stream_id"], [])
+                    earlier = [t0 for start, end, t0 in ranges if start < b and a < end]
+                    if earlier:
+                        late += t > min(earlier) + deadline_ms
+                    else:
+                        ranges.append((a, b, t))
+    return sent, late
 
 
 def table(records, policies):
@@ -203,6 +243,7 @@ def table(records, policies):
         "frames presented per run",
         "edge sent kbit/s",
         "edge copies / lost ranges",
+        "group frames sent after the deadline",
     ]
     rows = []
     for policy in policies:
@@ -229,6 +270,8 @@ def table(records, policies):
                 f"{sum(e['copies'] for e in edge)} / {sum(e['lost_ranges'] for e in edge)}"
                 if edge
                 else "–",
+                f"{sum(r['group_frames_late'] for r in ok)} of "
+                f"{sum(r['group_frames_sent'] for r in ok)}",
             ]
         )
     return markdown_table(header, rows)

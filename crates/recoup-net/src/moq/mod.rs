@@ -236,6 +236,9 @@ impl Wake for CrossWake {
     }
 }
 
+/// A wait for the driver's clock to reach a deadline ([`Timers::sleep_until`]).
+type Sleep = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// Polls moq-net's driver on the connection's tasks until it finishes: at every wake, and at
 /// each deadline it asks for (on the driver's clock, [`Timers`]).
 async fn drive(
@@ -245,10 +248,7 @@ async fn drive(
 ) -> moq_net::Error {
     // The tasks run on the driver's thread.
     let thread = std::thread::current().id();
-    let mut sleep: Option<(
-        recoup_time::Instant,
-        std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
-    )> = None;
+    let mut sleep: Option<(recoup_time::Instant, Sleep)> = None;
     std::future::poll_fn(|cx: &mut Context<'_>| loop {
         let waker = Waker::from(Arc::new(CrossWake {
             task: cx.waker().clone(),

@@ -5,8 +5,8 @@
 #
 # Installs, when missing: Debian's ffmpeg (apt-get, as root), the MoQ relay and publisher of
 # moq-dev/moq from crates.io (`cargo install moq-relay@MOQ_RELAY_VERSION moq-cli@MOQ_CLI_VERSION`,
-# QUIC only: no iroh, no WebSocket) into $MOQ_ROOT (default: $CARGO_TARGET_DIR/moq-peers, or
-# target/moq-peers), and @moq/watch with esbuild (npm ci, web/moq/package-lock.json), then
+# QUIC only: no iroh, no WebSocket) into $MOQ_ROOT (default: ~/.cache/recoup/moq-peers, kept
+# across clones: building them takes minutes), and @moq/watch with esbuild (npm ci, web/moq/package-lock.json), then
 # bundles web/moq/player.js into web/moq/dist/moq-player.js. NAME prefixes the error messages.
 # After sourcing: $moq_relay and $moq_cli are the binaries, $moq_versions says which versions
 # run, $moq_site is the directory to serve (page, style, bundle).
@@ -24,7 +24,7 @@ if ! command -v ffmpeg >/dev/null 2>&1; then
         exit 1
     fi
 fi
-moq_root=${MOQ_ROOT:-${CARGO_TARGET_DIR:-target}/moq-peers}
+moq_root=${MOQ_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/recoup/moq-peers}
 moq_relay=$moq_root/bin/moq-relay
 moq_cli=$moq_root/bin/moq
 moq_installed() { # BINARY VERSION: whether BINARY --version says VERSION
@@ -33,12 +33,15 @@ moq_installed() { # BINARY VERSION: whether BINARY --version says VERSION
 if ! moq_installed "$moq_relay" "$MOQ_RELAY_VERSION" || ! moq_installed "$moq_cli" "$MOQ_CLI_VERSION"; then
     command -v cargo >/dev/null 2>&1 || { echo "$1: cargo not found (needed for moq-relay)" >&2; exit 1; }
     echo "$1: installing moq-relay $MOQ_RELAY_VERSION and moq-cli $MOQ_CLI_VERSION into $moq_root" >&2
-    if ! cargo install --quiet --root "$moq_root" --target-dir "$moq_root/build" \
+    moq_build=$(mktemp -d)
+    if ! cargo install --quiet --root "$moq_root" --target-dir "$moq_build" \
         --no-default-features --features noq \
         "moq-relay@$MOQ_RELAY_VERSION" "moq-cli@$MOQ_CLI_VERSION"; then
+        rm -rf "$moq_build"
         echo "$1: cargo install of moq-relay/moq-cli failed" >&2
         exit 1
     fi
+    rm -rf "$moq_build"
 fi
 if [[ ! -d web/moq/node_modules/@moq/watch ]]; then
     command -v npm >/dev/null 2>&1 || { echo "$1: npm not found (needed for @moq/watch)" >&2; exit 1; }

@@ -75,6 +75,12 @@ fi
 npm ci --prefix web/dash --no-audit --no-fund --loglevel=error
 ffmpeg -hide_banner -version | head -1
 
+step "MoQ: moq-relay and moq-cli (crates.io), @moq/watch (npm)"
+# crates/recoup-cli/tests/moq_live.rs plays an ffmpeg broadcast published by moq-cli on
+# moq-relay, relayed by recoup serve --moq, in @moq/watch (scripts/moq-deps.sh installs them,
+# the crates once into a cache outside the clone).
+(source scripts/moq-deps.sh test && echo "$moq_versions")
+
 step "C compiler (the C ABI test compiles a C host)"
 if ! command -v cc >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -53,6 +53,9 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(500);
 /// late group says it.
 const DELIVERY_TIMEOUT: u32 = 0x2;
 
+/// How long the egress waits before dialling the upstream again once moq-tokio gave up.
+const REDIAL: Duration = Duration::from_secs(2);
+
 /// What `recoup serve --moq` is given.
 #[derive(Clone, Debug)]
 pub struct MoqOptions {
@@ -112,19 +115,23 @@ impl Upstream {
                         }
                     };
                     let _ = ready_tx.send(Ok(()));
-                    let connection = client.with_subscriber(producer).connect(url.clone());
-                    let mut status = connection.clone();
+                    // moq-tokio redials with backoff but gives up after a while without the
+                    // upstream; the egress keeps serving, so it starts over.
                     loop {
-                        match status.status().await {
-                            Ok(s) => tracing::info!(upstream = %url, "MoQ upstream: {s:?}"),
-                            Err(e) => {
-                                tracing::warn!(upstream = %url, "MoQ upstream ended: {e}");
-                                break;
+                        let connection = client.clone().with_subscriber(producer.clone()).connect(url.clone());
+                        let mut status = connection.clone();
+                        loop {
+                            match status.status().await {
+                                Ok(s) => tracing::info!(upstream = %url, "MoQ upstream: {s:?}"),
+                                Err(e) => {
+                                    tracing::warn!(upstream = %url, "MoQ upstream lost: {e}; dialling again in {REDIAL:?}");
+                                    break;
+                                }
                             }
                         }
+                        drop(connection);
+                        tokio::time::sleep(REDIAL).await;
                     }
-                    drop(connection);
-                    std::future::pending::<()>().await;
                 });
             })
             .map_err(|e| Error::io("the MoQ upstream's thread", e))?;

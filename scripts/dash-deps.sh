@@ -6,14 +6,8 @@
 # Installs Debian's ffmpeg (apt-get, as root) and dash.js (npm ci, web/dash/package-lock.json)
 # when missing; NAME prefixes the error messages. After sourcing, $dashjs is the path of
 # dash.all.min.js and $dashjs_version its version.
-if ! command -v ffmpeg >/dev/null 2>&1; then
-    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg >/dev/null
-    else
-        echo "$1: ffmpeg not found (Debian: apt-get install ffmpeg, as root)" >&2
-        exit 1
-    fi
-fi
+# shellcheck source=scripts/ffmpeg-deps.sh
+source scripts/ffmpeg-deps.sh "$1"
 dashjs=web/dash/node_modules/dashjs/dist/modern/umd/dash.all.min.js
 if [[ ! -f $dashjs ]]; then
     command -v npm >/dev/null 2>&1 || { echo "$1: npm not found (needed for dash.js)" >&2; exit 1; }

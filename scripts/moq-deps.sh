@@ -16,14 +16,8 @@
 # resolved at install time; the two crates themselves are pinned.
 MOQ_RELAY_VERSION=0.17.10
 MOQ_CLI_VERSION=0.14.10
-if ! command -v ffmpeg >/dev/null 2>&1; then
-    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg >/dev/null
-    else
-        echo "$1: ffmpeg not found (Debian: apt-get install ffmpeg, as root)" >&2
-        exit 1
-    fi
-fi
+# shellcheck source=scripts/ffmpeg-deps.sh
+source scripts/ffmpeg-deps.sh "$1"
 moq_root=${MOQ_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/recoup/moq-peers}
 moq_relay=$moq_root/bin/moq-relay
 moq_cli=$moq_root/bin/moq

@@ -192,6 +192,39 @@ def analyze_edge(recoup, qlog_dir, run_dir):
     }
 
 
+def run_rounds(name, args, policies, run, source, describe, records):
+    """--runs rounds over the policies, alternating: `run(policy, seed, run_dir)` makes each
+    run's record, appended to `records` and to OUT/runs.jsonl as it finishes, with a line
+    naming the run and one saying how it went (`describe(page)`). RuntimeError if the stream's
+    `source` process stopped."""
+    total = args.runs * len(policies)
+    with open(os.path.join(args.out, "runs.jsonl"), "w") as out:
+        for rnd in range(args.runs):
+            for policy in policies:
+                print(
+                    f"{name}: run {len(records) + 1}/{total}: {policy}, seed {rnd + 1}", flush=True
+                )
+                rec = run(policy, rnd + 1, os.path.join(args.out, f"{policy}-{rnd + 1}"))
+                records.append(rec)
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+                print(
+                    f"{name}:   {'ok' if rec['ok'] else 'FAILED'}: {describe(rec['page'] or {})}"
+                    + (f"; {rec['failure']}" if rec["failure"] else ""),
+                    flush=True,
+                )
+                if source.proc.poll() is not None:
+                    raise RuntimeError(f"{source.name} stopped:\n{source.output()}")
+
+
+def keep_screenshots(records, policies, out):
+    """The last run's screenshot of each policy, as OUT/player-POLICY.png."""
+    for policy in policies:
+        last = [r for r in records if r["policy"] == policy and os.path.isfile(r["screenshot"])]
+        if last:
+            shutil.copy(last[-1]["screenshot"], os.path.join(out, f"player-{policy}.png"))
+
+
 def table(records, policies):
     """The report's table: per policy, each measure's mean over runs ± its 95 % half-width."""
     header = [
@@ -295,36 +328,24 @@ def main():
                 f"{args.out}/ffmpeg.log",
             )
             wait_for_manifest(ctx["origin"], encoder, 30)
-            total = args.runs * len(policies)
-            with open(os.path.join(args.out, "runs.jsonl"), "w") as out:
-                for rnd in range(args.runs):
-                    for policy in policies:
-                        n = len(records) + 1
-                        print(f"live-cdn: run {n}/{total}: {policy}, seed {rnd + 1}", flush=True)
-                        run_dir = os.path.join(args.out, f"{policy}-{rnd + 1}")
-                        rec = one_run(procs, args, ctx, policy, rnd + 1, run_dir)
-                        records.append(rec)
-                        out.write(json.dumps(rec) + "\n")
-                        out.flush()
-                        page = rec["page"] or {}
-                        print(
-                            f"live-cdn:   {'ok' if rec['ok'] else 'FAILED'}: latency "
-                            f"{page.get('latency_mean_s')} s mean, {page.get('stalls')} stalls, "
-                            f"{page.get('bitrate_kbps')} kbit/s"
-                            + (f"; {rec['failure']}" if rec["failure"] else ""),
-                            flush=True,
-                        )
-                        if encoder.proc.poll() is not None:
-                            raise RuntimeError(f"ffmpeg stopped:\n{encoder.output()}")
+            run_rounds(
+                "live-cdn",
+                args,
+                policies,
+                lambda policy, seed, run_dir: one_run(procs, args, ctx, policy, seed, run_dir),
+                encoder,
+                lambda page: (
+                    f"latency {page.get('latency_mean_s')} s mean, "
+                    f"{page.get('stalls')} stalls, {page.get('bitrate_kbps')} kbit/s"
+                ),
+                records,
+            )
     except (ServerFailed, RuntimeError) as e:
         procs.stop_all()
         sys.exit(f"live-cdn: {e}")
     finally:
         procs.stop_all()
-    for policy in policies:
-        last = [r for r in records if r["policy"] == policy and os.path.isfile(r["screenshot"])]
-        if last:
-            shutil.copy(last[-1]["screenshot"], os.path.join(args.out, f"player-{policy}.png"))
+    keep_screenshots(records, policies, args.out)
     pages = [r["page"] for r in records if r["page"]]
     dashjs = pages[0].get("dashjs_version") if pages else "?"
     doc = os.path.join(args.out, "live-cdn.md")

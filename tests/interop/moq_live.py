@@ -58,7 +58,7 @@ from bench_harness import (  # noqa: E402
     tool_version,
 )
 from common import markdown_table  # noqa: E402
-from live_cdn import analyze_edge  # noqa: E402
+from live_cdn import analyze_edge, keep_screenshots, run_rounds  # noqa: E402
 from matrix import parse_link_report  # noqa: E402
 
 FPS = 30
@@ -330,36 +330,24 @@ def main():
             time.sleep(3.0)
             if publisher.proc.poll() is not None:
                 raise RuntimeError(f"the publisher stopped:\n{publisher.output()[-2000:]}")
-            total = args.runs * len(policies)
-            with open(os.path.join(args.out, "runs.jsonl"), "w") as out:
-                for rnd in range(args.runs):
-                    for policy in policies:
-                        n = len(records) + 1
-                        print(f"moq-live: run {n}/{total}: {policy}, seed {rnd + 1}", flush=True)
-                        run_dir = os.path.join(args.out, f"{policy}-{rnd + 1}")
-                        rec = one_run(procs, args, ctx, policy, rnd + 1, run_dir)
-                        records.append(rec)
-                        out.write(json.dumps(rec) + "\n")
-                        out.flush()
-                        page = rec["page"] or {}
-                        print(
-                            f"moq-live:   {'ok' if rec['ok'] else 'FAILED'}: latency "
-                            f"{page.get('latency_mean_ms')} ms mean, {page.get('stalls')} "
-                            f"stalls, {page.get('frames_dropped')} frames dropped"
-                            + (f"; {rec['failure']}" if rec["failure"] else ""),
-                            flush=True,
-                        )
-                        if publisher.proc.poll() is not None:
-                            raise RuntimeError(f"the publisher stopped:\n{publisher.output()}")
+            run_rounds(
+                "moq-live",
+                args,
+                policies,
+                lambda policy, seed, run_dir: one_run(procs, args, ctx, policy, seed, run_dir),
+                publisher,
+                lambda page: (
+                    f"latency {page.get('latency_mean_ms')} ms mean, "
+                    f"{page.get('stalls')} stalls, {page.get('frames_dropped')} frames dropped"
+                ),
+                records,
+            )
     except (ServerFailed, RuntimeError) as e:
         procs.stop_all()
         sys.exit(f"moq-live: {e}")
     finally:
         procs.stop_all()
-    for policy in policies:
-        last = [r for r in records if r["policy"] == policy and os.path.isfile(r["screenshot"])]
-        if last:
-            shutil.copy(last[-1]["screenshot"], os.path.join(args.out, f"player-{policy}.png"))
+    keep_screenshots(records, policies, args.out)
     doc = os.path.join(args.out, "moq-live.md")
     with open(doc, "w") as f:
         f.write(

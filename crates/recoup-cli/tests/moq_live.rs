@@ -19,8 +19,15 @@ const FPS: f64 = 30.0;
 /// that waited for whole groups (1 s) would sit a second behind.
 const MAX_LATENCY_MS: f64 = 600.0;
 
+/// One path at a time: two encoders, relays and browsers at once on a 2-core machine would
+/// measure each other.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs scripts/moq-live.sh with `args` for one run per policy; its records.
 fn moq_live(out: &Path, args: &[&str]) -> (Vec<Value>, String) {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let res = Command::new("bash")
         .arg(repo.join("scripts/moq-live.sh"))

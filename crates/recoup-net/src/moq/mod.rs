@@ -92,7 +92,12 @@ impl Upstream {
             .upstream
             .parse()
             .map_err(|e| Error::Config(format!("--moq {}: {e}", options.upstream)))?;
-        let (producer, driver) = moq_net::origin::Producer::new(moq_net::origin::Config::default());
+        // A viewer wants the live edge: a group older than the deadline would only be reset
+        // on its way out, so the origin keeps (and asks the upstream for) no older media.
+        let mut config = moq_net::origin::Config::default();
+        config.cache_duration = options.deadline;
+        config.default_max_age = options.deadline;
+        let (producer, driver) = moq_net::origin::Producer::new(config);
         let origin = producer.consume();
         let mut connect = moq_tokio::connect::Config::default();
         connect.url = Some(url.clone());

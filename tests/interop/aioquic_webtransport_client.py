@@ -16,6 +16,9 @@ for --case:
   server must answer by resetting the CONNECT stream with H3_MESSAGE_ERROR (RFC 9297 §3.3);
 - `drain`: waits (at most 30 s) for the server to end the session, as `recoup serve` does on
   SIGTERM: it must end the CONNECT stream with FIN (the capsules before it are reported);
+- `moq-malformed`: against `recoup serve --moq` (--path /moq), a bidirectional stream whose
+  first bytes are no MoQ stream type moq-lite knows: the server must close the session with
+  CLOSE_WEBTRANSPORT_SESSION carrying a non-zero code, and FIN;
 - `no-settings`: the client does not offer WebTransport in its SETTINGS, yet sends the CONNECT:
   the session must not be accepted (h3-webtransport closes the connection with
   H3_SETTINGS_ERROR).
@@ -119,6 +122,15 @@ def pattern(seed, size):
     return bytes((seed * 7 + i * 13) % 256 for i in range(size))
 
 
+def varint(data, i):
+    """The QUIC varint at `i` (RFC 9000 §16) and the index after it."""
+    n = 1 << (data[i] >> 6)
+    value = data[i] & 0x3F
+    for b in data[i + 1 : i + n]:
+        value = (value << 8) | b
+    return value, i + n
+
+
 def capsule(kind, value):
     return encode_uint_var(kind) + encode_uint_var(len(value)) + value
 
@@ -179,6 +191,26 @@ async def run(args):
             report["connect_reset"] = c.resets.get(sid)
             if c.resets.get(sid) != H3_MESSAGE_ERROR:
                 problems.append(f"CONNECT stream not reset with H3_MESSAGE_ERROR: {c.resets}")
+            return report, problems
+
+        if args.case == "moq-malformed":
+            bad_stream = c.http.create_webtransport_stream(sid, is_unidirectional=False)
+            # A 2-byte varint stream type (0x3fff) that no moq-lite version defines.
+            c._quic.send_stream_data(bad_stream, b"\x7f\xff" + b"\x00" * 16, end_stream=False)
+            c.transmit()
+            await c.until(lambda: c.connect_data.get(sid, [b"", False])[1] or c.closed, 10)
+            data, fin = c.connect_data.get(sid, [b"", False])
+            report["server_fin"] = fin
+            report["server_capsules"] = data.hex()
+            code = None
+            if len(data) >= 2:
+                kind, i = varint(data, 0)
+                _, i = varint(data, i)
+                if kind == CLOSE_WEBTRANSPORT_SESSION and len(data) >= i + 4:
+                    code = struct.unpack(">I", data[i : i + 4])[0]
+            report["close_code"] = code
+            if not fin or not code:
+                problems.append(f"no CLOSE_WEBTRANSPORT_SESSION with an error code and FIN: {data}")
             return report, problems
 
         bidi_data = pattern(1, args.stream_bytes)
@@ -245,7 +277,9 @@ def main():
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--path", default="/webtransport/echo")
     parser.add_argument(
-        "--case", choices=["echo", "malformed-capsule", "drain", "no-settings"], default="echo"
+        "--case",
+        choices=["echo", "malformed-capsule", "drain", "no-settings", "moq-malformed"],
+        default="echo",
     )
     parser.add_argument("--stream-bytes", type=int, default=100_000)
     parser.add_argument("--datagrams", type=int, default=100)

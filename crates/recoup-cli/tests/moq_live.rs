@@ -5,11 +5,15 @@
 //! the full comparison's command, one 10 s run each). Checks what the page measured from the
 //! player: frames presented at the stream's rate with an end-to-end latency of a few round
 //! trips, over HTTP/3 and moq-lite; that the edge's own trace shows each policy in force; and,
-//! in the edge's qlog, that no STREAM frame of a group stream was sent after its deadline.
+//! in the edge's qlog, that no STREAM frame of a group stream was sent after its deadline. Bad
+//! input: a malformed MoQ message closes only its own session, with moq-lite's code.
+
+mod common;
 
 use std::path::Path;
 use std::process::Command;
 
+use common::{interop_dir, python, recoup, run_peer, Proc};
 use serde_json::Value;
 
 const SECONDS: u64 = 10;
@@ -125,4 +129,43 @@ fn no_object_is_sent_after_its_deadline() {
         .map(|text| text.matches("\"frame_type\":\"reset_stream\"").count())
         .sum();
     assert!(resets > 0, "no group stream was reset at its deadline");
+}
+
+/// moq-lite's PROTOCOL_VIOLATION session error code (moq-net's `SessionError`).
+const PROTOCOL_VIOLATION: u64 = 0x3;
+
+/// A stream type no moq-lite version defines, on a session at /moq: the server closes that
+/// session with CLOSE_WEBTRANSPORT_SESSION (moq-lite's PROTOCOL_VIOLATION) and FIN, logs why,
+/// and serves the next session as before; an unknown path is answered 404. No relay listens
+/// at the upstream address, so this also shows the egress serving on without its upstream.
+#[test]
+fn a_malformed_moq_message_closes_that_session_only() {
+    let mut cmd = Command::new(recoup());
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--moq",
+        "https://127.0.0.1:9/anon",
+    ])
+    .env("RUST_LOG", "info");
+    let (mut server, addr) = Proc::server("recoup serve --moq", cmd);
+    for attempt in ["first", "second"] {
+        let mut client = Command::new(python());
+        client
+            .arg(interop_dir().join("aioquic_webtransport_client.py"))
+            .args(["--port", &addr.port().to_string()])
+            .args(["--path", "/moq", "--case", "moq-malformed"]);
+        let report = run_peer(&format!("aioquic moq ({attempt})"), client, &mut server);
+        let line = report
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or_else(|| panic!("no JSON summary:\n{report}"));
+        let v: Value = serde_json::from_str(line).expect("JSON summary");
+        assert_eq!(v["unknown_path_status"], "404", "{report}");
+        assert_eq!(v["status"], "200", "{report}");
+        assert_eq!(v["close_code"], PROTOCOL_VIOLATION, "{report}");
+        assert_eq!(v["server_fin"], true, "{report}");
+    }
+    assert_eq!(server.stderr_lines("MoQ session refused").len(), 2);
 }

@@ -214,6 +214,7 @@ pub(crate) async fn serve(
             // moq-net closed the session with the code for what was wrong.
             tracing::warn!(%remote, "MoQ session refused: {e}");
             end.end(WtError::Other(format!("handshake failed: {e}")));
+            end.release();
             return;
         }
     };
@@ -225,6 +226,7 @@ pub(crate) async fn serve(
     }
     drop(session);
     end.end(WtError::Other("the MoQ session ended".into()));
+    end.release();
 }
 
 /// Wakes the task, and the driver too when the wake comes from another thread (the upstream

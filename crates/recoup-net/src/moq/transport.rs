@@ -203,6 +203,11 @@ impl EndHandle {
     pub(crate) fn is_ended(&self) -> bool {
         self.0.ended().is_some()
     }
+
+    /// Tells the server the session is over (its connection stays for HTTP requests).
+    pub(crate) fn release(&self) {
+        crate::http3::serve::lock(&self.0.host).session_ended();
+    }
 }
 
 /// How a MoQ session's transport is set up.

@@ -192,6 +192,34 @@ def analyze_edge(recoup, qlog_dir, run_dir):
     }
 
 
+def path_arguments(parser, site, seconds, timeout):
+    """The flags of a path measured in a player: the recoup binary, the page's directory,
+    the policies and runs, the link, and the harness's pid file."""
+    parser.add_argument("--recoup", required=True, help="the recoup binary")
+    parser.add_argument("--site", required=True, help=site)
+    parser.add_argument("--policies", default="arq,autorec,crest")
+    parser.add_argument("--runs", type=int, default=5, help="rounds over the policies")
+    parser.add_argument("--seconds", type=parse_seconds, default=seconds, help="watched per run")
+    parser.add_argument("--timeout", type=float, default=timeout, help="slack for start-up, s")
+    parser.add_argument("--rtt", default="60ms")
+    parser.add_argument("--rate", default="12Mbit")
+    parser.add_argument("--loss", type=float, default=5.0, help="%% of edge-to-viewer datagrams")
+    parser.add_argument("--pid-file", help="list started processes here (for the shell script)")
+
+
+def path_problems(args, policies):
+    """What is wrong with [`path_arguments`]' flags or the machine (ffmpeg, Chromium)."""
+    problems = []
+    for tool in ("ffmpeg", "chromium"):
+        if not shutil.which(tool):
+            problems.append(f"{tool} not found (Debian: apt-get install {tool}, as root)")
+    if args.runs < 1 or args.seconds <= 0:
+        problems.append("--runs and --seconds must be positive")
+    if not policies:
+        problems.append("--policies is empty")
+    return problems
+
+
 def run_rounds(name, args, policies, run, source, describe, records):
     """--runs rounds over the policies, alternating: `run(policy, seed, run_dir)` makes each
     run's record, appended to `records` and to OUT/runs.jsonl as it finishes, with a line
@@ -276,35 +304,19 @@ def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--recoup", required=True, help="the recoup binary")
-    parser.add_argument("--site", required=True, help="the player page and dash.js")
-    parser.add_argument("--policies", default="arq,autorec,crest")
-    parser.add_argument("--runs", type=int, default=5, help="rounds over the policies")
-    parser.add_argument("--seconds", type=parse_seconds, default=60.0, help="watched per run")
-    parser.add_argument("--timeout", type=float, default=40.0, help="slack for start-up, s")
-    parser.add_argument("--rtt", default="60ms")
-    parser.add_argument("--rate", default="12Mbit")
-    parser.add_argument("--loss", type=float, default=5.0, help="%% of edge-to-viewer datagrams")
+    path_arguments(parser, "the player page and dash.js", seconds=60.0, timeout=40.0)
     parser.add_argument("--segment", type=parse_seconds, default=1.0)
     parser.add_argument("--fragment", type=parse_seconds, default=0.2)
     parser.add_argument("--target-latency", type=parse_seconds, default=1.5)
     parser.add_argument("--out", default="results/live-cdn")
-    parser.add_argument("--pid-file", help="list started processes here (for the shell script)")
     args = parser.parse_args()
     policies = [p for p in args.policies.split(",") if p]
-    problems = []
+    problems = path_problems(args, policies)
     if not os.access(args.recoup, os.X_OK):
         problems.append(f"--recoup {args.recoup}: not an executable")
     dashjs = os.path.join(args.site, "dash.all.min.js")
     if not os.path.isfile(dashjs):
         problems.append(f"--site {args.site}: no dash.all.min.js (scripts/live-cdn.sh makes it)")
-    for tool in ("ffmpeg", "chromium"):
-        if not shutil.which(tool):
-            problems.append(f"{tool} not found (Debian: apt-get install {tool}, as root)")
-    if args.runs < 1 or args.seconds <= 0:
-        problems.append("--runs and --seconds must be positive")
-    if not policies:
-        problems.append("--policies is empty")
     if problems:
         sys.exit("live-cdn: " + "; ".join(problems))
     os.makedirs(args.out, exist_ok=True)

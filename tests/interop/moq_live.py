@@ -36,7 +36,6 @@ run, if a run fails (no frame, the page reports a failure, HTTP/3 not used).
 import argparse
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -58,7 +57,13 @@ from bench_harness import (  # noqa: E402
     tool_version,
 )
 from common import markdown_table  # noqa: E402
-from live_cdn import analyze_edge, keep_screenshots, run_rounds  # noqa: E402
+from live_cdn import (  # noqa: E402
+    analyze_edge,
+    keep_screenshots,
+    path_arguments,
+    path_problems,
+    run_rounds,
+)
 from matrix import parse_link_report  # noqa: E402
 
 FPS = 30
@@ -281,39 +286,23 @@ def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--recoup", required=True, help="the recoup binary")
+    path_arguments(parser, "the page and its bundle (web/moq/dist)", seconds=30.0, timeout=30.0)
     parser.add_argument("--relay", required=True, help="the moq-relay binary")
     parser.add_argument("--publisher", required=True, help="moq-cli's binary (`moq`)")
-    parser.add_argument("--site", required=True, help="the page and its bundle (web/moq/dist)")
-    parser.add_argument("--policies", default="arq,autorec,crest")
-    parser.add_argument("--runs", type=int, default=5, help="rounds over the policies")
-    parser.add_argument("--seconds", type=parse_seconds, default=30.0, help="watched per run")
-    parser.add_argument("--timeout", type=float, default=30.0, help="slack for start-up, s")
-    parser.add_argument("--rtt", default="60ms")
-    parser.add_argument("--rate", default="12Mbit")
-    parser.add_argument("--loss", type=float, default=5.0, help="%% of edge-to-viewer datagrams")
     parser.add_argument("--deadline", default="500ms", help="the edge's --moq-deadline")
     parser.add_argument("--gop", type=parse_seconds, default=1.0, help="keyframe interval")
     parser.add_argument("--bitrate", type=int, default=1500, help="video kbit/s")
     parser.add_argument("--size", default="640x360")
     parser.add_argument("--direct", action="store_true", help="play from moq-relay itself")
     parser.add_argument("--out", default="results/moq-live")
-    parser.add_argument("--pid-file", help="list started processes here (for the shell script)")
     args = parser.parse_args()
     policies = ["direct"] if args.direct else [p for p in args.policies.split(",") if p]
-    problems = []
+    problems = path_problems(args, policies)
     for name in ("recoup", "relay", "publisher"):
         if not os.access(getattr(args, name), os.X_OK):
             problems.append(f"--{name} {getattr(args, name)}: not an executable")
     if not os.path.isfile(os.path.join(args.site, "moq-player.js")):
         problems.append(f"--site {args.site}: no moq-player.js (scripts/moq-live.sh makes it)")
-    for tool in ("ffmpeg", "chromium"):
-        if not shutil.which(tool):
-            problems.append(f"{tool} not found (Debian: apt-get install {tool}, as root)")
-    if args.runs < 1 or args.seconds <= 0:
-        problems.append("--runs and --seconds must be positive")
-    if not policies:
-        problems.append("--policies is empty")
     if problems:
         sys.exit("moq-live: " + "; ".join(problems))
     os.makedirs(args.out, exist_ok=True)

@@ -206,6 +206,7 @@ pub(crate) async fn serve(
     conn.spawner
         .spawn(watch(watch_connect, end.clone(), remote));
     tracing::info!(%remote, "MoQ session accepted");
+    let closer = wt.clone();
     let server = moq_net::Server::new().with_publisher(egress.upstream.origin.clone());
     let now = egress.clock.std_instant(conn.timers.now());
     let (session, driver) = match server.accept(now, wt).await {
@@ -219,7 +220,7 @@ pub(crate) async fn serve(
         }
     };
     tracing::info!(%remote, version = ?session.version(), "MoQ session established");
-    let result = drive(driver, &egress, &conn.timers).await;
+    let result = drive(driver, &egress, &conn.timers, &end, closer).await;
     match result {
         moq_net::Error::Closed => tracing::info!(%remote, "MoQ session ended"),
         e => tracing::warn!(%remote, "MoQ session ended: {e}"),
@@ -259,11 +260,18 @@ async fn drive(
     mut driver: moq_net::Driver<WtSession>,
     egress: &Egress,
     timers: &Arc<Timers>,
+    end: &EndHandle,
+    mut closer: WtSession,
 ) -> moq_net::Error {
     // The tasks run on the driver's thread.
     let thread = std::thread::current().id();
     let mut sleep: Option<(recoup_time::Instant, Sleep)> = None;
     std::future::poll_fn(|cx: &mut Context<'_>| loop {
+        // On SIGTERM the server ends the session itself, as it ends echo sessions
+        // (CLOSE_WEBTRANSPORT_SESSION, code 0, `draining`); moq-net then finishes.
+        if !end.is_ended() && end.draining() {
+            web_transport_trait::poll::Session::close(&mut closer, 0, "draining");
+        }
         let waker = Waker::from(Arc::new(CrossWake {
             task: cx.waker().clone(),
             wakeup: egress.wakeup.clone(),

@@ -204,6 +204,11 @@ impl EndHandle {
         self.0.ended().is_some()
     }
 
+    /// Whether the server drains: the session is to end.
+    pub(crate) fn draining(&self) -> bool {
+        crate::http3::serve::lock(&self.0.host).draining()
+    }
+
     /// Tells the server the session is over (its connection stays for HTTP requests).
     pub(crate) fn release(&self) {
         crate::http3::serve::lock(&self.0.host).session_ended();

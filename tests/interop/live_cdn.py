@@ -253,6 +253,20 @@ def keep_screenshots(records, policies, out):
             shutil.copy(last[-1]["screenshot"], os.path.join(out, f"player-{policy}.png"))
 
 
+def per_policy(records, policies):
+    """Per policy: its name, its runs, those that went well, and `col(key, spec)`, a page
+    measure's mean over the good runs ± its 95 % half-width (`–` when no run has it)."""
+    for policy in policies:
+        runs = [r for r in records if r["policy"] == policy]
+        ok = [r for r in runs if r["ok"]]
+
+        def col(key, spec, ok=ok):
+            vals = [r["page"][key] for r in ok if r["page"].get(key) is not None]
+            return mean_ci(vals, spec) if vals else "–"
+
+        yield policy, runs, ok, col
+
+
 def table(records, policies):
     """The report's table: per policy, each measure's mean over runs ± its 95 % half-width."""
     header = [
@@ -269,14 +283,7 @@ def table(records, policies):
         "edge recovery p95 ms",
     ]
     rows = []
-    for policy in policies:
-        runs = [r for r in records if r["policy"] == policy]
-        ok = [r for r in runs if r["ok"]]
-
-        def col(key, spec, runs=ok):
-            vals = [r["page"][key] for r in runs if r["page"].get(key) is not None]
-            return mean_ci(vals, spec) if vals else "–"
-
+    for policy, runs, ok, col in per_policy(records, policies):
         kbps = [r["down_kbps"] for r in ok if r["down_kbps"]]
         edge = [r["edge"] for r in ok if r.get("edge")]
         copies = sum(e["copies"] for e in edge)

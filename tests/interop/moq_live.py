@@ -62,6 +62,7 @@ from live_cdn import (  # noqa: E402
     keep_screenshots,
     path_arguments,
     path_problems,
+    per_policy,
     run_rounds,
 )
 from matrix import parse_link_report  # noqa: E402
@@ -251,14 +252,7 @@ def table(records, policies):
         "group frames sent after the deadline",
     ]
     rows = []
-    for policy in policies:
-        runs = [r for r in records if r["policy"] == policy]
-        ok = [r for r in runs if r["ok"]]
-
-        def col(key, spec, runs=ok):
-            vals = [r["page"][key] for r in runs if r["page"].get(key) is not None]
-            return mean_ci(vals, spec) if vals else "–"
-
+    for policy, runs, ok, col in per_policy(records, policies):
         kbps = [r["down_kbps"] for r in ok if r["down_kbps"]]
         edge = [r["edge"] for r in ok if r.get("edge")]
         rows.append(

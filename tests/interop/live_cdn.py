@@ -99,6 +99,33 @@ def wait_for_manifest(origin, encoder, timeout):
     raise RuntimeError(f"no manifest at {url} within {timeout} s:\n{encoder.output()}")
 
 
+def watch_in_chromium(procs, args, cert, url, run_dir):
+    """Plays `url` in headless Chromium (chromium_player.py, trusting `cert`) for args.seconds
+    plus args.timeout; returns the screenshot's path, the page's JSON summary (None if it
+    printed none) and what failed (None if the page reported success)."""
+    shot = os.path.join(run_dir, "player.png")
+    cmd = [sys.executable, os.path.join(HERE, "chromium_player.py"), "--cert", cert]
+    cmd += ["--url", url, "--screenshot", shot]
+    cmd += ["--timeout", f"{args.seconds + args.timeout + 10:g}"]
+    player = procs.start("player", cmd, f"{run_dir}/player.log")
+    failure = None
+    try:
+        player.proc.wait(timeout=args.seconds + args.timeout + 60)
+    except subprocess.TimeoutExpired:
+        failure = "the player did not finish in time"
+    out = procs.stop(player, signal.SIGKILL)
+    summary = None
+    for line in out.splitlines():
+        if line.startswith("{"):
+            summary = json.loads(line)
+    if summary is None:
+        failure = failure or f"no summary from the player:\n{out[-2000:]}"
+    elif not summary.get("ok"):
+        problems = [summary.get("failure")] + summary.get("problems", [])
+        failure = failure or "; ".join(str(p) for p in problems if p)
+    return shot, summary, failure
+
+
 def one_run(procs, args, ctx, policy, seed, run_dir):
     """One viewer session through a fresh edge and link; the run's record."""
     os.makedirs(run_dir, exist_ok=True)
@@ -120,28 +147,11 @@ def one_run(procs, args, ctx, policy, seed, run_dir):
     )
     page = f"mpd={quote('/live/manifest.mpd')}&live={args.seconds:g}&note={quote(note)}"
     page += f"&timeout={args.seconds + args.timeout:g}"
-    shot = os.path.join(run_dir, "player.png")
-    cmd = [sys.executable, os.path.join(HERE, "chromium_player.py"), "--cert", cert]
-    cmd += ["--url", f"https://{link_addr}/index.html?{page}", "--screenshot", shot]
-    cmd += ["--timeout", f"{args.seconds + args.timeout + 10:g}"]
-    player = procs.start("player", cmd, f"{run_dir}/player.log")
-    failure = None
-    try:
-        player.proc.wait(timeout=args.seconds + args.timeout + 60)
-    except subprocess.TimeoutExpired:
-        failure = "the player did not finish in time"
-    out = procs.stop(player, signal.SIGKILL)
+    shot, summary, failure = watch_in_chromium(
+        procs, args, cert, f"https://{link_addr}/index.html?{page}", run_dir
+    )
     procs.stop(edge, signal.SIGINT)
     link_report = parse_link_report(procs.stop(link, signal.SIGINT))
-    summary = None
-    for line in out.splitlines():
-        if line.startswith("{"):
-            summary = json.loads(line)
-    if summary is None:
-        failure = failure or f"no summary from the player:\n{out[-2000:]}"
-    elif not summary.get("ok"):
-        problems = [summary.get("failure")] + summary.get("problems", [])
-        failure = failure or "; ".join(str(p) for p in problems if p)
     # The page's wall time from its start to its end (video.currentTime is a position on the
     # live timeline, not time played).
     watched = (summary or {}).get("wall_s") or 0

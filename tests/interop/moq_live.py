@@ -38,7 +38,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -64,6 +63,7 @@ from live_cdn import (  # noqa: E402
     path_problems,
     per_policy,
     run_rounds,
+    watch_in_chromium,
 )
 from matrix import parse_link_report  # noqa: E402
 
@@ -157,28 +157,11 @@ def one_run(procs, args, ctx, policy, seed, run_dir):
         relay = f"https://{link_addr}/moq"
     page = f"url={quote(relay)}&name={BROADCAST}&seconds={args.seconds:g}&fps={FPS}"
     page += f"&note={quote(note)}"
-    shot = os.path.join(run_dir, "player.png")
-    cmd = [sys.executable, os.path.join(HERE, "chromium_player.py"), "--cert", cert]
-    cmd += ["--url", f"https://{link_addr}/index.html?{page}", "--screenshot", shot]
-    cmd += ["--timeout", f"{args.seconds + args.timeout + 10:g}"]
-    player = procs.start("player", cmd, f"{run_dir}/player.log")
-    failure = None
-    try:
-        player.proc.wait(timeout=args.seconds + args.timeout + 60)
-    except subprocess.TimeoutExpired:
-        failure = "the player did not finish in time"
-    out = procs.stop(player, signal.SIGKILL)
+    shot, summary, failure = watch_in_chromium(
+        procs, args, cert, f"https://{link_addr}/index.html?{page}", run_dir
+    )
     procs.stop(edge, signal.SIGINT)
     link_report = parse_link_report(procs.stop(link, signal.SIGINT)) if link else None
-    summary = None
-    for line in out.splitlines():
-        if line.startswith("{"):
-            summary = json.loads(line)
-    if summary is None:
-        failure = failure or f"no summary from the player:\n{out[-2000:]}"
-    elif not summary.get("ok"):
-        problems = [summary.get("failure")] + summary.get("problems", [])
-        failure = failure or "; ".join(str(p) for p in problems if p)
     recovery = (
         None if args.direct else analyze_edge(args.recoup, os.path.join(run_dir, "qlog"), run_dir)
     )

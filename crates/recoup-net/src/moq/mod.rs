@@ -6,7 +6,7 @@
 //! Both sides are moq-dev/moq's `moq-net` (the moq-lite protocol and its relay model: an origin
 //! of broadcasts, tracks, groups, frames). Upstream it runs on its own thread over `moq-tokio`'s
 //! QUIC client; downstream its sessions are sans-IO drivers polled by the connection's tasks
-//! on the mio loop, over [`transport::WtSession`]. A broadcast the upstream announces is
+//! on the mio loop, over `transport::WtSession`. A broadcast the upstream announces is
 //! subscribed to upstream only while a viewer wants one of its tracks (the origin deduplicates
 //! subscriptions, as a relay does).
 //!

@@ -6,8 +6,13 @@
 //! handshake is confirmed, and so the only kind a migration moves) reads the owner from the
 //! destination connection ID's first byte and passes the datagram on.
 //!
-//! Long-header packets stay where they land: a client's first Initial carries a destination ID
-//! of its own choosing, and the handshake's packets keep the 4-tuple that chose the worker.
+//! Long-header packets are passed on the same way: once the client has heard from the server,
+//! its Initial and Handshake packets carry the server's connection ID. The 4-tuple alone does
+//! not keep a handshake on one worker: a client that sent its first Initial while the server
+//! was still binding its workers' sockets had its later datagrams hashed over more sockets
+//! than its first. A client's first Initial carries a destination ID of its own choosing; one
+//! whose first byte happens to name a worker goes to that worker, which then owns the
+//! connection, and its retransmissions follow it there.
 
 use std::net::SocketAddr;
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -54,16 +59,27 @@ impl Steering {
             .collect()
     }
 
-    /// The worker a datagram's connection belongs to when that is another one: a short-header
-    /// packet whose destination ID starts with another worker's index.
+    /// The worker a datagram's connection belongs to when that is another one: a packet whose
+    /// destination ID, as long as this server's, starts with another worker's index.
     fn owner(&self, datagram: &[u8]) -> Option<usize> {
         let first = *datagram.first()?;
-        // RFC 9000 §17.3: the short header has the form bit (0x80) clear; the destination ID
-        // follows the first byte.
-        if first & 0x80 != 0 || self.local_cid_len == 0 {
+        if self.local_cid_len == 0 {
             return None;
         }
-        let owner = usize::from(*datagram.get(1)?);
+        let owner = if first & 0x80 == 0 {
+            // RFC 9000 §17.3: the short header has the form bit (0x80) clear; the destination
+            // ID follows the first byte.
+            *datagram.get(1)?
+        } else {
+            // RFC 9000 §17.2: a long header's version (4 bytes) follows the first byte, then the
+            // destination ID's length and the ID.
+            let len = usize::from(*datagram.get(5)?);
+            if len != self.local_cid_len {
+                return None;
+            }
+            *datagram.get(6)?
+        };
+        let owner = usize::from(owner);
         (owner != self.me && owner < self.peers.len()).then_some(owner)
     }
 
@@ -103,7 +119,7 @@ mod tests {
         (poll, ends)
     }
 
-    /// Only a short-header packet whose destination ID names another existing worker moves.
+    /// Only a packet whose destination ID names another existing worker moves.
     #[test]
     fn a_short_header_naming_another_worker_is_passed_on() {
         let (_poll, workers) = mesh(3);
@@ -112,10 +128,15 @@ mod tests {
         assert_eq!(workers[0].owner(&short(2)), Some(2));
         assert_eq!(workers[0].owner(&short(0)), None, "its own");
         assert_eq!(workers[0].owner(&short(3)), None, "no worker 3");
-        let mut long = short(1);
-        long[0] = 0xc0;
-        assert_eq!(workers[0].owner(&long), None, "long headers stay");
+        // A Handshake packet (RFC 9000 §17.2.4) to worker 1's 8-byte connection ID moves too;
+        // one whose destination ID is not this server's length stays.
+        let long = |owner: u8, len: u8| [0xe0, 0, 0, 0, 1, len, owner, 1, 2, 3, 4, 5, 6, 7, 0];
+        assert_eq!(workers[0].owner(&long(1, 8)), Some(1));
+        assert_eq!(workers[1].owner(&long(1, 8)), None, "its own");
+        assert_eq!(workers[0].owner(&long(1, 5)), None, "not one of our IDs");
+        assert_eq!(workers[0].owner(&long(7, 8)), None, "no worker 7");
         assert_eq!(workers[0].owner(&[0x40]), None, "too short");
+        assert_eq!(workers[0].owner(&[0xc0, 0, 0, 0, 1]), None, "too short");
         assert!(workers[0].pass_on(from, &short(1)));
         let got: Vec<Passed> = workers[1].take().collect();
         assert_eq!(got, vec![(from, short(1).to_vec())]);

@@ -377,9 +377,9 @@ def main():
     keep_screenshots(records, policies, args.out)
     pages = [r["page"] for r in records if r["page"]]
     dashjs = pages[0].get("dashjs_version") if pages else "?"
-    doc = os.path.join(args.out, "live-cdn.md")
-    with open(doc, "w") as f:
-        f.write(
+    finish_report(
+        os.path.join(args.out, "live-cdn.md"),
+        (
             f"{started}, {machine()}, load average {load_before:.2f} before the runs; "
             f"{recoup_version(args.recoup)}; {tool_version(['ffmpeg', '-version'])}; "
             f"{tool_version(['chromium', '--version'])}; "
@@ -388,11 +388,21 @@ def main():
             f"{args.runs} runs of {args.seconds:g} s per policy; segments {args.segment:g} s, "
             f"chunks {args.fragment:g} s, target latency {args.target_latency:g} s.\n\n"
         )
-        f.write(table(records, policies))
-    print(open(doc).read(), end="")
+        + table(records, policies),
+        records,
+        "live-cdn",
+    )
+
+
+def finish_report(doc: str, text: str, records: list, name: str) -> None:
+    """Writes a player run's report `text` to `doc` and prints it; names each failed run and
+    exits 1 if any failed or none ran (shared by live-cdn and moq-live)."""
+    with open(doc, "w") as f:
+        f.write(text)
+    print(text, end="")
     failed = [r for r in records if not r["ok"]]
     for r in failed:
-        print(f"live-cdn: {r['policy']} run {r['seed']} failed: {r['failure']}", file=sys.stderr)
+        print(f"{name}: {r['policy']} run {r['seed']} failed: {r['failure']}", file=sys.stderr)
     if failed or not records:
         sys.exit(1)
 

@@ -58,6 +58,7 @@ from bench_harness import (  # noqa: E402
 from common import markdown_table  # noqa: E402
 from live_cdn import (  # noqa: E402
     analyze_edge,
+    finish_report,
     keep_screenshots,
     path_arguments,
     path_problems,
@@ -314,9 +315,9 @@ def main():
     finally:
         procs.stop_all()
     keep_screenshots(records, policies, args.out)
-    doc = os.path.join(args.out, "moq-live.md")
-    with open(doc, "w") as f:
-        f.write(
+    finish_report(
+        os.path.join(args.out, "moq-live.md"),
+        (
             f"{started}, {machine()}, load average {load_before:.2f} before the runs; "
             f"{recoup_version(args.recoup)}; {tool_version([args.relay, '--version'])}; "
             f"{tool_version([args.publisher, '--version'])}; "
@@ -330,13 +331,10 @@ def main():
             + f"{args.runs} runs of {args.seconds:g} s per policy; H.264 {args.size} "
             f"{FPS} fps {args.bitrate} kbit/s, a group per {args.gop:g} s.\n\n"
         )
-        f.write(table(records, policies))
-    print(open(doc).read(), end="")
-    failed = [r for r in records if not r["ok"]]
-    for r in failed:
-        print(f"moq-live: {r['policy']} run {r['seed']} failed: {r['failure']}", file=sys.stderr)
-    if failed or not records:
-        sys.exit(1)
+        + table(records, policies),
+        records,
+        "moq-live",
+    )
 
 
 if __name__ == "__main__":

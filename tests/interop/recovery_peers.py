@@ -14,6 +14,8 @@ would set it up, to serve a directory of static files or to relay a live origin.
     recoup-POLICY-CC-adjusted
                             the same with --threshold-rtt adjusted: the time threshold reads the
                             latest RTT less its ACK delay, as quic-go's does
+    recoup-POLICY-CC-iw32   the same with --initial-window 32: quic-go's initial window instead
+                            of RFC 9002 §7.2's ten packets
 
 Every server keeps its own defaults (congestion control, pacing, loss detection); only recoup's
 policy and controller are named. Each one is started by `start(...)`, which returns the process
@@ -31,7 +33,11 @@ from bench_harness import HERE, ServerFailed
 RECOUP_POLICIES = ("arq", "too", "art", "autorec", "crest")
 RECOUP_CCS = ("bbr", "cubic", "newreno", "copa", "bbr3")
 # Name suffixes of recoup variants and the serve flags they add.
-RECOUP_VARIANTS = {"adjusted": ["--threshold-rtt", "adjusted"]}
+RECOUP_VARIANTS = {
+    "adjusted": ["--threshold-rtt", "adjusted"],
+    # quic-go's cubic sender starts with 32 packets (internal/congestion/cubic_sender.go).
+    "iw32": ["--initial-window", "32"],
+}
 PEERS = ("quicgo", "caddy", "quinn", "aioquic", "quiche")
 FILES_ONLY = "cannot relay a streamed response (files only)"
 # The peers whose server writes qlog when QLOGDIR is set. quiche-h3-server writes one too, but
@@ -44,7 +50,7 @@ def parse_server(name):
     """(kind, policy, cc) of a server name; ServerFailed for one we do not know."""
     if name in PEERS:
         return name, None, None
-    m = re.fullmatch(r"recoup-([a-z]+)-([a-z0-9]+)(?:-([a-z]+))?", name)
+    m = re.fullmatch(r"recoup-([a-z]+)-([a-z0-9]+)(?:-([a-z0-9]+))?", name)
     if (
         m
         and m.group(1) in RECOUP_POLICIES

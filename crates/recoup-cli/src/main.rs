@@ -136,6 +136,27 @@ mod tests {
     }
 
     #[test]
+    fn initial_window_flag_reaches_the_transport_and_refuses_zero() {
+        let config = |args: &[&str]| match Cli::try_parse_from(args).expect("parses").command {
+            Command::Serve(a) => a.transport.config().expect("config").initial_window,
+            other => panic!("parsed as {other:?}"),
+        };
+        assert_eq!(
+            config(&["recoup", "serve"]),
+            None,
+            "RFC 9002 §7.2's by default"
+        );
+        assert_eq!(
+            config(&["recoup", "serve", "--initial-window", "32"]),
+            Some(32)
+        );
+        let e = Cli::try_parse_from(["recoup", "serve", "--initial-window", "0"])
+            .expect_err("an empty window")
+            .to_string();
+        assert!(e.contains("--initial-window"), "{e}");
+    }
+
+    #[test]
     fn max_pto_flag_defaults_to_auto_and_refuses_a_bound_three_probes_do_not_fit() {
         use recoup_transport::MaxPto;
         let serve = |extra: &[&str]| {

@@ -30,6 +30,11 @@ pub struct TransportArgs {
     /// docs/RECOVERY-BENCH.md measures both).
     #[arg(long, value_name = "latest|adjusted", default_value = "latest", value_parser = parse_threshold_rtt)]
     pub threshold_rtt: ThresholdRtt,
+    /// Initial congestion window in packets of --max-datagram-size. The default is RFC 9002
+    /// §7.2's: ten packets, at most 14720 bytes. quic-go starts with 32 packets
+    /// (docs/RECOVERY-BENCH.md measures what that changes).
+    #[arg(long, value_name = "PACKETS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub initial_window: Option<u64>,
     /// Dual-side FEC for the data this endpoint sends, e.g. `block:k=9,m=1` (docs/FEC.md):
     /// repair symbols go only to a recoup peer that negotiated FEC; toward any other peer a
     /// warning is logged and recovery is plain ARQ. recoup endpoints always offer to decode.
@@ -94,6 +99,7 @@ impl TransportArgs {
             cc: self.cc,
             loss_detection: self.loss_detection,
             threshold_rtt: self.threshold_rtt,
+            initial_window: self.initial_window,
             policy: self.policy.clone().unwrap_or_default(),
             key_update_interval: self.key_update_interval,
             max_idle_timeout: self.idle_timeout,

@@ -41,7 +41,8 @@
 //! weight = 0.2
 //! traces = ["../../../shared/traces/mahimahi/ATT-LTE-driving.down"]
 //!
-//! [app]                       # merged into each stream's live [app]
+//! [app]                       # merged into each stream's [app]
+//! kind = "live"               # live (the default) | moq
 //! fps = 30
 //!
 //! [transport]
@@ -753,7 +754,7 @@ pub fn parse(
         headroom,
         burst,
         loss_models: models,
-        app: raw.app.unwrap_or_default(),
+        app: stream_app(raw.app.unwrap_or_default(), file)?,
         transport: raw.transport.unwrap_or_default(),
         policies: raw.policy,
         file: file.to_owned(),
@@ -762,6 +763,25 @@ pub fn parse(
     // run: an error there names the key as the scenario file would.
     pop.stream(0)?;
     Ok(pop)
+}
+
+/// The `[app]` every stream gets (its `bitrate` is the stream's draw): a live stream, or a MoQ
+/// broadcast with `kind = "moq"`, the two apps whose source is one encoder at a bitrate.
+fn stream_app(mut app: toml::Table, file: &str) -> Result<toml::Table, Error> {
+    match app.get("kind") {
+        None => {
+            app.insert("kind".into(), "live".into());
+        }
+        Some(toml::Value::String(k)) if k == "live" || k == "moq" => {}
+        Some(other) => {
+            return Err(err(
+                file,
+                "app.kind",
+                format!("must be \"live\" or \"moq\", not {other}"),
+            ))
+        }
+    }
+    Ok(app)
 }
 
 /// A rate as an exact scenario string.
@@ -864,7 +884,6 @@ impl Population {
         path.insert("down".into(), down.into());
         path.insert("up".into(), up.into());
         let mut app = self.app.clone();
-        app.insert("kind".into(), "live".into());
         app.insert("bitrate".into(), rate_text(bitrate).into());
         let name = format!("{}[stream={i}]", self.name);
         let mut t = toml::Table::new();
@@ -1064,6 +1083,27 @@ weight = 1
             assert!((5.0..=2000.0).contains(&s.params.srtt_ms));
             assert!((0.0..=0.5).contains(&s.params.loss_rate));
         }
+    }
+
+    #[test]
+    fn a_moq_fleet_broadcasts_at_each_streams_drawn_bitrate() {
+        let src = text(SRTT, MODELS).replace(
+            "[app]\nfps = 30\n",
+            "[app]\nkind = \"moq\"\nfps = 30\ngop = 30\ndeadline = \"400ms\"\n",
+        );
+        let pop = parse_ok(&src);
+        for s in pop.streams(5).expect("streams") {
+            let crate::app::AppSpec::Moq(moq) = &s.scenario.app else {
+                panic!("stream {} is not a MoQ broadcast", s.params.stream);
+            };
+            assert_eq!(
+                moq.encoder.bitrate as f64,
+                (s.params.bitrate_kbps * 1e3).round()
+            );
+            assert_eq!(moq.deadline, std::time::Duration::from_millis(400));
+        }
+        let e = parse_err(&text(SRTT, MODELS).replace("[app]\n", "[app]\nkind = \"vod\"\n"));
+        assert!(e.contains("app.kind") && e.contains("\"vod\""), "{e}");
     }
 
     #[test]

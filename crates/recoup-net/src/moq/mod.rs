@@ -17,10 +17,11 @@
 //! carries a priority and a maximum age but no delivery timeout, so the deadline is the
 //! server's, the same for every track.
 //!
-//! Bad input is the protocol's to answer: a SETUP or control message that does not parse
-//! closes that session with moq-lite's code (moq-net), logged; a subscription to an unknown
-//! broadcast or track is refused on its stream with moq-lite's not-found error; a WebTransport
-//! session at another path is refused with 404. When the upstream session ends, its broadcasts
+//! Bad input is the protocol's to answer: a SETUP that does not parse closes that session with
+//! moq-lite's code (moq-net), logged; a control stream that does not parse after it is reset
+//! (moq-lite's CANCEL) and logged by moq-net in the session's span, the session going on; a
+//! subscription to an unknown broadcast or track is refused on its stream with moq-lite's
+//! not-found error; a WebTransport session at another path is refused with 404. When the upstream session ends, its broadcasts
 //! are unannounced and the viewers' subscriptions to them end; the upstream is dialled again
 //! with backoff, and the server keeps serving.
 
@@ -32,6 +33,7 @@ use std::thread::ThreadId;
 use std::time::Duration;
 
 use h3_webtransport::SessionId;
+use tracing::Instrument as _;
 
 use crate::clock::Clock;
 use crate::driver::Wakeup;
@@ -127,6 +129,11 @@ impl Upstream {
                         let mut status = connection.clone();
                         loop {
                             match status.status().await {
+                                // The viewers' subscriptions to its broadcasts end here.
+                                Ok(moq_tokio::Status::Disconnected) => tracing::warn!(
+                                    upstream = %url,
+                                    "MoQ upstream lost: the session dropped; its broadcasts end, redialling with backoff"
+                                ),
                                 Ok(s) => tracing::info!(upstream = %url, "MoQ upstream: {s:?}"),
                                 Err(e) => {
                                     tracing::warn!(upstream = %url, "MoQ upstream lost: {e}; dialling again in {REDIAL:?}");
@@ -209,7 +216,10 @@ pub(crate) async fn serve(
     let closer = wt.clone();
     let server = moq_net::Server::new().with_publisher(egress.upstream.origin.clone());
     let now = egress.clock.std_instant(conn.timers.now());
-    let (session, driver) = match server.accept(now, wt).await {
+    // moq-net's own log lines (a control stream that does not parse, a refused subscription)
+    // name the session they are about.
+    let span = tracing::info_span!("moq", %remote);
+    let (session, driver) = match server.accept(now, wt).instrument(span.clone()).await {
         Ok(s) => s,
         Err(e) => {
             // moq-net closed the session with the code for what was wrong.
@@ -220,7 +230,9 @@ pub(crate) async fn serve(
         }
     };
     tracing::info!(%remote, version = ?session.version(), "MoQ session established");
-    let result = drive(driver, &egress, &conn.timers, &end, closer).await;
+    let result = drive(driver, &egress, &conn.timers, &end, closer)
+        .instrument(span)
+        .await;
     match result {
         moq_net::Error::Closed => tracing::info!(%remote, "MoQ session ended"),
         e => tracing::warn!(%remote, "MoQ session ended: {e}"),

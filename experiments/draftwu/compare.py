@@ -71,14 +71,13 @@ FLEET = [
 
 # The fleet's MoQ broadcasts: (column, scale, header, digits), mean ± 95 % CI over streams.
 FLEET_MOQ = [
-    ("objects_late", 1, "late", 1),
-    ("objects_dropped", 1, "dropped", 1),
-    ("deadline_miss_rate", 100, "objects missed %", 2),
-    ("object_delay_ms", 1, "object delay ms", 1),
-    ("object_delay_p95_ms", 1, "object delay p95 ms", 1),
-    ("redundancy_cost", 100, "redundancy cost %", 2),
+    *[
+        next(m for m in MOQ if m[0] == metric)
+        for metric in ["objects_late", "objects_dropped", "deadline_miss_rate", "object_delay_ms",
+                       "object_delay_p95_ms", "redundancy_cost"]
+    ],
     ("bandwidth_cost", 100, "non-first bytes %", 2),
-]
+]  # fmt: skip
 # What the paired differences against arq are given for.
 FLEET_MOQ_PAIRED = ["deadline_miss_rate", "object_delay_ms", "object_delay_p95_ms"]
 # The fleet's app as a MoQ broadcast: the file's 20 fps, a group (stream) per second, each object

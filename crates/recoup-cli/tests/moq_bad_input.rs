@@ -292,10 +292,9 @@ enum Answer {
     Other(String),
 }
 
-/// Opens a moq-lite session at the egress with moq-tokio's WebTransport client and moq-net,
-/// then writes `bytes` on a new bidirectional stream of that session: the answer, and whether
-/// the session was still open after it.
-async fn raw_stream_after_setup(edge: SocketAddr, bytes: &[u8]) -> (Answer, bool) {
+/// A WebTransport session at the egress's /moq, by moq-tokio's client (the test's certificate
+/// is not checked: the egress is on loopback).
+async fn webtransport(edge: SocketAddr) -> web_transport_moq::Session {
     let client = web_transport_moq::ClientBuilder::new()
         .dangerous()
         .with_no_certificate_verification()
@@ -303,7 +302,14 @@ async fn raw_stream_after_setup(edge: SocketAddr, bytes: &[u8]) -> (Answer, bool
     let url: url::Url = format!("https://127.0.0.1:{}/moq", edge.port())
         .parse()
         .expect("URL");
-    let wt = client.connect(url).await.expect("WebTransport session");
+    client.connect(url).await.expect("WebTransport session")
+}
+
+/// Opens a moq-lite session at the egress with moq-tokio's WebTransport client and moq-net,
+/// then writes `bytes` on a new bidirectional stream of that session: the answer, and whether
+/// the session was still open after it.
+async fn raw_stream_after_setup(edge: SocketAddr, bytes: &[u8]) -> (Answer, bool) {
+    let wt = webtransport(edge).await;
     let raw = wt.clone();
     let (session, driver) = moq_net::Client::new()
         .connect(now(), moq_tokio::transport::Session::new(wt))
@@ -409,14 +415,7 @@ fn a_malformed_control_stream_after_setup_is_refused_and_another_viewer_watches_
 /// Subscribes, through the egress, to a track the broadcast does not have: what the subscription
 /// ended with.
 async fn subscribe_to_unknown_track(edge: SocketAddr, track: &str) -> Result<(), moq_net::Error> {
-    let client = web_transport_moq::ClientBuilder::new()
-        .dangerous()
-        .with_no_certificate_verification()
-        .expect("WebTransport client");
-    let url: url::Url = format!("https://127.0.0.1:{}/moq", edge.port())
-        .parse()
-        .expect("URL");
-    let wt = client.connect(url).await.expect("WebTransport session");
+    let wt = webtransport(edge).await;
     let (origin, origin_driver) =
         moq_net::origin::Producer::new(moq_net::origin::Config::default());
     tokio::spawn(moq_net::time::run(origin_driver));

@@ -38,6 +38,8 @@ use crate::tls::{self, Identity};
 const CHUNK: usize = 64 * 1024;
 /// Application close code when the server stops (no error, RFC 9000 §20.2 leaves codes to it).
 const SHUTDOWN_CODE: u64 = 0;
+/// The application close code of a connection whose ALPN nothing here serves.
+const NO_APPLICATION: u64 = 0x1;
 
 /// What `recoup serve` needs.
 #[derive(Debug)]
@@ -350,6 +352,11 @@ enum Session {
     Hq(ServerConn),
     H3(Box<http3::session::Session>, Arc<http3::serve::ServeState>),
     Gaming(Box<gaming::ServeSession>),
+    /// MoQ over raw QUIC: a moq-net session on the connection itself (`crate::moq`), run as
+    /// HTTP/3 is, by tasks over the h3 adapter's mailbox.
+    Moq(Box<http3::session::Session>),
+    /// An ALPN nothing here serves; the connection is being closed.
+    Refused,
 }
 
 #[derive(Debug, Default)]
@@ -408,6 +415,43 @@ impl FileServer {
     }
 }
 
+/// The session of a connection whose ALPN is `alpn`, neither HTTP nor gaming: a MoQ session
+/// over raw QUIC when `alpn` is a MoQ version and `--moq` is on (`moq`); otherwise the
+/// connection is closed, naming the ALPN: TLS offers MoQ also without `--moq`, so a MoQ client
+/// learns why (any other ALPN TLS refuses, with no_application_protocol, RFC 9001 §8.1).
+fn moq_session(
+    moq: Option<&crate::moq::Egress>,
+    now: Instant,
+    alpn: &[u8],
+    conn: &mut Connection,
+) -> Session {
+    let remote = conn.remote_address();
+    let shown = String::from_utf8_lossy(alpn).into_owned();
+    match (crate::moq::quic::moq_alpn(alpn), moq) {
+        (Some(alpn), Some(egress)) => {
+            let moq = http3::session::Session::new(now, true);
+            moq.spawner().spawn(crate::moq::serve_quic(
+                egress.clone(),
+                moq.quic(),
+                alpn,
+                moq.timers(),
+                remote,
+            ));
+            Session::Moq(Box::new(moq))
+        }
+        (Some(_), None) => {
+            tracing::warn!(%remote, alpn = %shown, "MoQ session refused: MoQ is off (recoup serve --moq URL serves it)");
+            conn.close(now, NO_APPLICATION, &format!("ALPN {shown}: MoQ is off"));
+            Session::Refused
+        }
+        (None, _) => {
+            tracing::warn!(%remote, alpn = %shown, "connection refused: no application for its ALPN");
+            conn.close(now, NO_APPLICATION, &format!("ALPN {shown}: not served"));
+            Session::Refused
+        }
+    }
+}
+
 impl ConnectionHandler for FileServer {
     fn accepted(&mut self, now: Instant, handle: ConnectionHandle, conn: &mut Connection) {
         tracing::info!(remote = %conn.remote_address(), worker = self.worker, "connection accepted");
@@ -448,7 +492,11 @@ impl ConnectionHandler for FileServer {
                     let seed = crate::os_seed();
                     *session = Session::Gaming(Box::new(gaming::ServeSession::new(epoch, seed)));
                 }
-                Some(_) => *session = Session::Hq(ServerConn::default()),
+                Some(hq::ALPN) => *session = Session::Hq(ServerConn::default()),
+                Some(alpn) => {
+                    let alpn = alpn.to_vec();
+                    *session = moq_session(self.sources.moq.as_ref(), now, &alpn, conn);
+                }
                 None => {}
             }
         }
@@ -481,7 +529,16 @@ impl ConnectionHandler for FileServer {
                     conn.close(now, SHUTDOWN_CODE, "draining");
                 }
             }
-            Session::Handshaking => {
+            Session::Moq(moq) => {
+                if let Some(reason) = moq.drive(now, conn) {
+                    log_close(conn.remote_address(), &reason);
+                }
+                // A raw MoQ session has no GOAWAY of its own here: a drain closes it.
+                if self.draining && !conn.is_closing() {
+                    conn.close(now, SHUTDOWN_CODE, "draining");
+                }
+            }
+            Session::Handshaking | Session::Refused => {
                 while let Some(event) = conn.poll_event() {
                     if let Event::Closed(reason) = event {
                         log_close(conn.remote_address(), &reason);
@@ -496,7 +553,9 @@ impl ConnectionHandler for FileServer {
             let first = match session {
                 Session::Hq(state) => state.first_kind,
                 Session::H3(_, state) => state.first.get().copied(),
-                Session::Gaming(_) | Session::Handshaking => None,
+                Session::Gaming(_) | Session::Moq(_) | Session::Handshaking | Session::Refused => {
+                    None
+                }
             };
             if let Some(kind) = first {
                 if self.choose_policy(now, kind, conn) {
@@ -537,7 +596,7 @@ impl ConnectionHandler for FileServer {
                 }
                 // Nothing in flight yet, or a session that has no end to wait for: closed when
                 // driven in this turn.
-                Session::Handshaking | Session::Gaming(_) => {}
+                Session::Handshaking | Session::Gaming(_) | Session::Moq(_) | Session::Refused => {}
             }
         }
         tracing::info!(open = self.conns.len(), "draining: no new connections");
@@ -555,7 +614,8 @@ impl ConnectionHandler for FileServer {
                 .min(),
             Session::H3(h3, _) => h3.next_wakeup(),
             Session::Gaming(g) => g.next_wakeup(),
-            Session::Handshaking => None,
+            Session::Moq(moq) => moq.next_wakeup(),
+            Session::Handshaking | Session::Refused => None,
         }
     }
 }

@@ -66,15 +66,16 @@ pub fn key_log_from_env() -> Option<Arc<dyn KeyLog>> {
         .map(|_| Arc::new(rustls::KeyLogFile::new()) as Arc<dyn KeyLog>)
 }
 
-/// The server's rustls configuration: HTTP/3, hq-interop and cloud gaming
-/// ([`crate::gaming::ALPN`]), whichever the client offers (in that order of preference).
+/// The server's rustls configuration: HTTP/3, hq-interop, cloud gaming
+/// ([`crate::gaming::ALPN`]) and MoQ over raw QUIC (every version moq-net accepts,
+/// `crate::moq::quic::ALPNS`), whichever the client offers (in that order of preference).
+/// MoQ is offered also without `--moq`, so that a MoQ client is told, in the connection's
+/// close, that MoQ is off, rather than only that TLS found no protocol in common.
 pub fn server_tls(identity: Identity) -> Result<Arc<rustls::ServerConfig>, Error> {
-    let config = recoup_transport::server_config(
-        identity.chain,
-        identity.key,
-        &[http3::ALPN, hq::ALPN, crate::gaming::ALPN],
-        key_log_from_env(),
-    )?;
+    let mut alpn: Vec<&[u8]> = vec![http3::ALPN, hq::ALPN, crate::gaming::ALPN];
+    alpn.extend(crate::moq::quic::ALPNS.iter().map(|a| a.as_bytes()));
+    let config =
+        recoup_transport::server_config(identity.chain, identity.key, &alpn, key_log_from_env())?;
     Ok(Arc::new(config))
 }
 
@@ -117,13 +118,16 @@ mod tests {
         assert_eq!(loaded.key.secret_der(), generated.key_pair.serialize_der());
         let server = server_tls(loaded).expect("server tls");
         assert_eq!(
-            server.alpn_protocols,
-            vec![
+            server.alpn_protocols[..3],
+            [
                 http3::ALPN.to_vec(),
                 hq::ALPN.to_vec(),
                 crate::gaming::ALPN.to_vec()
             ]
         );
+        // The raw-QUIC MoQ versions follow, moq-lite's newest first.
+        assert_eq!(server.alpn_protocols[3], b"moq-lite-06".to_vec());
+        assert!(server.alpn_protocols.contains(&b"moql".to_vec()));
         let client = client_tls(Some(&cert_path), false, &[hq::ALPN]).expect("client tls");
         assert_eq!(client.alpn_protocols, vec![hq::ALPN.to_vec()]);
     }

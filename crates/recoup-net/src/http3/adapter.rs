@@ -168,6 +168,8 @@ pub(crate) struct Mailbox {
     close: Option<(u64, String)>,
     /// The transport connection ended.
     closed: Option<ConnectionErrorIncoming>,
+    /// The tasks waiting for the connection to end.
+    closed_wakers: Vec<Waker>,
     /// HTTP Datagrams (RFC 9297) are offered on this connection (SETTINGS_H3_DATAGRAM, §2.1.1):
     /// received QUIC DATAGRAM frames go to the datagram reader; otherwise nothing may carry
     /// them and they are dropped.
@@ -437,6 +439,7 @@ impl Mailbox {
     fn end(&mut self, error: ConnectionErrorIncoming) {
         self.closed.get_or_insert(error);
         wake_all(&mut self.accept_wakers);
+        wake_all(&mut self.closed_wakers);
         for waiters in &mut self.open_waiters {
             wake_all(waiters);
         }
@@ -587,6 +590,25 @@ impl QuicConn {
         }
     }
 
+    /// Closes the connection with application error `code` (RFC 9000 §10.2: CONNECTION_CLOSE
+    /// of type 0x1d) when the mailbox is next pushed; a no-op once it is closing or closed.
+    pub(crate) fn close(&self, code: u64, reason: &str) {
+        let mut m = lock(&self.shared);
+        if m.close.is_none() && m.closed.is_none() {
+            m.close = Some((code, reason.to_owned()));
+        }
+    }
+
+    /// Ready with the connection's end, once it ended; registers `cx` for it otherwise.
+    pub(crate) fn poll_closed(&self, cx: &mut Context<'_>) -> Poll<ConnectionErrorIncoming> {
+        let mut m = lock(&self.shared);
+        if let Some(e) = &m.closed {
+            return Poll::Ready(e.clone());
+        }
+        wait(&mut m.closed_wakers, cx.waker());
+        Poll::Pending
+    }
+
     /// The connection's HTTP Datagrams.
     pub(crate) fn datagrams(&self) -> Datagrams {
         Datagrams {
@@ -705,7 +727,9 @@ impl Datagrams {
         self.queue(Bytes::from(d))
     }
 
-    fn queue(&self, bytes: Bytes) -> Result<(), SendDatagramErrorIncoming> {
+    /// Sends `bytes` as one QUIC DATAGRAM frame (RFC 9221) as they are: a datagram of a
+    /// protocol other than HTTP/3 on the connection (MoQ over raw QUIC).
+    pub(crate) fn queue(&self, bytes: Bytes) -> Result<(), SendDatagramErrorIncoming> {
         let mut m = lock(&self.shared);
         if let Some(e) = &m.closed {
             return Err(SendDatagramErrorIncoming::ConnectionError(e.clone()));
@@ -809,10 +833,7 @@ impl<B: Buf> hq::OpenStreams<B> for QuicConn {
     }
 
     fn close(&mut self, code: h3::error::Code, reason: &[u8]) {
-        let mut m = lock(&self.shared);
-        if m.close.is_none() && m.closed.is_none() {
-            m.close = Some((code.value(), String::from_utf8_lossy(reason).into_owned()));
-        }
+        QuicConn::close(self, code.value(), &String::from_utf8_lossy(reason));
     }
 }
 

@@ -1,12 +1,14 @@
 //! `recoup serve --moq URL`: a Media over QUIC relay egress. One upstream session subscribes to
 //! the broadcasts of an unmodified MoQ relay (or publisher) at URL; viewers open WebTransport
-//! sessions at [`PATH`] on recoup's own transport and subscribe to them there, so the
+//! sessions at [`PATH`], or QUIC connections whose ALPN is a MoQ version (raw QUIC,
+//! [`quic::ALPNS`]), on recoup's own transport and subscribe to them there, so the
 //! connection's loss-recovery policy (`--policy`) is what carries the media over the last hop.
 //!
 //! Both sides are moq-dev/moq's `moq-net` (the moq-lite protocol and its relay model: an origin
 //! of broadcasts, tracks, groups, frames). Upstream it runs on its own thread over `moq-tokio`'s
 //! QUIC client; downstream its sessions are sans-IO drivers polled by the connection's tasks
-//! on the mio loop, over `transport::WtSession`. A broadcast the upstream announces is
+//! on the mio loop, over `transport::WtSession` or `quic::QuicSession`, which share one stream
+//! layer (`transport`): deadlines and wake-ups are the same on both. A broadcast the upstream announces is
 //! subscribed to upstream only while a viewer wants one of its tracks (the origin deduplicates
 //! subscriptions, as a relay does).
 //!
@@ -21,10 +23,12 @@
 //! moq-lite's code (moq-net), logged; a control stream that does not parse after it is reset
 //! (moq-lite's CANCEL) and logged by moq-net in the session's span, the session going on; a
 //! subscription to an unknown broadcast or track is refused on its stream with moq-lite's
-//! not-found error; a WebTransport session at another path is refused with 404. When the upstream session ends, its broadcasts
-//! are unannounced and the viewers' subscriptions to them end; the upstream is dialled again
-//! with backoff, and the server keeps serving.
+//! not-found error; a WebTransport session at another path is refused with 404; a raw-QUIC MoQ
+//! connection while `--moq` is off is closed naming its ALPN (`crate::server`). When the
+//! upstream session ends, its broadcasts are unannounced and the viewers' subscriptions to them
+//! end; the upstream is dialled again with backoff, and the server keeps serving.
 
+pub(crate) mod quic;
 pub(crate) mod transport;
 
 use std::sync::Arc;
@@ -42,7 +46,8 @@ use crate::http3::adapter::{Datagrams, QuicConn, StreamTap};
 use crate::http3::capsule::{Capsule, ConnectStream};
 use crate::http3::tasks::{Spawner, Timers};
 use crate::http3::webtransport::{Host, Session};
-use transport::{EndHandle, WtError, WtParts, WtSession};
+use quic::QuicSession;
+use transport::{EndHandle, GroupDeadline, TransportError, WtParts, WtSession};
 
 /// The WebTransport path of MoQ sessions (`https://HOST:PORT/moq`).
 pub const PATH: &str = "/moq";
@@ -167,6 +172,13 @@ pub struct Egress {
 }
 
 impl Egress {
+    fn deadline(&self) -> GroupDeadline {
+        GroupDeadline {
+            budget: self.upstream.deadline,
+            expired_code: DELIVERY_TIMEOUT,
+        }
+    }
+
     #[must_use]
     pub fn new(upstream: Arc<Upstream>, wakeup: Wakeup, clock: Clock) -> Self {
         Self {
@@ -206,40 +218,79 @@ pub(crate) async fn serve(
         quic: conn.quic.clone(),
         connect: conn.connect,
         datagrams: conn.datagrams,
-        deadline: egress.upstream.deadline,
-        expired_code: DELIVERY_TIMEOUT,
+        deadline: egress.deadline(),
         host: Box::new(host),
     });
     conn.spawner
         .spawn(watch(watch_connect, end.clone(), remote));
-    tracing::info!(%remote, "MoQ session accepted");
-    let closer = wt.clone();
+    tracing::info!(%remote, "MoQ session accepted (WebTransport)");
+    let draining = || !end.is_ended() && end.draining();
+    if let Err(e) = run(&egress, wt, &conn.timers, remote, draining).await {
+        end.end(TransportError::Other(format!("handshake failed: {e}")));
+        end.release();
+        return;
+    }
+    end.end(TransportError::Other("the MoQ session ended".into()));
+    end.release();
+}
+
+/// Serves one viewer's MoQ session over raw QUIC (a connection whose ALPN is `alpn`, one of
+/// [`quic::ALPNS`]) until it ends; then the connection is closed.
+pub(crate) async fn serve_quic(
+    egress: Egress,
+    quic: QuicConn,
+    alpn: &'static str,
+    timers: Arc<Timers>,
+    remote: std::net::SocketAddr,
+) {
+    tracing::info!(%remote, alpn, "MoQ session accepted (raw QUIC)");
+    let session = QuicSession::new(quic.clone(), alpn, egress.deadline());
+    // The server drains a raw MoQ connection by closing it (`crate::server`).
+    let _ = run(&egress, session, &timers, remote, || false).await;
+    // No-op when moq-net closed it already with its code, or the peer did.
+    quic.close(0, "the MoQ session ended");
+}
+
+/// moq-lite's handshake on `transport`, then the session's driver until it ends; `Err` when the
+/// handshake failed (moq-net closed the session with the code for what was wrong).
+async fn run<S>(
+    egress: &Egress,
+    transport: S,
+    timers: &Arc<Timers>,
+    remote: std::net::SocketAddr,
+    draining: impl Fn() -> bool,
+) -> Result<(), moq_net::Error>
+where
+    S: moq_net::transport::poll::Boxable,
+    S::SendStream: Sync,
+    S::RecvStream: Sync,
+{
+    let closer = transport.clone();
     let server = moq_net::Server::new().with_publisher(egress.upstream.origin.clone());
-    let now = egress.clock.std_instant(conn.timers.now());
+    let now = egress.clock.std_instant(timers.now());
     // moq-net's own log lines (a control stream that does not parse, a refused subscription)
     // name the session they are about.
     let span = tracing::info_span!("moq", %remote);
-    let (session, driver) = match server.accept(now, wt).instrument(span.clone()).await {
+    let (session, driver) = match server.accept(now, transport).instrument(span.clone()).await {
         Ok(s) => s,
         Err(e) => {
-            // moq-net closed the session with the code for what was wrong.
             tracing::warn!(%remote, "MoQ session refused: {e}");
-            end.end(WtError::Other(format!("handshake failed: {e}")));
-            end.release();
-            return;
+            return Err(e);
         }
     };
     tracing::info!(%remote, version = ?session.version(), "MoQ session established");
-    let result = drive(driver, &egress, &conn.timers, &end, closer)
+    let result = drive(driver, egress, timers, draining, closer)
         .instrument(span)
         .await;
     match result {
-        moq_net::Error::Closed => tracing::info!(%remote, "MoQ session ended"),
+        // Closed by either side without an error (moq-lite's session code 0).
+        moq_net::Error::Closed | moq_net::Error::Session(moq_net::SessionError::Cancel) => {
+            tracing::info!(%remote, "MoQ session ended");
+        }
         e => tracing::warn!(%remote, "MoQ session ended: {e}"),
     }
     drop(session);
-    end.end(WtError::Other("the MoQ session ended".into()));
-    end.release();
+    Ok(())
 }
 
 /// Wakes the task, and the driver too when the wake comes from another thread (the upstream
@@ -268,12 +319,12 @@ type Sleep = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// Polls moq-net's driver on the connection's tasks until it finishes: at every wake, and at
 /// each deadline it asks for (on the driver's clock, [`Timers`]).
-async fn drive(
-    mut driver: moq_net::Driver<WtSession>,
+async fn drive<S: moq_net::transport::poll::Session>(
+    mut driver: moq_net::Driver<S>,
     egress: &Egress,
     timers: &Arc<Timers>,
-    end: &EndHandle,
-    mut closer: WtSession,
+    draining: impl Fn() -> bool,
+    mut closer: S,
 ) -> moq_net::Error {
     // The tasks run on the driver's thread.
     let thread = std::thread::current().id();
@@ -281,7 +332,7 @@ async fn drive(
     std::future::poll_fn(|cx: &mut Context<'_>| loop {
         // On SIGTERM the server ends the session itself, as it ends echo sessions
         // (CLOSE_WEBTRANSPORT_SESSION, code 0, `draining`); moq-net then finishes.
-        if !end.is_ended() && end.draining() {
+        if draining() {
             web_transport_trait::poll::Session::close(&mut closer, 0, "draining");
         }
         let waker = Waker::from(Arc::new(CrossWake {
@@ -336,9 +387,9 @@ async fn watch(connect: StreamTap, end: EndHandle, remote: std::net::SocketAddr)
                     if let Some(c) = capsules.into_iter().next() {
                         break match c {
                             Capsule::Close { code, reason } => {
-                                WtError::SessionClosed { code, reason }
+                                TransportError::SessionClosed { code, reason }
                             }
-                            Capsule::Drain => WtError::SessionClosed {
+                            Capsule::Drain => TransportError::SessionClosed {
                                 code: 0,
                                 reason: "drained by the client".into(),
                             },
@@ -348,16 +399,16 @@ async fn watch(connect: StreamTap, end: EndHandle, remote: std::net::SocketAddr)
                 Err(bad) => {
                     tracing::warn!(%remote, code = bad.code, "WebTransport CONNECT stream malformed: {}", bad.why);
                     connect.abort(bad.code);
-                    break WtError::Other(format!("CONNECT stream malformed: {}", bad.why));
+                    break TransportError::Other(format!("CONNECT stream malformed: {}", bad.why));
                 }
             },
             Some(Ok(None)) => {
-                break WtError::SessionClosed {
+                break TransportError::SessionClosed {
                     code: 0,
                     reason: "the client ended its CONNECT stream".into(),
                 }
             }
-            Some(Err(e)) => break WtError::Other(format!("CONNECT stream ended: {e}")),
+            Some(Err(e)) => break TransportError::Other(format!("CONNECT stream ended: {e}")),
         }
     };
     tracing::info!(%remote, "MoQ session's WebTransport session ended: {why}");

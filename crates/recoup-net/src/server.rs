@@ -355,8 +355,13 @@ enum Session {
     /// MoQ over raw QUIC: a moq-net session on the connection itself (`crate::moq`), run as
     /// HTTP/3 is, by tasks over the h3 adapter's mailbox.
     Moq(Box<http3::session::Session>),
-    /// An ALPN nothing here serves; the connection is being closed.
-    Refused,
+    /// An ALPN nothing here serves: the connection is closed with this reason once its
+    /// handshake completes (a close during the handshake could not carry it, RFC 9000
+    /// §10.2.3).
+    Refused {
+        code: u64,
+        reason: String,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -423,9 +428,8 @@ fn moq_session(
     moq: Option<&crate::moq::Egress>,
     now: Instant,
     alpn: &[u8],
-    conn: &mut Connection,
+    remote: SocketAddr,
 ) -> Session {
-    let remote = conn.remote_address();
     let shown = String::from_utf8_lossy(alpn).into_owned();
     match (crate::moq::quic::moq_alpn(alpn), moq) {
         (Some(alpn), Some(egress)) => {
@@ -441,13 +445,18 @@ fn moq_session(
         }
         (Some(_), None) => {
             tracing::warn!(%remote, alpn = %shown, "MoQ session refused: MoQ is off (recoup serve --moq URL serves it)");
-            conn.close(now, NO_APPLICATION, &format!("ALPN {shown}: MoQ is off"));
-            Session::Refused
+            // moq-lite's UNAUTHORIZED: the client may not have MoQ here.
+            Session::Refused {
+                code: u64::from(moq_net::SessionError::Unauthorized.to_code()),
+                reason: format!("ALPN {shown}: MoQ is off (recoup serve --moq URL serves it)"),
+            }
         }
         (None, _) => {
             tracing::warn!(%remote, alpn = %shown, "connection refused: no application for its ALPN");
-            conn.close(now, NO_APPLICATION, &format!("ALPN {shown}: not served"));
-            Session::Refused
+            Session::Refused {
+                code: NO_APPLICATION,
+                reason: format!("ALPN {shown}: not served"),
+            }
         }
     }
 }
@@ -495,7 +504,8 @@ impl ConnectionHandler for FileServer {
                 Some(hq::ALPN) => *session = Session::Hq(ServerConn::default()),
                 Some(alpn) => {
                     let alpn = alpn.to_vec();
-                    *session = moq_session(self.sources.moq.as_ref(), now, &alpn, conn);
+                    *session =
+                        moq_session(self.sources.moq.as_ref(), now, &alpn, conn.remote_address());
                 }
                 None => {}
             }
@@ -538,7 +548,12 @@ impl ConnectionHandler for FileServer {
                     conn.close(now, SHUTDOWN_CODE, "draining");
                 }
             }
-            Session::Handshaking | Session::Refused => {
+            Session::Handshaking | Session::Refused { .. } => {
+                if let Session::Refused { code, reason } = session {
+                    if conn.is_established() && !conn.is_closing() {
+                        conn.close(now, *code, reason);
+                    }
+                }
                 while let Some(event) = conn.poll_event() {
                     if let Event::Closed(reason) = event {
                         log_close(conn.remote_address(), &reason);
@@ -553,9 +568,10 @@ impl ConnectionHandler for FileServer {
             let first = match session {
                 Session::Hq(state) => state.first_kind,
                 Session::H3(_, state) => state.first.get().copied(),
-                Session::Gaming(_) | Session::Moq(_) | Session::Handshaking | Session::Refused => {
-                    None
-                }
+                Session::Gaming(_)
+                | Session::Moq(_)
+                | Session::Handshaking
+                | Session::Refused { .. } => None,
             };
             if let Some(kind) = first {
                 if self.choose_policy(now, kind, conn) {
@@ -596,7 +612,10 @@ impl ConnectionHandler for FileServer {
                 }
                 // Nothing in flight yet, or a session that has no end to wait for: closed when
                 // driven in this turn.
-                Session::Handshaking | Session::Gaming(_) | Session::Moq(_) | Session::Refused => {}
+                Session::Handshaking
+                | Session::Gaming(_)
+                | Session::Moq(_)
+                | Session::Refused { .. } => {}
             }
         }
         tracing::info!(open = self.conns.len(), "draining: no new connections");
@@ -615,7 +634,7 @@ impl ConnectionHandler for FileServer {
             Session::H3(h3, _) => h3.next_wakeup(),
             Session::Gaming(g) => g.next_wakeup(),
             Session::Moq(moq) => moq.next_wakeup(),
-            Session::Handshaking | Session::Refused => None,
+            Session::Handshaking | Session::Refused { .. } => None,
         }
     }
 }

@@ -217,10 +217,11 @@ def path_arguments(parser, site, seconds, timeout):
     parser.add_argument("--pid-file", help="list started processes here (for the shell script)")
 
 
-def path_problems(args, policies):
-    """What is wrong with [`path_arguments`]' flags or the machine (ffmpeg, Chromium)."""
+def path_problems(args, policies, browser=True):
+    """What is wrong with [`path_arguments`]' flags or the machine (ffmpeg, and Chromium when
+    the path ends in the `browser`)."""
     problems = []
-    for tool in ("ffmpeg", "chromium"):
+    for tool in ("ffmpeg", "chromium") if browser else ("ffmpeg",):
         if not shutil.which(tool):
             problems.append(f"{tool} not found (Debian: apt-get install {tool}, as root)")
     if args.runs < 1 or args.seconds <= 0:
@@ -258,7 +259,11 @@ def run_rounds(name, args, policies, run, source, describe, records):
 def keep_screenshots(records, policies, out):
     """The last run's screenshot of each policy, as OUT/player-POLICY.png."""
     for policy in policies:
-        last = [r for r in records if r["policy"] == policy and os.path.isfile(r["screenshot"])]
+        last = [
+            r
+            for r in records
+            if r["policy"] == policy and r["screenshot"] and os.path.isfile(r["screenshot"])
+        ]
         if last:
             shutil.copy(last[-1]["screenshot"], os.path.join(out, f"player-{policy}.png"))
 

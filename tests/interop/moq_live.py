@@ -12,7 +12,10 @@
                the page
     link       `recoup link`: --rtt, --rate, Bernoulli --loss on the edge-to-viewer direction
     player     @moq/watch (unmodified, npm) in headless Chromium (chromium_player.py), on
-               web/moq/index.html, for --seconds after the first frame
+               web/moq/index.html, for --seconds after the first frame; or, with
+               --viewer quic, moq-cli subscribing over raw QUIC (`moq --connect
+               moql://LINK/ export fmp4`, unmodified), its fMP4 written to a file for
+               --seconds and its H.264 frames counted by ffprobe
 
 With --direct, the edge and link are left out: the page (still served by `recoup serve`)
 plays straight from moq-relay, which shows the unmodified parts interoperate on their own.
@@ -22,7 +25,8 @@ alternate between the policies (--runs rounds), each with a fresh edge, link (se
 round) and browser. Measured in the page from the player's own signals: latency (wall clock
 at presentation minus the frame's wall time at the publisher; mean and p95 over the frames),
 stalls and stalled time, frames dropped (presentation times skipped); at the link, the bytes
-the edge sent.
+the edge sent. With --viewer quic there is no page: the run counts the frames the subscriber
+wrote and names the ALPN the edge's raw-QUIC MoQ session ran on.
 
     python3 tests/interop/moq_live.py --recoup target/release/recoup --relay moq-relay \\
         --publisher moq --site web/moq/dist --policies arq,autorec,crest --runs 5 \\
@@ -36,8 +40,10 @@ run, if a run fails (no frame, the page reports a failure, HTTP/3 not used).
 import argparse
 import json
 import os
+import re
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -147,20 +153,27 @@ def one_run(procs, args, ctx, policy, seed, run_dir):
         if args.loss > 0:
             link_cmd += ["--down-loss", f"bernoulli {args.loss:g}%"]
         link, link_addr = procs.start_listening("link", link_cmd, f"{run_dir}/link.log")
-    if args.direct:
-        note = "ffmpeg -> moq-cli -> moq-relay -> @moq/watch (direct)"
-        relay = ctx["relay"]
+    if args.viewer == "quic":
+        shot = None
+        summary, failure = watch_over_quic(procs, args, cert, link_addr, run_dir)
+        summary["alpn"] = raw_moq_alpn(f"{run_dir}/edge.log")
+        if failure is None and summary["alpn"] is None:
+            failure = "the edge logged no raw-QUIC MoQ session"
     else:
-        note = (
-            f"ffmpeg -> moq-cli -> moq-relay -> recoup serve --moq --policy {policy} -> "
-            f"recoup link ({args.rtt}, {args.rate}, {args.loss:g} % loss) -> @moq/watch"
+        if args.direct:
+            note = "ffmpeg -> moq-cli -> moq-relay -> @moq/watch (direct)"
+            relay = ctx["relay"]
+        else:
+            note = (
+                f"ffmpeg -> moq-cli -> moq-relay -> recoup serve --moq --policy {policy} -> "
+                f"recoup link ({args.rtt}, {args.rate}, {args.loss:g} % loss) -> @moq/watch"
+            )
+            relay = f"https://{link_addr}/moq"
+        page = f"url={quote(relay)}&name={BROADCAST}&seconds={args.seconds:g}&fps={FPS}"
+        page += f"&note={quote(note)}"
+        shot, summary, failure = watch_in_chromium(
+            procs, args, cert, f"https://{link_addr}/index.html?{page}", run_dir
         )
-        relay = f"https://{link_addr}/moq"
-    page = f"url={quote(relay)}&name={BROADCAST}&seconds={args.seconds:g}&fps={FPS}"
-    page += f"&note={quote(note)}"
-    shot, summary, failure = watch_in_chromium(
-        procs, args, cert, f"https://{link_addr}/index.html?{page}", run_dir
-    )
     procs.stop(edge, signal.SIGINT)
     link_report = parse_link_report(procs.stop(link, signal.SIGINT)) if link else None
     recovery = (
@@ -181,6 +194,54 @@ def one_run(procs, args, ctx, policy, seed, run_dir):
         "group_frames_late": late,
         "screenshot": shot,
     }
+
+
+def watch_over_quic(procs, args, cert, addr, run_dir):
+    """moq-cli subscribing to the broadcast over raw QUIC at `addr` (`moql://`, every MoQ ALPN
+    it knows offered) for args.seconds, its fMP4 export written to RUN_DIR/viewer.mp4; the
+    summary (frames ffprobe decodes from it, bytes) and what failed (None if frames came)."""
+    video = os.path.join(run_dir, "viewer.mp4")
+    cmd = ["bash", "-c", 'exec "$@" > "$0"', video, args.publisher]
+    cmd += ["--connect", f"moql://{addr}/", "--connect-tls-root", cert, "--connect-once"]
+    cmd += ["export", "--broadcast", BROADCAST, "fmp4"]
+    viewer = procs.start("viewer", cmd, f"{run_dir}/viewer.log")
+    time.sleep(args.seconds)
+    exited = viewer.proc.poll()
+    out = procs.stop(viewer, signal.SIGINT)
+    size = os.path.getsize(video) if os.path.isfile(video) else 0
+    frames = count_frames(video) if size else 0
+    summary = {"ok": frames > 0, "seconds": args.seconds, "frames_received": frames}
+    summary["bytes_received"] = size
+    failure = None
+    if exited is not None:
+        failure = f"the subscriber exited early ({exited}):\n{out[-2000:]}"
+    elif frames == 0:
+        failure = f"no frame from the subscriber ({size} bytes):\n{out[-2000:]}"
+    return summary, failure
+
+
+def count_frames(video):
+    """The video frames ffprobe decodes from `video` (0 if it cannot read it)."""
+    res = subprocess.run(
+        ["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0"]
+        + ["-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", video],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    digits = res.stdout.strip().rstrip(",")
+    return int(digits) if digits.isdigit() else 0
+
+
+def raw_moq_alpn(edge_log):
+    """The ALPN of the first raw-QUIC MoQ session the edge logged (None without one)."""
+    pattern = re.compile(r'MoQ session accepted \(raw QUIC\).*alpn="([^"]+)"')
+    with open(edge_log, errors="replace") as f:
+        for line in f:
+            m = pattern.search(line)
+            if m:
+                return m.group(1)
+    return None
 
 
 def parse_ms(text):
@@ -220,6 +281,38 @@ def late_group_frames(qlog_dir, deadline_ms):
     return sent, late
 
 
+def edge_columns(ok):
+    """The edge's measures over the good runs `ok`: kbit/s at the link (mean ± 95 % half-width),
+    copies / lost ranges, and group frames sent after the deadline of those sent."""
+    kbps = [r["down_kbps"] for r in ok if r["down_kbps"]]
+    edge = [r["edge"] for r in ok if r.get("edge")]
+    return [
+        mean_ci(kbps, ".0f") if kbps else "–",
+        f"{sum(e['copies'] for e in edge)} / {sum(e['lost_ranges'] for e in edge)}"
+        if edge
+        else "–",
+        f"{sum(r['group_frames_late'] for r in ok)} of {sum(r['group_frames_sent'] for r in ok)}",
+    ]
+
+
+def quic_table(records, policies):
+    """Per policy, with the raw-QUIC subscriber: frames and bytes it received, and the edge's
+    measures."""
+    header = ["edge policy", "runs ok", "ALPN", "frames received per run", "kB received per run"]
+    header += ["edge sent kbit/s", "edge copies / lost ranges"]
+    header += ["group frames sent after the deadline"]
+    rows = []
+    for policy, runs, ok, col in per_policy(records, policies):
+        alpns = sorted({r["page"]["alpn"] for r in ok if r["page"].get("alpn")})
+        rows.append(
+            [f"`{policy}`", f"{len(ok)}/{len(runs)}", ", ".join(alpns) or "–"]
+            + [col("frames_received", ".0f")]
+            + [mean_ci([r["page"]["bytes_received"] / 1000 for r in ok], ".0f") if ok else "–"]
+            + edge_columns(ok)
+        )
+    return markdown_table(header, rows)
+
+
 def table(records, policies):
     """Per policy, each measure's mean over runs ± its 95 % half-width."""
     header = [
@@ -237,8 +330,6 @@ def table(records, policies):
     ]
     rows = []
     for policy, runs, ok, col in per_policy(records, policies):
-        kbps = [r["down_kbps"] for r in ok if r["down_kbps"]]
-        edge = [r["edge"] for r in ok if r.get("edge")]
         rows.append(
             [
                 f"`{policy}`",
@@ -249,13 +340,8 @@ def table(records, policies):
                 col("stalled_ms", ".0f"),
                 col("frames_dropped", ".1f"),
                 col("frames_presented", ".0f"),
-                mean_ci(kbps, ".0f") if kbps else "–",
-                f"{sum(e['copies'] for e in edge)} / {sum(e['lost_ranges'] for e in edge)}"
-                if edge
-                else "–",
-                f"{sum(r['group_frames_late'] for r in ok)} of "
-                f"{sum(r['group_frames_sent'] for r in ok)}",
             ]
+            + edge_columns(ok)
         )
     return markdown_table(header, rows)
 
@@ -272,10 +358,18 @@ def main():
     parser.add_argument("--bitrate", type=int, default=1500, help="video kbit/s")
     parser.add_argument("--size", default="640x360")
     parser.add_argument("--direct", action="store_true", help="play from moq-relay itself")
+    parser.add_argument(
+        "--viewer",
+        choices=["chromium", "quic"],
+        default="chromium",
+        help="@moq/watch in Chromium (WebTransport), or moq-cli over raw QUIC",
+    )
     parser.add_argument("--out", default="results/moq-live")
     args = parser.parse_args()
     policies = ["direct"] if args.direct else [p for p in args.policies.split(",") if p]
-    problems = path_problems(args, policies)
+    problems = path_problems(args, policies, browser=args.viewer == "chromium")
+    if args.viewer == "quic" and args.direct:
+        problems.append("--viewer quic subscribes through the edge: it excludes --direct")
     for name in ("recoup", "relay", "publisher"):
         if not os.access(getattr(args, name), os.X_OK):
             problems.append(f"--{name} {getattr(args, name)}: not an executable")
@@ -304,7 +398,9 @@ def main():
                 lambda policy, seed, run_dir: one_run(procs, args, ctx, policy, seed, run_dir),
                 publisher,
                 lambda page: (
-                    f"latency {page.get('latency_mean_ms')} ms mean, "
+                    f"{page.get('frames_received')} frames over {page.get('alpn')}"
+                    if args.viewer == "quic"
+                    else f"latency {page.get('latency_mean_ms')} ms mean, "
                     f"{page.get('stalls')} stalls, {page.get('frames_dropped')} frames dropped"
                 ),
                 records,
@@ -315,6 +411,7 @@ def main():
     finally:
         procs.stop_all()
     keep_screenshots(records, policies, args.out)
+    report = quic_table if args.viewer == "quic" else table
     finish_report(
         os.path.join(args.out, "moq-live.md"),
         (
@@ -331,7 +428,7 @@ def main():
             + f"{args.runs} runs of {args.seconds:g} s per policy; H.264 {args.size} "
             f"{FPS} fps {args.bitrate} kbit/s, a group per {args.gop:g} s.\n\n"
         )
-        + table(records, policies),
+        + report(records, policies),
         records,
         "moq-live",
     )

@@ -5,8 +5,10 @@
 //! the full comparison's command, one 10 s run each). Checks what the page measured from the
 //! player: frames presented at the stream's rate with an end-to-end latency of a few round
 //! trips, over HTTP/3 and moq-lite; that the edge's own trace shows each policy in force; and,
-//! in the edge's qlog, that no STREAM frame of a group stream was sent after its deadline. Bad
-//! input: a malformed MoQ message closes only its own session, with moq-lite's code.
+//! in the edge's qlog, that no STREAM frame of a group stream was sent after its deadline. The
+//! same path ends in moq-cli subscribing over raw QUIC (`--viewer quic`) instead of the
+//! browser. Bad input: a malformed MoQ message closes only its own session, with moq-lite's
+//! code; a raw-QUIC MoQ client of a server without --moq is told so in the close.
 
 mod common;
 
@@ -122,13 +124,79 @@ fn no_object_is_sent_after_its_deadline() {
         0.0,
         "STREAM frames of group streams sent after their deadline: {run}"
     );
-    let qlog = out.path().join("crest-1/qlog");
-    let resets: usize = std::fs::read_dir(&qlog)
+    assert!(
+        resets(&out.path().join("crest-1/qlog")) > 0,
+        "no group stream was reset at its deadline"
+    );
+}
+
+/// RESET_STREAM frames the edge sent, in its qlog directory.
+fn resets(qlog: &Path) -> usize {
+    std::fs::read_dir(qlog)
         .expect("the edge's qlog directory")
         .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("qlog"))
         .map(|text| text.matches("\"frame_type\":\"reset_stream\"").count())
-        .sum();
-    assert!(resets > 0, "no group stream was reset at its deadline");
+        .sum()
+}
+
+/// moq-lite's newest raw-QUIC ALPN, which moq-cli 0.14 and recoup (moq-net 0.3) both prefer.
+const RAW_QUIC_ALPN: &str = "moq-lite-06";
+
+/// The same path with moq-cli (unmodified) subscribing over raw QUIC (`moql://`, `moq export
+/// fmp4`) in place of the browser: the edge serves it a moq-net session on the QUIC
+/// connection itself, under the policy's loss recovery, and the subscriber writes the
+/// broadcast's frames at the stream's rate.
+#[test]
+fn moq_cli_receives_the_broadcast_over_raw_quic_through_5_percent_loss() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let (runs, report) = moq_live(out.path(), &["--viewer", "quic", "--policies", "crest"]);
+    assert_eq!(runs.len(), 1, "{report}");
+    let run = &runs[0];
+    assert_eq!(run["ok"], true, "{run}");
+    assert_eq!(run["page"]["alpn"], RAW_QUIC_ALPN, "{run}");
+    let frames = num(run, "/page/frames_received");
+    assert!(
+        frames >= 0.8 * FPS * SECONDS as f64,
+        "{frames} frames in {SECONDS} s: {run}"
+    );
+    assert!(num(run, "/edge/lost_ranges") > 0.0, "nothing lost: {run}");
+    assert!(
+        num(run, "/edge/copies") > 0.0,
+        "crest sent no copies: {run}"
+    );
+    assert_eq!(num(run, "/group_frames_late"), 0.0, "{run}");
+}
+
+/// Over raw QUIC too, a deadline shorter than a loss recovery resets the group streams whose
+/// objects would be late: no STREAM frame of a group stream goes out past its deadline, and
+/// the subscriber still receives the groups that made it.
+#[test]
+fn no_object_is_sent_after_its_deadline_over_raw_quic() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let args = [
+        "--viewer",
+        "quic",
+        "--policies",
+        "crest",
+        "--deadline",
+        "100ms",
+    ];
+    let (runs, report) = moq_live(out.path(), &args);
+    assert_eq!(runs.len(), 1, "{report}");
+    let run = &runs[0];
+    assert_eq!(run["ok"], true, "{run}");
+    assert_eq!(run["page"]["alpn"], RAW_QUIC_ALPN, "{run}");
+    assert!(num(run, "/group_frames_sent") > 0.0, "{run}");
+    assert!(num(run, "/edge/lost_ranges") > 0.0, "{run}");
+    assert_eq!(
+        num(run, "/group_frames_late"),
+        0.0,
+        "STREAM frames of group streams sent after their deadline: {run}"
+    );
+    assert!(
+        resets(&out.path().join("crest-1/qlog")) > 0,
+        "no group stream was reset at its deadline"
+    );
 }
 
 /// moq-lite's PROTOCOL_VIOLATION session error code (moq-net's `SessionError`).

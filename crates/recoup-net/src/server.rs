@@ -888,3 +888,32 @@ fn log_close(remote: SocketAddr, reason: &CloseReason) {
         other => tracing::warn!(%remote, "connection closed: {other:?}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(session: &Session) -> (u64, &str) {
+        match session {
+            Session::Refused { code, reason } => (*code, reason),
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_moq_connection_without_moq_and_an_unserved_alpn_are_refused_naming_the_alpn() {
+        let remote: SocketAddr = "127.0.0.1:4433".parse().expect("address");
+        let off = moq_session(None, Instant::ZERO, b"moq-lite-06", remote);
+        let (code, reason) = refusal(&off);
+        // moq-lite's UNAUTHORIZED, which a MoQ client reports as such.
+        assert_eq!(code, 0x2);
+        assert!(
+            reason.contains("moq-lite-06") && reason.contains("MoQ is off"),
+            "{reason}"
+        );
+        let unknown = moq_session(None, Instant::ZERO, b"spdy/3", remote);
+        let (code, reason) = refusal(&unknown);
+        assert_eq!(code, NO_APPLICATION);
+        assert!(reason.contains("spdy/3"), "{reason}");
+    }
+}

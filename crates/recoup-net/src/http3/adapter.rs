@@ -83,6 +83,8 @@ struct StreamBox {
     deadline: Option<Deadline>,
     /// The task waiting for the sending side to be closed (all acknowledged, reset or stopped).
     closed_waker: Option<Waker>,
+    /// A send order the handle set, not yet passed to the transport.
+    send_order: Option<u8>,
 }
 
 /// A stream whose bytes are worth sending only until `budget` after the application wrote
@@ -377,6 +379,9 @@ impl Mailbox {
             if s.send_done {
                 continue;
             }
+            if let Some(order) = s.send_order.take() {
+                conn.stream_set_send_order(id, order).ok();
+            }
             if let Some(code) = s.reset.take() {
                 conn.stream_reset(now, id, code).ok();
                 s.send_done = true;
@@ -646,6 +651,14 @@ impl QuicConn {
     /// acknowledged within `budget`, or the stream is reset with `code`.
     pub(crate) fn set_deadline(&self, id: u64, budget: Duration, code: u64) {
         lock(&self.shared).set_deadline(id, budget, code);
+    }
+
+    /// Sets where stream `id`'s new data goes among the other streams' (higher first:
+    /// `Connection::stream_set_send_order`), when the mailbox is next pushed.
+    pub(crate) fn set_send_order(&self, id: u64, order: u8) {
+        if let Some(s) = lock(&self.shared).streams.get_mut(&id) {
+            s.send_order = Some(order);
+        }
     }
 
     /// A second reader and finisher of stream `id` beside its h3 handles, for a stream h3's

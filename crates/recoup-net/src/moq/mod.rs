@@ -17,7 +17,8 @@
 //! the stream is reset (RESET_STREAM, RFC 9000 §3.1): a late object is neither retransmitted
 //! nor copied by the policy, and the viewer moves on to the next group. moq-lite's SUBSCRIBE
 //! carries a priority and a maximum age but no delivery timeout, so the deadline is the
-//! server's, the same for every track.
+//! server's, the same for every track. The priority (and a group's age) moq-net turns into each
+//! group stream's send order, which the transport serves highest first.
 //!
 //! Bad input is the protocol's to answer: a SETUP that does not parse closes that session with
 //! moq-lite's code (moq-net), logged; a control stream that does not parse after it is reset

@@ -603,9 +603,11 @@ where
             .map_err(|e| stream_error(&e, self.codes))
     }
 
-    fn set_priority(&mut self, _order: u8) {
-        // recoup's transport schedules streams in the order they have data; the MoQ
-        // priorities are not mapped (the newest group is the one being written anyway).
+    fn set_priority(&mut self, order: u8) {
+        // moq-net's send order (higher first): its rank of the group among every group it
+        // sends, from the subscription's priority and the group's age. The transport serves
+        // new data of higher orders first.
+        self.quic.set_send_order(self.id, order);
     }
 
     fn finish(&mut self) -> Result<(), TransportError> {

@@ -709,6 +709,12 @@ impl Connection {
         }
     }
 
+    /// Sets where stream `id`'s new data goes among the other streams' (higher first,
+    /// round-robin among equals; 0 for every stream until set): [`Streams::set_send_order`].
+    pub fn stream_set_send_order(&mut self, id: StreamId, order: u8) -> Result<(), Error> {
+        self.streams.set_send_order(id, order)
+    }
+
     /// Asks the peer to stop sending on a stream (STOP_SENDING).
     pub fn stream_stop(&mut self, id: StreamId, code: u64) -> Result<(), Error> {
         self.check_open()?;

@@ -161,6 +161,8 @@ pub enum StreamEvent {
 struct Stream {
     send: Option<SendStream>,
     recv: Option<RecvStream>,
+    /// Where the stream's new data goes among the others' ([`Streams::set_send_order`]).
+    send_order: u8,
 }
 
 /// Which half a frame addresses, for the state checks of RFC 9000 §19.
@@ -512,8 +514,42 @@ impl Streams {
         !self.sendable.is_empty()
     }
 
-    /// The next piece of new data (at most `max_len` bytes), round-robin over streams.
+    /// Sets where stream `id`'s new data goes among the other streams': the streams of the
+    /// highest send order that have new data to send are served first, round-robin among
+    /// themselves (W3C WebTransport's `sendOrder`, which MoQ sessions rank their group streams
+    /// by). Every stream starts at 0, so without a call the streams are served round-robin.
+    /// Retransmissions are not ordered by it: loss recovery sends them first.
+    pub fn set_send_order(&mut self, id: StreamId, order: u8) -> Result<(), Error> {
+        let stream = self
+            .streams
+            .get_mut(&id)
+            .ok_or(Error::UnknownStream(id.0))?;
+        stream.send_order = order;
+        Ok(())
+    }
+
+    /// The next piece of new data (at most `max_len` bytes): from the streams of the highest
+    /// send order with something to send ([`Self::set_send_order`]), round-robin over them.
     pub fn poll_new(&mut self, max_len: usize) -> Option<Chunk> {
+        let orders = || {
+            self.sendable
+                .iter()
+                .filter_map(|id| self.streams.get(id))
+                .map(|s| s.send_order)
+        };
+        let (top, bottom) = (orders().max()?, orders().min()?);
+        // A top stream may have nothing it can send now (its flow-control credit): the others
+        // are not held up by it.
+        self.poll_new_from(max_len, Some(top)).or_else(|| {
+            (bottom < top)
+                .then(|| self.poll_new_from(max_len, None))
+                .flatten()
+        })
+    }
+
+    /// The next piece of new data round-robin over the sendable streams of send order `order`
+    /// (all of them with `None`).
+    fn poll_new_from(&mut self, max_len: usize, order: Option<u8>) -> Option<Chunk> {
         let mut cursor = self.last_sent;
         for _ in 0..self.sendable.len() {
             let next = cursor
@@ -524,7 +560,14 @@ impl Streams {
                 break;
             };
             cursor = Some(id);
-            let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+            let Some(stream) = self.streams.get_mut(&id) else {
+                self.sendable.remove(&id);
+                continue;
+            };
+            if order.is_some_and(|o| o != stream.send_order) {
+                continue;
+            }
+            let Some(send) = stream.send.as_mut() else {
                 self.sendable.remove(&id);
                 continue;
             };
@@ -990,7 +1033,11 @@ impl Streams {
             (_, Dir::Uni) => self.local.initial_max_stream_data_uni,
         };
         let recv = (!local || id.is_bidi()).then(|| RecvStream::new(window));
-        Stream { send, recv }
+        Stream {
+            send,
+            recv,
+            send_order: 0,
+        }
     }
 
     fn send_mut(&mut self, id: StreamId) -> Result<&mut SendStream, Error> {

@@ -389,6 +389,41 @@ fn round_robin_and_copies_do_not_consume_credit() {
 }
 
 #[test]
+fn streams_of_a_higher_send_order_go_first_and_equal_ones_take_turns() {
+    let (mut c, _) = pair(limits(1000, 10_000, 10, 10), 1000);
+    let ids: Vec<StreamId> = (0..3).filter_map(|_| c.open(false).ok()).collect();
+    for &id in &ids {
+        assert_eq!(c.write(id, &[1; 100]).ok(), Some(100));
+    }
+    assert!(c.set_send_order(ids[1], 7).is_ok());
+    assert!(c.set_send_order(ids[2], 7).is_ok());
+    assert!(matches!(
+        c.set_send_order(StreamId(99), 1),
+        Err(Error::UnknownStream(99))
+    ));
+    let order: Vec<StreamId> = std::iter::from_fn(|| c.poll_new(50).map(|ch| ch.id)).collect();
+    // The two of order 7 in turns until they are sent, then the one of order 0.
+    assert_eq!(
+        order,
+        [ids[1], ids[2], ids[1], ids[2], ids[0], ids[0]],
+        "{order:?}"
+    );
+}
+
+#[test]
+fn a_higher_send_order_blocked_by_its_credit_does_not_hold_the_others_up() {
+    // 100 bytes of credit per stream: the first stream's second write waits for MAX_STREAM_DATA.
+    let (mut c, _) = pair(limits(100, 10_000, 10, 10), 1000);
+    let ids: Vec<StreamId> = (0..2).filter_map(|_| c.open(false).ok()).collect();
+    assert_eq!(c.write(ids[0], &[1; 100]).ok(), Some(100));
+    assert_eq!(c.write(ids[1], &[1; 100]).ok(), Some(100));
+    assert!(c.set_send_order(ids[0], 9).is_ok());
+    assert_eq!(c.poll_new(100).map(|ch| ch.id), Some(ids[0]));
+    assert_eq!(c.poll_new(100).map(|ch| ch.id), Some(ids[1]));
+    assert_eq!(c.poll_new(100), None);
+}
+
+#[test]
 fn acked_streams_free_their_memory_and_are_forgotten() {
     let (mut c, _) = pair(limits(1 << 20, 1 << 20, 10, 10), 1 << 16);
     let id = c.open(false).unwrap_or(StreamId(99));

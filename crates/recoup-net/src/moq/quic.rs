@@ -100,11 +100,8 @@ impl poll::Session for QuicSession {
             return Poll::Ready(Err(e));
         }
         hq::Connection::<Bytes>::poll_accept_bidi(&mut self.quic, cx).map(|r| {
-            r.map(|bidi| {
-                let (send, recv) = hq::BidiStream::<Bytes>::split(bidi);
-                (self.streams.send(send), self.streams.recv(recv))
-            })
-            .map_err(|e| closed(&e))
+            r.map(|bidi| self.streams.bidi(bidi))
+                .map_err(|e| closed(&e))
         })
     }
 
@@ -129,11 +126,8 @@ impl poll::Session for QuicSession {
             return Poll::Ready(Err(e));
         }
         hq::OpenStreams::<Bytes>::poll_open_bidi(&mut self.quic, cx).map(|r| {
-            r.map(|bidi| {
-                let (send, recv) = hq::BidiStream::<Bytes>::split(bidi);
-                (self.streams.send(send), self.streams.recv(recv))
-            })
-            .map_err(TransportError::connection_gone)
+            r.map(|bidi| self.streams.bidi(bidi))
+                .map_err(TransportError::connection_gone)
         })
     }
 

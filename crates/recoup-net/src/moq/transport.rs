@@ -217,6 +217,18 @@ impl StreamParts {
         send
     }
 
+    /// Both halves of `bidi` as moq-net sees them.
+    pub(crate) fn bidi<B: hq::BidiStream<Bytes>>(
+        &self,
+        bidi: B,
+    ) -> (SendStream<B::SendStream>, RecvStream<B::RecvStream>)
+    where
+        B::RecvStream: hq::RecvStream<Buf = Bytes>,
+    {
+        let (send, recv) = bidi.split();
+        (self.send(send), self.recv(recv))
+    }
+
     /// The receiving half `recv` as moq-net sees it.
     pub(crate) fn recv<R: hq::RecvStream<Buf = Bytes>>(&self, recv: R) -> RecvStream<R> {
         RecvStream {
@@ -426,9 +438,7 @@ impl poll::Session for WtSession {
             }));
             match accepted {
                 Ok(Some(AcceptedBi::BidiStream(sid, stream))) if sid == self.shared.id => {
-                    let (send, recv) = hq::BidiStream::<Bytes>::split(stream);
-                    let streams = &self.shared.streams;
-                    return Poll::Ready(Ok((streams.send(send), streams.recv(recv))));
+                    return Poll::Ready(Ok(self.shared.streams.bidi(stream)));
                 }
                 Ok(Some(AcceptedBi::BidiStream(sid, stream))) => {
                     tracing::info!(session = ?sid, "bidirectional stream refused: no such session");
@@ -478,11 +488,7 @@ impl poll::Session for WtSession {
         let opened = std::task::ready!(self.open_bi.poll(cx, || {
             Box::pin(async move { s.open_bi(id).await.map_err(TransportError::connection_gone) })
         }));
-        Poll::Ready(opened.map(|stream| {
-            let (send, recv) = hq::BidiStream::<Bytes>::split(stream);
-            let streams = &self.shared.streams;
-            (streams.send(send), streams.recv(recv))
-        }))
+        Poll::Ready(opened.map(|stream| self.shared.streams.bidi(stream)))
     }
 
     fn poll_send_datagram(

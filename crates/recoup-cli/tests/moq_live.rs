@@ -15,7 +15,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{interop_dir, python, recoup, run_peer, Proc};
+use common::{interop_dir, python, recoup, run_peer, run_peer_status_within, Proc};
 use serde_json::Value;
 
 const SECONDS: u64 = 10;
@@ -224,4 +224,48 @@ fn a_malformed_moq_message_closes_that_session_only() {
         assert_eq!(v["server_fin"], true, "{report}");
     }
     assert_eq!(server.stderr_lines("MoQ session refused").len(), 2);
+}
+
+/// moq-cli's binary (`moq`), as scripts/moq-deps.sh installs it.
+fn moq_cli() -> String {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let res = Command::new("bash")
+        .arg("-c")
+        .arg("source scripts/moq-deps.sh moq-live-test >&2 && printf %s \"$moq_cli\"")
+        .current_dir(repo)
+        .output()
+        .expect("bash scripts/moq-deps.sh");
+    assert!(
+        res.status.success(),
+        "scripts/moq-deps.sh failed: {}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    String::from_utf8(res.stdout).expect("a path")
+}
+
+/// A raw-QUIC MoQ client (moq-cli, unmodified) of a server without --moq: its connection is
+/// closed with moq-lite's UNAUTHORIZED, which moq-cli reports, and the server logs why, naming
+/// the ALPN.
+#[test]
+fn a_raw_quic_moq_client_of_a_server_without_moq_is_told_moq_is_off() {
+    let mut cmd = Command::new(recoup());
+    cmd.args(["serve", "--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info");
+    let (mut server, addr) = Proc::server("recoup serve", cmd);
+    let mut client = Command::new(moq_cli());
+    client
+        .args(["--connect", &format!("moql://{addr}/")])
+        .args(["--connect-tls-insecure", "--connect-once"])
+        .args(["export", "--broadcast", "test", "fmp4"]);
+    let (status, report) = run_peer_status_within(
+        "moq export",
+        client,
+        &mut server,
+        std::time::Duration::from_secs(20),
+    );
+    assert!(status.is_some_and(|s| !s.success()), "{report}");
+    assert!(report.contains("Error: unauthorized"), "{report}");
+    let refused = server.stderr_lines("MoQ session refused: MoQ is off");
+    assert_eq!(refused.len(), 1, "{report}");
+    assert!(refused[0].contains(RAW_QUIC_ALPN), "{report}");
 }

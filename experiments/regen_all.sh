@@ -36,14 +36,42 @@ scripts=(
   experiments/fleet/deployment.py
 )
 # Every other script in experiments/<group>/ (ART Figs. 22 and 24, why_art, the Fig. 18 latency
-# breakdown) runs after these; compare.py and sensitivity.py are shared modules, not figures.
+# breakdown, draft-wu's comparison) runs after these; autorec/compare.py and
+# autorec/sensitivity.py are shared modules, not figures.
 for extra in experiments/*/*.py; do
   case " ${scripts[*]} " in *" $extra "*) continue ;; esac
-  case "$extra" in */compare.py | */sensitivity.py) continue ;; esac
+  case "$extra" in experiments/autorec/compare.py | experiments/autorec/sensitivity.py) continue ;; esac
   scripts+=("$extra")
 done
 
+# Scripts that make more than one table, each invocation as its tables' last line names it
+# ("Made at commit ... by `...`"). The quick form runs each variant too, without the sizes.
+declare -A variants=(
+  [experiments/ladr/causes.py]="pacing|rrl|ladr"
+  [experiments/ladr/table2.py]="|--setting deep|--setting wifi"
+  [experiments/fleet/deployment.py]="--streams 1000|--cc bbr --streams 400|--cc bbr3 --streams 400"
+  [experiments/beyond/pareto.py]="|--heldout"
+  [experiments/draftwu/compare.py]="--seeds 10 --duration 60s --streams 1000|--only fleet-moq --streams 1000"
+)
+quick=0
+case " ${flags[*]:-} " in *" --quick "*) quick=1 ;; esac
+
 for s in "${scripts[@]}"; do
-  printf '\n==> %s %s\n' "$s" "${flags[*]:-}"
-  python3 "$s" "${flags[@]}"
+  IFS='|' read -r -a runs <<<"${variants[$s]-}"
+  [ ${#runs[@]} -gt 0 ] || runs=("")
+  for r in "${runs[@]}"; do
+    read -r -a args <<<"$r"
+    if [ $quick = 1 ]; then
+      # Sizes (--streams, --seeds, --duration) are the full run's; the quick form has its own.
+      kept=()
+      skip=0
+      for a in "${args[@]}"; do
+        if [ $skip = 1 ]; then skip=0; continue; fi
+        case "$a" in --streams | --seeds | --duration) skip=1 ;; *) kept+=("$a") ;; esac
+      done
+      args=("${kept[@]}")
+    fi
+    printf '\n==> %s %s %s\n' "$s" "${args[*]}" "${flags[*]:-}"
+    python3 "$s" "${args[@]}" "${flags[@]}"
+  done
 done

@@ -1,7 +1,7 @@
 //! `recoup serve --moq URL`: a Media over QUIC relay egress. One upstream session subscribes to
 //! the broadcasts of an unmodified MoQ relay (or publisher) at URL; viewers open WebTransport
-//! sessions at [`PATH`], or QUIC connections whose ALPN is a MoQ version (raw QUIC,
-//! [`quic::ALPNS`]), on recoup's own transport and subscribe to them there, so the
+//! sessions at [`PATH`], or QUIC connections whose ALPN is a MoQ version (raw QUIC, the
+//! versions moq-net speaks), on recoup's own transport and subscribe to them there, so the
 //! connection's loss-recovery policy (`--policy`) is what carries the media over the last hop.
 //!
 //! Both sides are moq-dev/moq's `moq-net` (the moq-lite protocol and its relay model: an origin

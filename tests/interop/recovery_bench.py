@@ -959,9 +959,13 @@ def main():
     with open(md, "w") as f:
         f.write(text + "\n")
     if args.doc:
+        # The plot beside the doc takes the doc's name (RECOVERY-BENCH.md: recovery-bench.png),
+        # so two reports in one folder keep their own.
+        doc_abs = os.path.abspath(args.doc)
+        doc_png = os.path.splitext(doc_abs)[0].lower() + ".png"
+        doc_png = os.path.join(os.path.dirname(doc_abs), os.path.basename(doc_png))
         with open(args.doc, "w") as f:
-            f.write(text.replace(os.path.basename(png), "recovery-bench.png") + "\n")
-        doc_png = os.path.join(os.path.dirname(os.path.abspath(args.doc)), "recovery-bench.png")
+            f.write(text.replace(os.path.basename(png), os.path.basename(doc_png)) + "\n")
         # A report written into OUT itself already has its plot there.
         if has_plot and os.path.abspath(png) != doc_png:
             shutil.copy(png, doc_png)

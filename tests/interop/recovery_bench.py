@@ -569,8 +569,27 @@ def version_of(name, vers):
     return vers.get(kind, "").split(" (")[0]
 
 
+def recorded(records, key, current):
+    """Each value of a record's `key` with its count of runs, in order of appearance; runs
+    recorded before the key existed count as `current`."""
+    counts = {}
+    for r in records:
+        v = r.get(key, current)
+        counts[v] = counts.get(v, 0) + 1
+    return counts or {current: 0}
+
+
 def report(records, skipped, args, vers):
     loads = [x for r in records for x in r["load"]]
+    machines = recorded(records, "machine", machine())
+    earlier = {}
+    for r in records:
+        for kind, v in r.get("versions", {}).items():
+            if v != vers.get(kind):
+                earlier.setdefault(kind, {})[v] = None
+    vers = {
+        k: v + "".join(f" (some runs: {e})" for e in earlier.get(k, {})) for k, v in vers.items()
+    }
     done = [r["finished"] for r in records if "finished" in r]
     lines = [
         "# Recovery benchmark: recoup's policies against the QUIC servers people run",
@@ -587,7 +606,12 @@ def report(records, skipped, args, vers):
         "(tests/interop/recovery_bench.py says what each number is). Each cell: mean over runs "
         "± the 95 % half-width (Student t) over its runs, run k on link seed k for every server.",
         "",
-        f"Machine: {machine()}; 1-minute load average {min(loads, default=0):.1f} to "
+        (
+            f"Machine: {next(iter(machines))}"
+            if len(machines) == 1
+            else "Machines: " + "; ".join(f"{m} ({n} runs)" for m, n in machines.items())
+        )
+        + f"; 1-minute load average {min(loads, default=0):.1f} to "
         f"{max(loads, default=0):.1f} during the runs (a shared machine). A run whose link sent "
         f"its downstream datagrams more than {args.max_late:g} ms (p99) behind their schedule "
         "is left out of the statistics (the loaded machine, not the server, delayed it) and "
@@ -933,6 +957,11 @@ def main():
                                     print(f"recovery-bench: {e}; skipping it", file=sys.stderr)
                                     skipped[(path, workload, server)] = str(e)
                                     continue
+                                # What made it, so that a report over runs from several
+                                # sessions names every machine and peer version it covers.
+                                r["machine"] = machine()
+                                kind = peers.parse_server(server)[0]
+                                r["versions"] = {kind: vers[kind], "client": vers["client"]}
                                 rec_out.write(json.dumps(r) + "\n")
                                 rec_out.flush()
                                 records.append(r)

@@ -466,6 +466,31 @@ def ranking(cells, servers):
     return lines
 
 
+def browser_agreement(path, client, chromium):
+    """One line comparing the order by mean p95 of the servers both clients measured."""
+    if not client or not chromium:
+        return None
+    both = [s for s in client if s in chromium]
+    if len(both) < 2:
+        return None
+
+    def order(cells):
+        return sorted(both, key=lambda s: cells[s]["p95"][1][0])
+
+    def rank(cells):
+        return " < ".join(f"`{s}` {cells[s]['p95'][0]}" for s in order(cells))
+
+    a, b = order(client), order(chromium)
+    pairs = [(x, y) for i, x in enumerate(both) for y in both[i + 1 :]]
+    agree = sum((a.index(x) < a.index(y)) == (b.index(x) < b.index(y)) for x, y in pairs)
+    tau = (2 * agree - len(pairs)) / len(pairs)
+    return (
+        f"- **{path}**: quic-go client {rank(client)}; Chromium {rank(chromium)}; "
+        f"{agree} of {len(pairs)} pairs concordant (tau {tau:+.2f})"
+        + ("; the same order" if a == b else "")
+    )
+
+
 # `recoup analyze`'s columns shown (DESIGN.md's metric definitions).
 ANALYZE_COLUMNS = (
     ("lost_ranges", "lost ranges"),
@@ -629,7 +654,7 @@ def report(records, skipped, args, vers):
         "over the payload bytes (QUIC and HTTP/3 overhead, retransmissions and redundancy).",
         "",
     ]
-    ranking_lines = []
+    ranking_lines, all_cells = [], {}
     for path in args.paths:
         p = PATHS[path]
         lines += [f"## {path}: {p.what}", "", f"Stream bit rate {args.bitrate or p.bitrate}.", ""]
@@ -668,6 +693,7 @@ def report(records, skipped, args, vers):
                     [[x.replace("|", "\\|") if isinstance(x, str) else x for x in r] for r in rows],
                 )
             )
+            all_cells[(path, workload)] = cells
             rank = ranking(cells, args.servers)
             if rank:
                 ranking_lines += [f"- **{path} / {workload}**: " + rank[0]] + [
@@ -676,6 +702,28 @@ def report(records, skipped, args, vers):
                 lines += ["Ranking (p95): " + "; ".join(rank), ""]
     if ranking_lines:
         lines += ["## Ranking per cell", ""] + ranking_lines + [""]
+    browser = [
+        line
+        for path in args.paths
+        if (
+            line := browser_agreement(
+                path, all_cells.get((path, "live")), all_cells.get((path, "live-chromium"))
+            )
+        )
+    ]
+    if browser:
+        lines += (
+            [
+                "## The live push seen by Chromium and by the measuring client",
+                "",
+                "Servers measured by both, ordered by mean p95 (lowest first); concordant "
+                "pairs are the pairs of servers both clients order alike (Kendall's tau = "
+                "(concordant - discordant) / pairs).",
+                "",
+            ]
+            + browser
+            + [""]
+        )
     rows = analyze_rows(records, args.recoup)
     if rows:
         lines += [

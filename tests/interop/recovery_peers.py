@@ -16,6 +16,8 @@ would set it up, to serve a directory of static files or to relay a live origin.
                             latest RTT less its ACK delay, as quic-go's does
     recoup-POLICY-CC-iw32   the same with --initial-window 32: quic-go's initial window instead
                             of RFC 9002 §7.2's ten packets
+    recoup-POLICY-CC-tailping
+                            the same with --tail-ping: a PING after each burst's last packet
 
 Every server keeps its own defaults (congestion control, pacing, loss detection); only recoup's
 policy and controller are named. Each one is started by `start(...)`, which returns the process
@@ -37,6 +39,7 @@ RECOUP_VARIANTS = {
     "adjusted": ["--threshold-rtt", "adjusted"],
     # quic-go's cubic sender starts with 32 packets (internal/congestion/cubic_sender.go).
     "iw32": ["--initial-window", "32"],
+    "tailping": ["--tail-ping"],
 }
 PEERS = ("quicgo", "caddy", "quinn", "aioquic", "quiche")
 FILES_ONLY = "cannot relay a streamed response (files only)"

@@ -77,6 +77,13 @@ pub struct TransportConfig {
     pub cc: CcAlgorithm,
     /// Initial congestion window in packets of `max_datagram_size`; `None` is RFC 9002 §7.2's.
     pub initial_window: Option<u64>,
+    /// Send one PING-only packet after the last packet of each burst of stream data (when
+    /// nothing else waits to be sent). A lost tail is otherwise found only when the next burst's
+    /// ACKs arrive or the probe timeout fires; the PING arrives after the gap the loss left, which
+    /// an RFC 9000 §13.2.1 receiver acknowledges at once, so RFC 9002 §6.1.2's time threshold
+    /// finds the tail about 9/8 RTT after its send. Costs one small packet per burst. Off by
+    /// default.
+    pub tail_ping: bool,
     /// Pace packets (RFC 9002 §7.7).
     pub pacing: bool,
     /// HyStart++ (RFC 9406) in the initial slow start of CUBIC and NewReno.
@@ -154,6 +161,7 @@ impl Default for TransportConfig {
             cid_prefix: None,
             cc: CcAlgorithm::default(),
             initial_window: None,
+            tail_ping: false,
             pacing: true,
             hystart: true,
             pacing_burst: crate::pacing::DEFAULT_BURST_PACKETS,

@@ -35,6 +35,13 @@ pub struct TransportArgs {
     /// (docs/RECOVERY-BENCH.md measures what that changes).
     #[arg(long, value_name = "PACKETS", value_parser = clap::value_parser!(u64).range(1..))]
     pub initial_window: Option<u64>,
+    /// After the last packet of each burst of stream data, send one PING-only packet: a
+    /// receiver that finds the burst's tail missing acknowledges the PING at once (RFC 9000
+    /// §13.2.1), so the lost tail is found about 9/8 RTT after its send instead of by the next
+    /// burst's ACKs or the probe timeout. One small packet per burst (docs/RECOVERY-BENCH.md
+    /// measures it on the live push).
+    #[arg(long)]
+    pub tail_ping: bool,
     /// Dual-side FEC for the data this endpoint sends, e.g. `block:k=9,m=1` (docs/FEC.md):
     /// repair symbols go only to a recoup peer that negotiated FEC; toward any other peer a
     /// warning is logged and recovery is plain ARQ. recoup endpoints always offer to decode.
@@ -100,6 +107,7 @@ impl TransportArgs {
             loss_detection: self.loss_detection,
             threshold_rtt: self.threshold_rtt,
             initial_window: self.initial_window,
+            tail_ping: self.tail_ping,
             policy: self.policy.clone().unwrap_or_default(),
             key_update_interval: self.key_update_interval,
             max_idle_timeout: self.idle_timeout,

@@ -114,6 +114,11 @@ pub(super) struct RecoveryHost {
     max_pacing_rate: Option<u64>,
     /// What each space's ACK frames repeat of the previous one, not read again.
     ack_repeats: PerSpace<AckRepeats>,
+    /// `TransportConfig::tail_ping`.
+    tail_ping: bool,
+    /// The last ack-eliciting 1-RTT packet carried stream data: a burst's tail, until another
+    /// ack-eliciting packet follows it.
+    tail_unprobed: bool,
 }
 
 impl RecoveryHost {
@@ -154,7 +159,27 @@ impl RecoveryHost {
             copy_held_since: None,
             copies_beyond_cwnd: config.copies_beyond_cwnd,
             ack_repeats: PerSpace::default(),
+            tail_ping: config.tail_ping,
+            tail_unprobed: false,
         }
+    }
+
+    /// A 1-RTT packet left: one with stream data is a tail until an ack-eliciting packet
+    /// follows it.
+    pub fn on_data_packet_sent(&mut self, stream_data: bool, ack_eliciting: bool) {
+        if stream_data {
+            self.tail_unprobed = true;
+        } else if ack_eliciting {
+            self.tail_unprobed = false;
+        }
+    }
+
+    /// Whether a tail PING is due (`TransportConfig::tail_ping`): the last packet carried
+    /// stream data, and neither new data nor a copy waits to follow it. (A waiting
+    /// retransmission goes first and is ack-eliciting itself: the PING is written only into
+    /// a packet with nothing else that elicits an ACK.)
+    pub fn tail_ping_due(&self, has_new_data: bool) -> bool {
+        self.tail_ping && self.tail_unprobed && !has_new_data && self.pending_copy.is_none()
     }
 
     /// A new path to the peer was validated (RFC 9000 §9.4): congestion control, pacing and the

@@ -230,6 +230,7 @@ impl Connection {
             || self.cids.has_frames()
             || self.streams.has_control()
             || self.keys.update.wants_ack(self.key_update_due().0)
+            || self.recovery.tail_ping_due(self.streams.has_new_data())
     }
 
     /// The waiting copy left (`sent`) or was dropped: count it if the window had held it.
@@ -358,6 +359,20 @@ impl Connection {
             }
             if probe && pkt.ack_eliciting {
                 self.spaces[space].probes -= 1;
+            }
+            if data
+                && !pkt.ack_eliciting
+                && buf.len() < end
+                && self.recovery.tail_ping_due(self.streams.has_new_data())
+            {
+                // `TransportConfig::tail_ping`: after a burst's last packet, so that a receiver
+                // that finds the burst's tail missing acknowledges at once (RFC 9000 §13.2.1).
+                Frame::Ping.encode(buf);
+                pkt.ack_eliciting = true;
+                pkt.in_flight = true;
+                if qlog {
+                    pkt.qlog_frames.push(QlogFrame::Ping);
+                }
             }
         }
         if buf.len() == layout.payload_offset() {
@@ -780,6 +795,8 @@ impl Connection {
         }
         if space == SpaceId::Data {
             self.recovery.data_packets_sent += 1;
+            self.recovery
+                .on_data_packet_sent(!pkt.frames.stream.is_empty(), pkt.ack_eliciting);
             self.keys.update.on_sent(pkt.pn, pkt.ack_eliciting);
             match pkt.frames.kind {
                 Some(SendKind::Retransmission) => self.stats.retransmission_packets += 1,

@@ -126,6 +126,8 @@ pub struct Pair {
     pub client_addr: SocketAddr,
     /// Every datagram the server sent: (destination, bytes).
     pub server_sent: Vec<(SocketAddr, usize)>,
+    /// Indices into `server_sent` of datagrams the network loses (a test's chosen losses).
+    pub drop_server_datagrams: Vec<usize>,
     /// The path MTU, as UDP payload bytes: larger datagrams are dropped (a test lowers it to
     /// play a path that carries less, or one whose MTU shrinks mid-connection).
     pub mtu: usize,
@@ -197,6 +199,7 @@ impl Pair {
             until: None,
             client_addr: CLIENT.parse().expect("addr"),
             server_sent: Vec::new(),
+            drop_server_datagrams: Vec::new(),
             mtu: usize::MAX,
         }
     }
@@ -261,7 +264,13 @@ impl Pair {
         }
         while let Some(t) = self.server.poll_transmit(self.now) {
             self.server_sent.push((t.destination, t.contents.len()));
-            if t.destination == self.client_addr {
+            if self
+                .drop_server_datagrams
+                .contains(&(self.server_sent.len() - 1))
+            {
+                self.trace
+                    .push((self.now, Dir::ToClient, t.contents.len(), true));
+            } else if t.destination == self.client_addr {
                 self.send(Dir::ToClient, t.contents);
             }
         }

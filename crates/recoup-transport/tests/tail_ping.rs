@@ -48,7 +48,11 @@ fn lost_tail(tail_ping: bool, s: u64) -> (Duration, recoup_transport::Connection
         drain(c, id, &mut got);
         got.len() == payload.len()
     });
-    assert!(done, "seed {s}: the burst never arrived ({} bytes)", got.len());
+    assert!(
+        done,
+        "seed {s}: the burst never arrived ({} bytes)",
+        got.len()
+    );
     // The lost datagram was the burst's data, not an ACK.
     assert!(
         p.server_sent[first + 1].1 > 600,
@@ -120,7 +124,11 @@ fn a_tail_ping_costs_one_small_packet_per_burst() {
             let data = burst.iter().filter(|&&n| n > 100).count();
             let small: Vec<_> = burst.iter().filter(|&&n| n <= 100).collect();
             assert_eq!(data, 3, "seed {s}, tail_ping {tail_ping}: {sizes:?}");
-            assert_eq!(small.len(), pings, "seed {s}, tail_ping {tail_ping}: {sizes:?}");
+            assert_eq!(
+                small.len(),
+                pings,
+                "seed {s}, tail_ping {tail_ping}: {sizes:?}"
+            );
             assert!(small.iter().all(|&&n| n < 40), "seed {s}: {sizes:?}");
         }
     }

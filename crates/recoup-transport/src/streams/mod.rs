@@ -531,13 +531,15 @@ impl Streams {
     /// The next piece of new data (at most `max_len` bytes): from the streams of the highest
     /// send order with something to send ([`Self::set_send_order`]), round-robin over them.
     pub fn poll_new(&mut self, max_len: usize) -> Option<Chunk> {
-        let orders = || {
-            self.sendable
-                .iter()
-                .filter_map(|id| self.streams.get(id))
-                .map(|s| s.send_order)
-        };
-        let (top, bottom) = (orders().max()?, orders().min()?);
+        // The lowest and highest send order among the sendable streams, in one pass.
+        let (bottom, top) = self
+            .sendable
+            .iter()
+            .filter_map(|id| self.streams.get(id))
+            .map(|s| s.send_order)
+            .fold(None, |range: Option<(u8, u8)>, o| {
+                Some(range.map_or((o, o), |(lo, hi)| (lo.min(o), hi.max(o))))
+            })?;
         // A top stream may have nothing it can send now (its flow-control credit): the others
         // are not held up by it.
         self.poll_new_from(max_len, Some(top)).or_else(|| {

@@ -484,10 +484,29 @@ def browser_agreement(path, client, chromium):
     pairs = [(x, y) for i, x in enumerate(both) for y in both[i + 1 :]]
     agree = sum((a.index(x) < a.index(y)) == (b.index(x) < b.index(y)) for x, y in pairs)
     tau = (2 * agree - len(pairs)) / len(pairs)
+
+    def apart(x, y):
+        (mx, hx), (my, hy) = client[x]["p95"][1], client[y]["p95"][1]
+        return not (math.isnan(hx) or math.isnan(hy)) and abs(mx - my) > hx + hy
+
+    # The pairs the measuring client tells apart (95 % intervals apart): the ranking it shows.
+    shown = [(x, y) for x, y in pairs if apart(x, y)]
+    kept = [
+        (x, y) if a.index(x) < a.index(y) else (y, x)
+        for x, y in shown
+        if (a.index(x) < a.index(y)) == (b.index(x) < b.index(y))
+    ]
+    flipped = [
+        f"`{x}` < `{y}`" if a.index(x) < a.index(y) else f"`{y}` < `{x}`"
+        for x, y in shown
+        if (a.index(x) < a.index(y)) != (b.index(x) < b.index(y))
+    ]
     return (
         f"- **{path}**: quic-go client {rank(client)}; Chromium {rank(chromium)}; "
         f"{agree} of {len(pairs)} pairs concordant (tau {tau:+.2f})"
         + ("; the same order" if a == b else "")
+        + f"; of the {len(shown)} pairs the quic-go client's intervals separate, Chromium orders "
+        f"{len(kept)} alike" + (f" and reverses {', '.join(flipped)}" if flipped else "")
     )
 
 
@@ -718,7 +737,9 @@ def report(records, skipped, args, vers):
                 "",
                 "Servers measured by both, ordered by mean p95 (lowest first); concordant "
                 "pairs are the pairs of servers both clients order alike (Kendall's tau = "
-                "(concordant - discordant) / pairs).",
+                "(concordant - discordant) / pairs). The ranking the measuring client shows is "
+                "its pairs with 95 % intervals apart; Chromium's means order each of them alike "
+                "or reverse it.",
                 "",
             ]
             + browser

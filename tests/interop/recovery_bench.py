@@ -127,7 +127,7 @@ PATHS = {
         "2Mbps",
     ),
     "loss0": _loss_path(0, "4Mbps"),
-    "loss1": _loss_path(1, "2Mbps"),
+    "loss1": _loss_path(1, "1Mbps"),
     "loss2": _loss_path(2, "1Mbps"),
     "loss10": _loss_path(10, "250kbps"),
 }

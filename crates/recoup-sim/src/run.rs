@@ -277,6 +277,7 @@ fn add_flow(
         hystart: scenario.transport.hystart.unwrap_or(defaults.hystart),
         loss_detection: scenario.transport.loss_detection,
         threshold_rtt: scenario.transport.threshold_rtt,
+        tail_ping: scenario.transport.tail_ping,
         // One buffer for the connection and its streams: a single-stream transfer is held by
         // the smaller of the two windows.
         receive_window: scenario

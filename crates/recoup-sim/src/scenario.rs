@@ -844,6 +844,8 @@ pub struct TransportSpec {
     /// measured (RFC 9002 §6.1.2) or `adjusted`, less the peer's ACK delay (quic-go's reading).
     #[serde(deserialize_with = "from_str")]
     pub threshold_rtt: ThresholdRtt,
+    /// A PING-only packet after each burst's last packet (`TransportConfig::tail_ping`).
+    pub tail_ping: bool,
     /// The receiver's buffer: the flow-control window it keeps ahead of what its application
     /// has read, for the connection and for each stream (ART §4.4, Fig. 24); `None` keeps the
     /// transport's defaults.
@@ -2022,6 +2024,9 @@ mod tests {
         ))
         .expect("valid");
         assert_eq!(s.transport.threshold_rtt, ThresholdRtt::Adjusted);
+        assert!(!s.transport.tail_ping);
+        let s = one(&format!("{MINIMAL}[transport]\ntail_ping = true\n")).expect("valid");
+        assert!(s.transport.tail_ping);
         let e = err(&format!("{MINIMAL}[transport]\nloss_detection = \"bbr\"\n"));
         assert!(
             e.starts_with("t.toml:4:18: ")
@@ -2083,6 +2088,7 @@ mod tests {
                 "hystart",
                 "loss_detection",
                 "threshold_rtt",
+                "tail_ping",
                 "receive_window",
                 "send_buffer",
                 "copies_beyond_cwnd",

@@ -202,7 +202,11 @@ def run_key(path, workload, server, seed, args):
 def one_run(procs, ctx, path, workload, server, seed, run_dir, qlog_dir):
     """One client session against one server through the link; the run's record."""
     args = ctx["args"]
-    os.makedirs(run_dir, exist_ok=True)
+    # A fresh directory: a run measured again (it fell behind, or the path's bit rate changed)
+    # must not find the last one's state, such as Caddy's certificate, which it then does not
+    # obtain and announce, so that it never looked ready.
+    shutil.rmtree(run_dir, ignore_errors=True)
+    os.makedirs(run_dir)
     if qlog_dir and peers.writes_qlog(server):
         os.makedirs(qlog_dir, exist_ok=True)
     else:

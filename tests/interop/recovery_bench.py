@@ -486,7 +486,9 @@ def browser_agreement(path, client, chromium):
 
     a, b = order(client), order(chromium)
     pairs = [(x, y) for i, x in enumerate(both) for y in both[i + 1 :]]
-    agree = sum((a.index(x) < a.index(y)) == (b.index(x) < b.index(y)) for x, y in pairs)
+    # Per pair: whether both clients put the same one first.
+    alike = {(x, y): (a.index(x) < a.index(y)) == (b.index(x) < b.index(y)) for x, y in pairs}
+    agree = sum(alike.values())
     tau = (2 * agree - len(pairs)) / len(pairs)
 
     def apart(x, y):
@@ -495,22 +497,18 @@ def browser_agreement(path, client, chromium):
 
     # The pairs the measuring client tells apart (95 % intervals apart): the ranking it shows.
     shown = [(x, y) for x, y in pairs if apart(x, y)]
-    kept = [
-        (x, y) if a.index(x) < a.index(y) else (y, x)
-        for x, y in shown
-        if (a.index(x) < a.index(y)) == (b.index(x) < b.index(y))
-    ]
+    kept = sum(alike[p] for p in shown)
     flipped = [
         f"`{x}` < `{y}`" if a.index(x) < a.index(y) else f"`{y}` < `{x}`"
         for x, y in shown
-        if (a.index(x) < a.index(y)) != (b.index(x) < b.index(y))
+        if not alike[(x, y)]
     ]
     return (
         f"- **{path}**: quic-go client {rank(client)}; Chromium {rank(chromium)}; "
         f"{agree} of {len(pairs)} pairs concordant (tau {tau:+.2f})"
         + ("; the same order" if a == b else "")
         + f"; of the {len(shown)} pairs the quic-go client's intervals separate, Chromium orders "
-        f"{len(kept)} alike" + (f" and reverses {', '.join(flipped)}" if flipped else "")
+        f"{kept} alike" + (f" and reverses {', '.join(flipped)}" if flipped else "")
     )
 
 

@@ -817,7 +817,9 @@ def report(records, skipped, args, vers):
 
 
 def plot(records, args, png):
-    """p95 delay per server with its 95 % interval, one panel per path and workload."""
+    """One panel per path (row) and workload (column): p95 delay per server with its 95 %
+    interval, or for the file its goodput; an infinite p95 (something never arrived) is a
+    hatched bar past the longest finite one, marked ∞."""
     try:
         import matplotlib
 
@@ -826,37 +828,56 @@ def plot(records, args, png):
     except ImportError as e:
         print(f"recovery-bench: no plot ({e})", file=sys.stderr)
         return False
-    panels = [
-        (p, w)
-        for p in args.paths
-        for w in args.workloads
-        if any(r["path"] == p and r["workload"] == w for r in records)
-    ]
-    if not panels:
+    have = {(r["path"], r["workload"]) for r in records}
+    paths = [p for p in args.paths if any((p, w) in have for w in args.workloads)]
+    workloads = [w for w in args.workloads if any((p, w) in have for p in paths)]
+    if not paths:
         return False
-    cols = min(3, len(panels))
-    rows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.2 * rows), squeeze=False)
-    for ax, (p, w) in zip(axes.flat, panels):
-        names, means, halves, colors = [], [], [], []
-        for s in args.servers:
-            c = summarise(records, p, w, s, args.max_late)
-            if not c["runs"]:
+    fig, axes = plt.subplots(
+        len(paths),
+        len(workloads),
+        figsize=(3.6 * len(workloads), 0.22 * len(args.servers) * len(paths) + 0.8),
+        squeeze=False,
+    )
+    for row, p in zip(axes, paths):
+        for ax, w in zip(row, workloads):
+            measure = "goodput" if w == "file" else "p95"
+            names, means, halves, colors = [], [], [], []
+            for s in args.servers:
+                c = summarise(records, p, w, s, args.max_late)
+                if not c["runs"]:
+                    continue
+                m, h = c[measure][1]
+                names.append(s.replace("recoup-", "r-"))
+                means.append(m)
+                halves.append(0 if math.isnan(h) else h)
+                colors.append("tab:blue" if s.startswith("recoup-") else "tab:orange")
+            if not names:
+                ax.axis("off")
                 continue
-            m, h = c["p95"][1]
-            names.append(s.replace("recoup-", "r-"))
-            means.append(m if math.isfinite(m) else 0)
-            halves.append(0 if math.isnan(h) else h)
-            colors.append("tab:blue" if s.startswith("recoup-") else "tab:orange")
-        ax.barh(names, means, xerr=halves, color=colors)
-        ax.invert_yaxis()
-        ax.set_title(f"{p} / {w}", fontsize=9)
-        ax.set_xlabel("p95 delay ms (± 95 % CI)", fontsize=8)
-        ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.axis("off")
+            finite = [m for m in means if math.isfinite(m)]
+            top = 1.15 * max(finite, default=1.0)
+            inf = [not math.isfinite(m) for m in means]
+            bars = ax.barh(
+                names,
+                [top if i else m for i, m in zip(inf, means)],
+                xerr=[0 if i else h for i, h in zip(inf, halves)],
+                color=colors,
+            )
+            for bar, i in zip(bars, inf):
+                if i:
+                    bar.set_hatch("//")
+                    bar.set_alpha(0.4)
+                    ax.text(top, bar.get_y() + bar.get_height() / 2, " ∞", va="center", fontsize=7)
+            ax.invert_yaxis()
+            ax.set_title(f"{p} / {w}", fontsize=8)
+            ax.set_xlabel(
+                "goodput Mbit/s (± 95 % CI)" if w == "file" else "p95 delay ms (± 95 % CI)",
+                fontsize=7,
+            )
+            ax.tick_params(labelsize=6)
     fig.tight_layout()
-    fig.savefig(png, dpi=110)
+    fig.savefig(png, dpi=100)
     plt.close(fig)
     return True
 

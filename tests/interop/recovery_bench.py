@@ -711,6 +711,7 @@ def report(records, skipped, args, vers):
         p = PATHS[path]
         lines += [f"## {path}: {p.what}", "", f"Stream bit rate {args.bitrate or p.bitrate}.", ""]
         for workload in args.workloads:
+            shown_measures = measures(workload)
             cells, rows = {}, []
             for server in args.servers:
                 why = skipped.get((path, workload, server)) or skipped.get(server)
@@ -728,16 +729,16 @@ def report(records, skipped, args, vers):
                 runs = str(c["runs"]) + (f" (+{c['late_runs']} left out)" if c["late_runs"] else "")
                 rows.append(
                     [server, version_of(server, vers), runs]
-                    + [c[k][0] for k, _, _ in measures(workload)]
+                    + [c[k][0] for k, _, _ in shown_measures]
                     + [c["late"]]
                     + [f"{len(missing)}" + (f": {shown}" if missing else "")]
                     + ["; ".join(c["notes"])[:300]]
                 )
             if not rows:
                 continue
-            width = 3 + len(measures(workload)) + 3
+            width = 3 + len(shown_measures) + 3
             rows = [r + [""] * (width - len(r)) for r in rows]
-            header = ["server", "version", "runs"] + [h for _, h, _ in measures(workload)]
+            header = ["server", "version", "runs"] + [h for _, h, _ in shown_measures]
             lines += [f"### {path} / {workload}", ""]
             lines.append(
                 markdown_table(

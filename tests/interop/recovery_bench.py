@@ -849,6 +849,9 @@ def plot(records, args, png):
                 if not c["runs"]:
                     continue
                 m, h = c[measure][1]
+                if math.isnan(m):
+                    # No value (no run recorded it): nothing to draw, and not "never arrived".
+                    continue
                 names.append(s.replace("recoup-", "r-"))
                 means.append(m)
                 halves.append(0 if math.isnan(h) else h)
@@ -858,7 +861,7 @@ def plot(records, args, png):
                 continue
             finite = [m for m in means if math.isfinite(m)]
             top = 1.15 * max(finite, default=1.0)
-            inf = [not math.isfinite(m) for m in means]
+            inf = [math.isinf(m) for m in means]
             bars = ax.barh(
                 names,
                 [top if i else m for i, m in zip(inf, means)],

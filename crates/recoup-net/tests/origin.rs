@@ -260,10 +260,20 @@ fn relays_files_and_growing_streams_byte_for_byte(protocol: Protocol) {
 
 #[test]
 fn an_unreachable_origin_fails_the_download() {
-    // A port that was just free: nothing listens there.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
+    // A TCP socket bound but never listening holds its port for the whole test, so no origin
+    // another test starts meanwhile can take it, and a connection there is refused. (A port
+    // that was merely free a moment ago was handed to the relay test's origin when both ran
+    // at once.)
+    let holder = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .expect("tcp socket");
+    holder
+        .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .expect("bind without listening");
+    let port = holder
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .expect("bound address")
         .port();
     let server = serve(&format!("http://127.0.0.1:{port}"));
     for protocol in [Protocol::Hq, Protocol::H3] {
@@ -274,6 +284,7 @@ fn an_unreachable_origin_fails_the_download() {
         );
     }
     server.stop();
+    drop(holder);
 }
 
 #[test]
